@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "DocStore",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "DocStore", targets: ["DocStore"]),
+        .executable(name: "docstore", targets: ["docstore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(
+            name: "DocStore",
+            dependencies: [
+                "CSQLite",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Collections", package: "swift-collections"),
+            ]
+        ),
+        .executableTarget(
+            name: "docstore",
+            dependencies: [
+                "DocStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "DocStoreTests",
+            dependencies: ["DocStore"]
+        ),
+        .testTarget(
+            name: "DocStoreCLITests",
+            dependencies: ["DocStore", "docstore"]
+        ),
+    ]
+)

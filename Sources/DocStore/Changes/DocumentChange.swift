@@ -1,0 +1,45 @@
+/// Where a change came from.
+public enum ChangeSource: String, Sendable, Hashable {
+    /// A write through this process's API.
+    case local
+    /// A revision inserted by replication (`new_edits=false`).
+    case replication
+}
+
+/// A notification that a document got a new revision.
+public struct DocumentChange: Sendable, Hashable {
+    /// The document id.
+    public let id: String
+    /// The revision that was written.
+    public let revision: RevisionID
+    /// The sequence the document is now at.
+    public let sequence: Int64
+    /// Whether the written revision is a deletion.
+    public let isDeletion: Bool
+    /// Whether the change was made locally or by replication.
+    public let source: ChangeSource
+}
+
+/// One row of the changes feed: a document at its latest sequence.
+public struct Change: Sendable, Hashable {
+    /// The sequence of the document's latest change.
+    public let sequence: Int64
+    /// The document id.
+    public let id: String
+    /// The winning revision.
+    public let revision: RevisionID
+    /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
+    public let leafRevisions: [RevisionID]
+    /// Whether the winning revision is a deletion.
+    public let isDeleted: Bool
+    /// The winning revision's document, when asked for.
+    public let document: Document?
+}
+
+/// A page of the changes feed.
+public struct ChangesPage: Sendable {
+    /// The changes, in increasing sequence order.
+    public let changes: [Change]
+    /// The sequence to pass as `since` to continue after this page.
+    public let lastSequence: Int64
+}

@@ -1,0 +1,127 @@
+/// Options of ``Database/allDocuments(_:)``, as CouchDB's `_all_docs`.
+public struct AllDocumentsQuery: Sendable, Hashable {
+    /// The first id to include (the last, when ``descending``); `nil` for an open end.
+    public var startKey: String?
+    /// The last id to include (the first, when ``descending``); `nil` for an open end.
+    public var endKey: String?
+    /// Whether ``endKey`` itself is included.
+    public var inclusiveEnd = true
+    /// Newest-id-first order.
+    public var descending = false
+    /// The most rows to return.
+    public var limit: Int?
+    /// Rows to skip first.
+    public var skip = 0
+    /// Exactly these ids, in this order (missing ones give an error row, deleted ones a deleted row).
+    public var keys: [String]?
+    /// Include each document.
+    public var includeDocuments = false
+
+    /// A query for all documents in id order.
+    public init(startKey: String? = nil, endKey: String? = nil, inclusiveEnd: Bool = true, descending: Bool = false,
+                limit: Int? = nil, skip: Int = 0, keys: [String]? = nil, includeDocuments: Bool = false) {
+        self.startKey = startKey
+        self.endKey = endKey
+        self.inclusiveEnd = inclusiveEnd
+        self.descending = descending
+        self.limit = limit
+        self.skip = skip
+        self.keys = keys
+        self.includeDocuments = includeDocuments
+    }
+}
+
+/// One row of ``Database/allDocuments(_:)``.
+public struct AllDocumentsRow: Sendable, Hashable {
+    /// The document id (the key asked for, for a missing one).
+    public let id: String
+    /// The winning revision; `nil` for a missing document.
+    public let revision: RevisionID?
+    /// Whether the document is deleted (only with ``AllDocumentsQuery/keys``).
+    public let isDeleted: Bool
+    /// The document, when asked for and live.
+    public let document: Document?
+    /// `"not_found"` for a key with no document.
+    public let error: String?
+}
+
+/// The answer of ``Database/allDocuments(_:)``.
+public struct AllDocumentsResult: Sendable {
+    /// The number of live documents in the database.
+    public let totalRows: Int
+    /// How many rows of the whole id order come before the first row returned.
+    public let offset: Int
+    /// The rows.
+    public let rows: [AllDocumentsRow]
+}
+
+extension Database {
+    /// Live documents in id order (raw UTF-8 byte order, as CouchDB's `_all_docs`), or the rows for
+    /// given ids.
+    ///
+    /// - Complexity: O(log n + skip + rows) using the id index; `totalRows` counts live documents.
+    public func allDocuments(_ query: AllDocumentsQuery = AllDocumentsQuery()) async throws -> AllDocumentsResult {
+        guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
+            throw DocStoreError(.badRequest, "skip and limit must not be negative")
+        }
+        return try read(consistent: true) { connection in
+            let records = DocumentRecords(connection: connection)
+            let total = Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0)
+            if let keys = query.keys {
+                var ordered = query.descending ? Array(keys.reversed()) : keys
+                ordered = Array(ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max))
+                var rows: [AllDocumentsRow] = []
+                for key in ordered {
+                    guard let record = try records.fetch(id: key) else {
+                        rows.append(AllDocumentsRow(id: key, revision: nil, isDeleted: false, document: nil, error: "not_found"))
+                        continue
+                    }
+                    let document = query.includeDocuments && !record.isDeleted
+                        ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record)
+                        : nil
+                    rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
+                                                document: document, error: nil))
+                }
+                return AllDocumentsResult(totalRows: total, offset: 0, rows: rows)
+            }
+
+            var conditions = ["deleted = 0"]
+            var bindings: [SQLiteValue] = []
+            let (lower, upper) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)
+            let lowerInclusive = query.descending ? query.inclusiveEnd : true
+            let upperInclusive = query.descending ? true : query.inclusiveEnd
+            if let lower {
+                conditions.append(lowerInclusive ? "id >= ?" : "id > ?")
+                bindings.append(.text(lower))
+            }
+            if let upper {
+                conditions.append(upperInclusive ? "id <= ?" : "id < ?")
+                bindings.append(.text(upper))
+            }
+            let order = query.descending ? "DESC" : "ASC"
+            let columns = query.includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev"
+            let statement = try connection.prepare(
+                "SELECT \(columns) FROM docs WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ? OFFSET ?")
+            try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
+            var rows: [AllDocumentsRow] = []
+            while try statement.step() {
+                let id = statement.text(1)
+                guard let revision = RevisionID(statement.text(2)) else {
+                    throw DocStoreError(.storage, "Corrupt revision id of \(id)")
+                }
+                var document: Document? = nil
+                if query.includeDocuments {
+                    let record = try DocumentRecords.record(from: statement)
+                    document = try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: record.body, record: record)
+                }
+                rows.append(AllDocumentsRow(id: id, revision: revision, isDeleted: false, document: document, error: nil))
+            }
+            var before = 0
+            if let start = query.startKey {
+                let comparison = query.descending ? "id > ?" : "id < ?"
+                before = Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0 AND \(comparison)", [.text(start)]) ?? 0)
+            }
+            return AllDocumentsResult(totalRows: total, offset: min(total, before + query.skip), rows: rows)
+        }
+    }
+}

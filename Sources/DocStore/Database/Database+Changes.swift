@@ -1,0 +1,84 @@
+import Foundation
+
+/// Figures about a database, as CouchDB's `GET /db`.
+public struct DatabaseInfo: Sendable, Hashable {
+    /// The database name.
+    public let name: String
+    /// Live documents.
+    public let documentCount: Int
+    /// Deleted documents (tombstones).
+    public let deletedDocumentCount: Int
+    /// The sequence of the latest change.
+    public let updateSequence: Int64
+    /// The size of the database file and its WAL, in bytes.
+    public let fileSize: Int
+    /// A UUID made when the file was created; stays with the file.
+    public let uuid: String
+}
+
+extension Database {
+    // MARK: Changes feed
+
+    /// The changes feed: each document changed after `since`, once, at its latest sequence, in
+    /// increasing sequence order, with its winning revision and all its leaf revisions.
+    ///
+    /// - Parameters:
+    ///   - since: the sequence to start after (0 for everything).
+    ///   - limit: the most rows to return.
+    ///   - includeDocuments: include the winning revision's document (tombstones included).
+    /// - Returns: the rows and the sequence to continue from.
+    /// - Complexity: O(rows) — the feed is a range scan of the primary key.
+    public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false) async throws -> ChangesPage {
+        if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
+        return try read { connection in
+            let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, body, tree"
+            let statement = try connection.prepare(
+                "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
+            try statement.bind(since, at: 1)
+            try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
+            var changes: [Change] = []
+            var last = since
+            while try statement.step() {
+                let sequence = statement.int64(0)
+                let tree = try statement.withBlob(5) { try RevisionTree(decoding: $0) }
+                let leaves = tree.rankedLeaves
+                guard let winner = leaves.first else { continue }
+                var document: Document? = nil
+                if includeDocuments {
+                    let record = try DocumentRecords.record(from: statement)
+                    document = try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: record.isDeleted,
+                                                         body: record.body, record: record)
+                }
+                changes.append(Change(sequence: sequence, id: statement.text(1), revision: winner.revision,
+                                      leafRevisions: leaves.map(\.revision), isDeleted: winner.isDeleted, document: document))
+                last = sequence
+            }
+            return ChangesPage(changes: changes, lastSequence: last)
+        }
+    }
+
+    /// The sequence of the latest change (CouchDB's `update_seq`).
+    public var updateSequence: Int64 {
+        get async { await writer.lastSequence }
+    }
+
+    // MARK: Info
+
+    /// Document counts, sequence, size and identity of the database.
+    public func info() async throws -> DatabaseInfo {
+        let sequence = await writer.lastSequence
+        return try read(consistent: true) { connection in
+            let live = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0
+            let deleted = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 1") ?? 0
+            let uuidStatement = try connection.prepare("SELECT value FROM meta WHERE key = 'uuid'")
+            let uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
+            var size = 0
+            for suffix in ["", "-wal"] {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: fileURL.path + suffix)
+                size += (attributes?[.size] as? NSNumber)?.intValue ?? 0
+            }
+            return DatabaseInfo(name: name, documentCount: Int(live), deletedDocumentCount: Int(deleted),
+                                updateSequence: sequence, fileSize: size, uuid: uuid)
+        }
+    }
+}

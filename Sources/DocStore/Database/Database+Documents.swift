@@ -1,0 +1,193 @@
+import Foundation
+
+/// The outcome of one document in a bulk write, like one row of CouchDB's `_bulk_docs` answer.
+public struct SaveResult: Sendable {
+    /// The document id (empty if the document had none and failed before one was generated).
+    public let id: String
+    /// The saved document, or why it was not saved.
+    public let result: Result<Document, DocStoreError>
+
+    /// The new revision, when saved.
+    public var revision: RevisionID? { try? result.get().revision }
+    /// The error, when not saved.
+    public var error: DocStoreError? {
+        if case .failure(let error) = result { return error }
+        return nil
+    }
+    /// Whether the document was saved.
+    public var isSuccess: Bool { error == nil }
+}
+
+extension Database {
+    // MARK: Writing
+
+    /// Creates or updates a document. For an update the document must carry the revision it was read
+    /// at (``Document/revision``); a document saved without an id gets one from the id factory.
+    ///
+    /// - Returns: the saved document with its new revision, sequence and attachment stubs.
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/conflict`` if the revision is not a current
+    ///   leaf (or is missing for an existing document), ``DocStoreError/Code/invalidDocumentID``,
+    ///   ``DocStoreError/Code/invalidDocument`` for reserved `_` body members,
+    ///   ``DocStoreError/Code/invalidJSON`` for NaN or infinite numbers,
+    ///   ``DocStoreError/Code/invalidAttachment`` for a stub of unknown content.
+    @discardableResult
+    public func save(_ document: Document) async throws -> Document {
+        try await writeOne(document, policy: .save)
+    }
+
+    /// Creates a document; fails with ``DocStoreError/Code/conflict`` if a live document has its id
+    /// (a deleted one is recreated).
+    @discardableResult
+    public func add(_ document: Document) async throws -> Document {
+        try await writeOne(document, policy: .add)
+    }
+
+    /// Updates an existing document at the revision it carries; fails with
+    /// ``DocStoreError/Code/notFound`` if there is no live document with its id.
+    @discardableResult
+    public func update(_ document: Document) async throws -> Document {
+        try await writeOne(document, policy: .update)
+    }
+
+    /// Deletes a document by writing a tombstone revision on top of the revision it carries.
+    ///
+    /// The tombstone stays in the changes feed so the deletion replicates. Deleting a conflicting leaf
+    /// revision is how a conflict is resolved.
+    /// - Returns: the tombstone (``Document/isDeleted`` is true).
+    /// - Throws: ``DocStoreError/Code/notFound`` if the document does not exist or is already
+    ///   deleted; ``DocStoreError/Code/conflict`` if the revision is not a current leaf.
+    @discardableResult
+    public func delete(_ document: Document) async throws -> Document {
+        guard let revision = document.revision else {
+            throw DocStoreError.conflict("Deleting needs the document's current revision")
+        }
+        return try await delete(id: document.id, revision: revision)
+    }
+
+    /// Deletes the document `id` at `revision`.
+    @discardableResult
+    public func delete(id: String, revision: RevisionID) async throws -> Document {
+        var tombstone = Document(id: id, revision: revision)
+        tombstone.isDeleted = true
+        return try await writeOne(tombstone, policy: .update)
+    }
+
+    /// Saves many documents in one transaction, each with its own result (as CouchDB's `_bulk_docs`):
+    /// documents that fail are reported and the others are committed together.
+    ///
+    /// Documents marked deleted (from JSON with `"_deleted": true`) are written as tombstones.
+    /// - Throws: only for failures of the whole batch (storage errors, a closed database); then
+    ///   nothing of the batch is written.
+    /// - Complexity: one transaction; O(n) documents.
+    public func save(_ documents: [Document]) async throws -> [SaveResult] {
+        try ensureOpen()
+        let results = try await writer.write(documents, policy: .save, newEdits: true, source: .local)
+        return zip(documents, results).map { document, result in
+            SaveResult(id: (try? result.get().id) ?? document.id, result: result)
+        }
+    }
+
+    private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
+        try ensureOpen()
+        let results = try await writer.write([document], policy: policy, newEdits: true, source: .local)
+        return try results[0].get()
+    }
+
+    // MARK: Reading
+
+    /// The current (winning) revision of a document, or a given revision.
+    ///
+    /// - Parameters:
+    ///   - id: the document id (compared as exact bytes).
+    ///   - revision: a specific revision to read, which may be a conflict, an ancestor whose body has
+    ///     not been compacted away, or a tombstone. `nil` reads the winner.
+    ///   - includeConflicts: fill ``Document/conflicts`` with the other live leaf revisions.
+    ///   - includeRevisionHistory: fill ``Document/revisionHistory`` (for replication).
+    /// - Returns: the document, or `nil` if it does not exist, is deleted (when reading the winner) or
+    ///   the revision's body is not available.
+    public func document(withID id: String, revision: RevisionID? = nil, includeConflicts: Bool = false,
+                         includeRevisionHistory: Bool = false) async throws -> Document? {
+        try read(consistent: revision != nil) { connection in
+            let records = DocumentRecords(connection: connection)
+            guard let record = try records.fetch(id: id) else { return nil }
+            var document: Document
+            if let revision, revision != record.winner {
+                guard let node = record.tree.index(of: revision).map({ record.tree.nodes[$0] }),
+                    let stored = try records.revisionBody(id: id, revision: revision)
+                else { return nil }
+                document = try Database.makeDocument(id: id, revision: revision, isDeleted: node.isDeleted,
+                                                     body: stored.body, record: record)
+            } else {
+                if revision == nil && record.isDeleted { return nil }
+                document = try Database.makeDocument(id: id, revision: record.winner, isDeleted: record.isDeleted,
+                                                     body: record.body, record: record)
+            }
+            if includeConflicts { document.conflicts = record.tree.conflicts }
+            if includeRevisionHistory, let rev = document.revision {
+                document.revisionHistory = Array(record.tree.history(of: rev).dropFirst())
+            }
+            return document
+        }
+    }
+
+    /// The current revisions of the live documents among `ids`, in the order of `ids`; missing and
+    /// deleted documents are simply absent. Reads one consistent snapshot.
+    public func documents(withIDs ids: [String]) async throws -> [Document] {
+        try read(consistent: true) { connection in
+            let records = DocumentRecords(connection: connection)
+            var documents: [Document] = []
+            documents.reserveCapacity(ids.count)
+            for id in ids {
+                guard let record = try records.fetch(id: id), !record.isDeleted else { continue }
+                documents.append(try Database.makeDocument(id: id, revision: record.winner, isDeleted: false,
+                                                           body: record.body, record: record))
+            }
+            return documents
+        }
+    }
+
+    /// Builds a document from a stored body (body members plus `_attachments` stubs).
+    static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8],
+                             record: DocumentRecord) throws -> Document {
+        guard case .object(var object) = try JSON(parsing: body) else {
+            throw DocStoreError(.storage, "Stored body of \(id) is not an object")
+        }
+        var attachments: [String: Attachment] = [:]
+        if case .object(let stubs)? = object.removeValue(forKey: "_attachments") {
+            for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
+        }
+        var document = Document(id: id, body: object, attachments: attachments)
+        document.revision = revision
+        document.isDeleted = isDeleted
+        document.sequence = record.sequence
+        document.createDate = Date(timeIntervalSince1970: record.created)
+        document.lastChange = Date(timeIntervalSince1970: record.updated)
+        return document
+    }
+
+    // MARK: Attachments
+
+    /// The content of an attachment of a stored document.
+    /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
+    public func attachmentData(_ attachment: Attachment) async throws -> Data {
+        if let data = attachment.data { return data }
+        return try read { connection in
+            guard let bytes = try DocumentRecords(connection: connection).attachmentContent(digest: attachment.digest) else {
+                throw DocStoreError.notFound("Document is missing attachment")
+            }
+            return Data(bytes)
+        }
+    }
+
+    /// The content of attachment `name` of document `id` (current revision, or `revision`).
+    /// - Throws: ``DocStoreError/Code/notFound`` if the document, revision or attachment is missing.
+    public func attachmentData(named name: String, documentID id: String, revision: RevisionID? = nil) async throws -> Data {
+        guard let document = try await document(withID: id, revision: revision) else {
+            throw DocStoreError.notFound(revision == nil ? "missing" : "missing revision")
+        }
+        guard let attachment = document.attachments[name] else {
+            throw DocStoreError.notFound("Document is missing attachment")
+        }
+        return try await attachmentData(attachment)
+    }
+}

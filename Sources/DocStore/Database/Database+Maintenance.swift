@@ -1,0 +1,71 @@
+/// A `_local` document: not replicated, not in the changes feed, its revision a counter (`0-N`).
+/// Replicators keep their checkpoints in these.
+public struct LocalDocument: Sendable, Hashable {
+    /// The id without the `_local/` prefix.
+    public let id: String
+    /// `0-N`, where N counts the writes.
+    public let revision: String
+    /// The body.
+    public let body: JSONObject
+}
+
+extension Database {
+    // MARK: Local documents
+
+    static func localID(_ id: String) throws -> String {
+        let bare = id.hasPrefix("_local/") ? String(id.dropFirst(7)) : id
+        guard !bare.isEmpty else { throw DocStoreError(.invalidDocumentID, "Local document id must not be empty") }
+        return bare
+    }
+
+    /// The `_local` document `id` (with or without the `_local/` prefix), or `nil`.
+    public func localDocument(withID id: String) async throws -> LocalDocument? {
+        let bare = try Database.localID(id)
+        return try read { connection in
+            let statement = try connection.prepare("SELECT rev, body FROM local_docs WHERE id = ?")
+            try statement.bind(bare, at: 1)
+            guard try statement.step() else { return nil }
+            let revision = "0-\(statement.int64(0))"
+            guard case .object(let body) = try statement.withBlob(1, { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }) else {
+                throw DocStoreError(.storage, "Corrupt local document \(bare)")
+            }
+            return LocalDocument(id: bare, revision: revision, body: body)
+        }
+    }
+
+    /// Creates or updates a `_local` document. Updating needs the current `revision`.
+    /// - Returns: the new revision, `0-N`.
+    /// - Throws: ``DocStoreError/Code/conflict`` if `revision` is not the current one.
+    @discardableResult
+    public func saveLocalDocument(withID id: String, body: JSONObject, revision: String? = nil) async throws -> String {
+        try ensureOpen()
+        return try await writer.putLocal(id: try Database.localID(id), body: body, revision: revision)
+    }
+
+    /// Deletes a `_local` document at its current `revision`.
+    public func deleteLocalDocument(withID id: String, revision: String) async throws {
+        try ensureOpen()
+        try await writer.deleteLocal(id: try Database.localID(id), revision: revision)
+    }
+
+    // MARK: Maintenance
+
+    /// Removes documents and their whole revision history, as if they had never existed (CouchDB
+    /// `_purge`). Purged documents leave the changes feed and do not replicate.
+    /// - Returns: the ids that existed and were purged.
+    @discardableResult
+    public func purge(documentIDs ids: [String]) async throws -> [String] {
+        try ensureOpen()
+        return try await writer.purge(ids: ids)
+    }
+
+    /// Compacts the database: drops the bodies of revisions that are no longer leaves and the
+    /// attachment contents no remaining revision uses, then returns the freed pages to the file system.
+    /// Leaf revisions (winners, conflicts, tombstones) are always kept.
+    /// - Returns: how many revision bodies were dropped.
+    @discardableResult
+    public func compact() async throws -> Int {
+        try ensureOpen()
+        return try await writer.compact()
+    }
+}

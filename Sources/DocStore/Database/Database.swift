@@ -1,0 +1,196 @@
+import Foundation
+import Synchronization
+
+/// A DocStore database: JSON documents with CouchDB revisions, stored in one SQLite file.
+///
+/// All methods are `async` and the object is safe to share between tasks. Writes are serialised
+/// through one writer; reads run concurrently on a pool of WAL readers and never wait for writes.
+///
+/// ```swift
+/// let db = try await Database.open(name: "notes", directory: folder)
+/// var note: Document = ["title": "Groceries", "items": ["milk", "eggs"]]
+/// note = try await db.save(note)                       // revision 1-…
+/// note["items"] = ["milk", "eggs", "bread"]
+/// note = try await db.save(note)                       // revision 2-…
+/// let fetched = try await db.document(withID: note.id)
+/// for change in try await db.changes(since: 0).changes { print(change.id, change.revision) }
+/// await db.close()
+/// ```
+public final class Database: Sendable {
+    /// The configuration the database was opened with.
+    public let configuration: DatabaseConfiguration
+    let writer: DatabaseWriter
+    let readers: ReaderPool
+    let notifier: ChangeNotifier
+    private let state = Mutex(State())
+
+    private struct State {
+        var isClosed = false
+        var delegate = WeakDelegate()
+        var deliveryStarted = false
+    }
+
+    private struct WeakDelegate {
+        weak var value: (any DatabaseChangeDelegate)?
+    }
+
+    /// Open databases by file path: opening the same file again returns the same object.
+    private static let registry = Mutex<[String: Database]>([:])
+
+    private init(configuration: DatabaseConfiguration) throws {
+        self.configuration = configuration
+        let notifier = ChangeNotifier()
+        self.notifier = notifier
+        self.writer = try DatabaseWriter(configuration: configuration, notifier: notifier)
+        self.readers = ReaderPool(path: configuration.fileURL.path, maximumIdle: configuration.maximumIdleReaders)
+    }
+
+    /// The database name.
+    public var name: String { configuration.name }
+
+    /// The SQLite file.
+    public var fileURL: URL { configuration.fileURL }
+
+    /// Whether ``close()`` has been called.
+    public var isClosed: Bool { state.withLock { $0.isClosed } }
+
+    // MARK: Opening and closing
+
+    /// Opens (creating if needed) the database described by `configuration`. While it is open, opening
+    /// the same name and directory again returns the same object.
+    ///
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/badRequest`` for an invalid name,
+    ///   ``DocStoreError/Code/notADocStoreDatabase`` if the file is not a DocStore database,
+    ///   ``DocStoreError/Code/incompatibleVersion`` if a newer DocStore wrote it,
+    ///   ``DocStoreError/Code/io`` if the folder or file cannot be created.
+    public static func open(_ configuration: DatabaseConfiguration) async throws -> Database {
+        try DatabaseConfiguration.validate(name: configuration.name)
+        precondition(configuration.revsLimit >= 1, "revsLimit must be at least 1")
+        let key = registryKey(configuration.fileURL)
+        return try registry.withLock { open in
+            if let existing = open[key] { return existing }
+            do {
+                try FileManager.default.createDirectory(at: configuration.directory, withIntermediateDirectories: true)
+            } catch {
+                throw DocStoreError(.io, "Cannot create folder \(configuration.directory.path)", cause: error)
+            }
+            let database = try Database(configuration: configuration)
+            open[key] = database
+            return database
+        }
+    }
+
+    /// Opens the database `name` in `directory` with default settings.
+    public static func open(name: String, directory: URL) async throws -> Database {
+        try await open(DatabaseConfiguration(name: name, directory: directory))
+    }
+
+    private static func registryKey(_ url: URL) -> String {
+        url.deletingLastPathComponent().standardizedFileURL.resolvingSymlinksInPath()
+            .appendingPathComponent(url.lastPathComponent).path
+    }
+
+    /// Closes the database: waits for the write in progress, closes every connection, ends change
+    /// streams. Later calls on this object throw ``DocStoreError/Code/databaseClosed``; opening the
+    /// same configuration again gives a new object.
+    public func close() async {
+        let first = state.withLock { state -> Bool in
+            defer { state.isClosed = true }
+            return !state.isClosed
+        }
+        guard first else { return }
+        let key = Database.registryKey(fileURL)
+        Database.registry.withLock { open in
+            if open[key] === self { open[key] = nil }
+        }
+        await writer.close()
+        readers.close()
+        notifier.finish()
+    }
+
+    /// Closes every open database (for example before the process exits).
+    public static func closeAll() async {
+        let all = registry.withLock { Array($0.values) }
+        for database in all { await database.close() }
+    }
+
+    /// Closes the database if open and deletes its files (including the WAL and shared-memory files).
+    /// - Throws: ``DocStoreError/Code/io`` if a file cannot be removed.
+    public static func delete(name: String, directory: URL) async throws {
+        try DatabaseConfiguration.validate(name: name)
+        let url = DatabaseConfiguration(name: name, directory: directory).fileURL
+        let open = registry.withLock { $0[registryKey(url)] }
+        await open?.close()
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let file = URL(fileURLWithPath: url.path + suffix)
+            guard FileManager.default.fileExists(atPath: file.path) else { continue }
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                throw DocStoreError(.io, "Cannot delete \(file.path)", cause: error)
+            }
+        }
+    }
+
+    /// Whether a database file named `name` exists in `directory`.
+    public static func exists(name: String, directory: URL) -> Bool {
+        FileManager.default.fileExists(atPath: DatabaseConfiguration(name: name, directory: directory).fileURL.path)
+    }
+
+    func ensureOpen() throws {
+        if isClosed { throw DocStoreError(.databaseClosed, "The database \(name) is closed") }
+    }
+
+    /// Runs a read on a pooled connection, mapping storage errors.
+    func read<T>(consistent: Bool = false, _ body: (SQLiteConnection) throws -> T) throws -> T {
+        try ensureOpen()
+        do {
+            return consistent ? try readers.readConsistently(body) : try readers.read(body)
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
+    /// Maps any error to a ``DocStoreError``: SQLite errors become ``DocStoreError/Code/storage``.
+    static func storageError(_ error: any Error) -> DocStoreError {
+        switch error {
+        case let error as DocStoreError: return error
+        case let error as SQLiteError: return DocStoreError(.storage, error.message, cause: error)
+        default: return DocStoreError(.io, "\(error)", cause: error)
+        }
+    }
+
+    // MARK: Change notifications
+
+    /// Batches of changes, one per committed write, from now until the database closes or the
+    /// consumer stops iterating. Each batch lists the revisions that write stored, in order.
+    ///
+    /// ```swift
+    /// for await batch in db.changeBatches() {
+    ///     for change in batch where change.source == .replication { print("pulled", change.id) }
+    /// }
+    /// ```
+    public func changeBatches() -> AsyncStream<[DocumentChange]> {
+        notifier.subscribe()
+    }
+
+    /// The delegate told about every committed batch of changes. Held weakly.
+    public var changeDelegate: (any DatabaseChangeDelegate)? {
+        get { state.withLock { $0.delegate.value } }
+        set {
+            let startDelivery = state.withLock { state -> Bool in
+                state.delegate.value = newValue
+                defer { state.deliveryStarted = true }
+                return newValue != nil && !state.deliveryStarted
+            }
+            guard startDelivery else { return }
+            let batches = notifier.subscribe()
+            Task { [weak self] in
+                for await batch in batches {
+                    guard let self else { return }
+                    self.changeDelegate?.database(self, didChange: batch)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// Everything needed to open a database. Two opens with the same ``name`` and ``directory`` return
+/// the same ``Database`` object while it is open.
+///
+/// ```swift
+/// var config = DatabaseConfiguration(name: "inventory", directory: appSupportURL)
+/// config.revsLimit = 100
+/// let db = try await Database.open(config)
+/// ```
+public struct DatabaseConfiguration: Sendable {
+    /// The database name; the file is `<directory>/<name>.sqlite`. Letters, digits and `_ - . ( ) + $`,
+    /// not starting with `.`.
+    public var name: String
+    /// The folder holding the database file (created if missing).
+    public var directory: URL
+    /// Makes ids for documents saved without one. Default: a lowercase UUID without dashes, as CouchDB.
+    public var idFactory: @Sendable () -> String
+    /// How dates are written into documents by ``Database/document(from:id:)`` and read back.
+    public var dateFormat: DateFormat
+    /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000).
+    public var revsLimit: Int
+    /// The durability of commits.
+    public var durability: Durability
+    /// How many idle reader connections to keep.
+    public var maximumIdleReaders: Int
+
+    /// How commits reach the disk.
+    public enum Durability: Sendable {
+        /// WAL with `synchronous=NORMAL`: a committed write survives a crash or kill of the process;
+        /// the last commits may be lost on power failure. The default, as most embedded stores.
+        case normal
+        /// WAL with `synchronous=FULL`: every commit is synced to disk before it returns.
+        case full
+    }
+
+    /// A configuration with defaults for everything but the name and folder.
+    public init(name: String, directory: URL) {
+        self.name = name
+        self.directory = directory
+        self.idFactory = { UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
+        self.dateFormat = .iso8601
+        self.revsLimit = 1000
+        self.durability = .normal
+        self.maximumIdleReaders = 4
+    }
+
+    /// The database file.
+    public var fileURL: URL {
+        directory.appendingPathComponent(name + ".sqlite", isDirectory: false)
+    }
+
+    /// Checks the name: non-empty, no path separators, no leading dot.
+    static func validate(name: String) throws {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.()+$")
+        guard !name.isEmpty, name.count <= 200, !name.hasPrefix("."), name.allSatisfy({ allowed.contains($0) }) else {
+            throw DocStoreError(.badRequest,
+                                "Invalid database name \"\(name)\": use letters, digits and _ - . ( ) + $, not starting with a dot")
+        }
+    }
+}

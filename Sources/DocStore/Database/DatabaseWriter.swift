@@ -1,0 +1,342 @@
+import Crypto
+import Foundation
+
+/// How a new edit treats an existing document.
+enum WritePolicy: Sendable {
+    /// Create or update (`PUT` in CouchDB).
+    case save
+    /// Create only; fails if a live document has the id.
+    case add
+    /// Update only; fails if no live document has the id.
+    case update
+}
+
+/// The single writer of a database: owns the write connection and the sequence counter, and runs
+/// every write in a `BEGIN IMMEDIATE` transaction. Being an actor, it serialises writes; callers
+/// suspend (never block) while another write runs.
+actor DatabaseWriter {
+    let connection: SQLiteConnection
+    let notifier: ChangeNotifier
+    let revsLimit: Int
+    let idFactory: @Sendable () -> String
+    private(set) var lastSequence: Int64
+    private var isClosed = false
+
+    init(configuration: DatabaseConfiguration, notifier: ChangeNotifier) throws {
+        let connection = try SQLiteConnection(path: configuration.fileURL.path)
+        do {
+            try Schema.checkIdentity(connection)
+            let mode = try connection.prepare("PRAGMA journal_mode = WAL")
+            guard try mode.step(), mode.text(0).lowercased() == "wal" else {
+                throw DocStoreError(.storage, "Could not switch \(connection.path) to WAL mode")
+            }
+            try connection.execute(configuration.durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
+            let lastDocument = try connection.scalarInt("SELECT max(seq) FROM docs") ?? 0
+            let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
+            self.lastSequence = max(lastDocument, lastPurge)
+        } catch {
+            connection.close()
+            throw Database.storageError(error)
+        }
+        self.connection = connection
+        self.notifier = notifier
+        self.revsLimit = configuration.revsLimit
+        self.idFactory = configuration.idFactory
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        try? connection.execute("PRAGMA optimize")
+        connection.close()
+    }
+
+    private func ensureOpen() throws {
+        if isClosed { throw DocStoreError(.databaseClosed, "The database is closed") }
+    }
+
+    /// Runs `body` in a write transaction; on failure rolls back (restoring the sequence counter) and
+    /// rethrows; on success publishes the changes it produced.
+    private func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+        try ensureOpen()
+        let startSequence = lastSequence
+        var changes: [DocumentChange] = []
+        let result: T
+        do {
+            result = try connection.transaction(immediate: true) {
+                try body(DocumentRecords(connection: connection), &changes)
+            }
+        } catch {
+            lastSequence = startSequence
+            throw Database.storageError(error)
+        }
+        notifier.publish(changes)
+        return result
+    }
+
+    // MARK: Document writes
+
+    /// Writes documents in one transaction. Each gets its own result: a document that fails
+    /// validation or conflicts is reported and skipped, the others are committed. A storage failure
+    /// rolls back the whole batch and throws.
+    func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
+               source: ChangeSource) throws -> [Result<Document, DocStoreError>] {
+        try transaction { records, changes in
+            let now = Date.now.timeIntervalSince1970
+            var results: [Result<Document, DocStoreError>] = []
+            results.reserveCapacity(documents.count)
+            for document in documents {
+                do {
+                    let (saved, change) = newEdits
+                        ? try applyEdit(document, policy: policy, records: records, now: now, source: source)
+                        : try applyReplicated(document, records: records, now: now, source: source)
+                    if let change { changes.append(change) }
+                    results.append(.success(saved))
+                } catch let error as DocStoreError where error.code != .storage {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+    }
+
+    /// A local edit: the new revision is a child of the given (leaf) revision.
+    private func applyEdit(_ input: Document, policy: WritePolicy, records: DocumentRecords, now: Double,
+                           source: ChangeSource) throws -> (Document, DocumentChange?) {
+        var document = input
+        if !document.hasID { document.id = idFactory() }
+        try DocumentValidation.validateID(document.id, allowDesign: false)
+        try DocumentValidation.validateBody(document.body)
+        let existing = try records.fetch(id: document.id)
+        var tree = existing?.tree ?? RevisionTree()
+        let parent: RevisionID?
+        if let existing {
+            if policy == .update && existing.isDeleted { throw DocStoreError.notFound("deleted") }
+            if let revision = document.revision {
+                guard tree.isLeaf(revision) else { throw DocStoreError.conflict() }
+                if policy == .add && !existing.isDeleted { throw DocStoreError.conflict("Document already exists") }
+                parent = revision
+            } else {
+                guard existing.isDeleted else {
+                    throw DocStoreError.conflict(policy == .add ? "Document already exists" : "Document update conflict.")
+                }
+                parent = existing.winner
+            }
+        } else {
+            if policy == .update { throw DocStoreError.notFound("missing") }
+            guard document.revision == nil else { throw DocStoreError.conflict() }
+            parent = nil
+        }
+        let generation = (parent?.generation ?? 0) + 1
+        let (body, contents) = try encodeBody(&document, generation: generation, keepRevpos: false, records: records)
+        let revision = RevisionID(generation: generation,
+                                  digest: revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body))
+        tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
+        document.revision = revision
+        document.revisionHistory = nil
+        document.conflicts = []
+        try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
+        return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
+                                         isDeletion: document.isDeleted, source: source))
+    }
+
+    /// A replicated revision (`new_edits=false`): merged into the tree with its history; a revision
+    /// the tree already has is accepted and changes nothing.
+    private func applyReplicated(_ input: Document, records: DocumentRecords, now: Double,
+                                 source: ChangeSource) throws -> (Document, DocumentChange?) {
+        var document = input
+        guard document.hasID else { throw DocStoreError(.invalidDocumentID, "Document id is required") }
+        try DocumentValidation.validateID(document.id, allowDesign: true)
+        guard let revision = document.revision else {
+            throw DocStoreError(.invalidRevision, "A replicated document needs its _rev")
+        }
+        try DocumentValidation.validateBody(document.body)
+        let existing = try records.fetch(id: document.id)
+        var tree = existing?.tree ?? RevisionTree()
+        let history = [revision] + (document.revisionHistory ?? [])
+        guard try tree.merge(history: history, isDeleted: document.isDeleted) else {
+            return (document, nil)
+        }
+        let (body, contents) = try encodeBody(&document, generation: revision.generation, keepRevpos: true, records: records)
+        try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
+        return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
+                                         isDeletion: document.isDeleted, source: source))
+    }
+
+    /// The stored form of a revision body: the body members, then `_attachments` stubs. Checks that
+    /// every stub names content the database has, and turns the document's attachments into stubs.
+    private func encodeBody(_ document: inout Document, generation: Int, keepRevpos: Bool,
+                            records: DocumentRecords) throws -> (body: [UInt8], contents: [(String, Data)]) {
+        var writer = JSONWriter(capacity: 1024)
+        guard !document.attachments.isEmpty else {
+            try writer.writeObject(document.body)
+            return (writer.bytes, [])
+        }
+        var stubs = JSONObject()
+        var contents: [(String, Data)] = []
+        for name in document.attachments.keys.sorted() {
+            var attachment = document.attachments[name]!
+            if let data = attachment.data {
+                if !keepRevpos || attachment.revpos == nil { attachment.revpos = generation }
+                contents.append((attachment.digest, data))
+            } else {
+                let known = contents.contains { $0.0 == attachment.digest }
+                let stored = try known || records.hasAttachment(digest: attachment.digest)
+                guard stored else {
+                    throw DocStoreError(.invalidAttachment, "Invalid attachment stub in \(document.id) for \(name)")
+                }
+                if attachment.revpos == nil { attachment.revpos = generation }
+            }
+            attachment = attachment.stub
+            document.attachments[name] = attachment
+            stubs[name] = attachment.json()
+        }
+        try writer.writeObject(document.body, appending: [("_attachments", .object(stubs))])
+        return (writer.bytes, contents)
+    }
+
+    /// Deterministic revision hash: MD5 of the parent revision, the deletion flag and the stored body,
+    /// so that two peers making the identical edit produce the identical revision.
+    private func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> String {
+        var md5 = Insecure.MD5()
+        md5.update(data: Array((parent?.description ?? "").utf8))
+        md5.update(data: [0, isDeleted ? 1 : 0])
+        md5.update(data: body)
+        return hexString(md5.finalize())
+    }
+
+    /// Writes a revision whose place in `tree` is already decided: stems the tree, stores attachment
+    /// contents and references, keeps the winner's body in `docs` and the others in `revs`, and moves
+    /// the document to a new sequence.
+    private func store(_ document: inout Document, existing: DocumentRecord?, tree: inout RevisionTree,
+                       body: [UInt8], contents: [(String, Data)], now: Double, records: DocumentRecords) throws {
+        let id = document.id
+        let revision = document.revision!
+        for removed in tree.stem(limit: revsLimit) {
+            try records.dropRevision(id: id, revision: removed)
+        }
+        for (digest, data) in contents {
+            try data.withUnsafeBytes { try records.storeAttachment(digest: digest, data: $0) }
+        }
+        for attachment in document.attachments.values {
+            try records.addAttachmentReference(id: id, revision: revision, digest: attachment.digest)
+        }
+        guard let winner = tree.winner else { throw DocStoreError(.storage, "Empty revision tree for \(id)") }
+        var winnerBody = body
+        if let existing {
+            if winner.revision == existing.winner {
+                try records.storeRevisionBody(id: id, revision: revision, isDeleted: document.isDeleted, body: body)
+                winnerBody = existing.body
+            } else {
+                if tree.contains(existing.winner) {
+                    try records.storeRevisionBody(id: id, revision: existing.winner, isDeleted: existing.isDeleted,
+                                                  body: existing.body)
+                }
+                if winner.revision != revision {
+                    guard let stored = try records.revisionBody(id: id, revision: winner.revision) else {
+                        throw DocStoreError(.storage, "Missing body of leaf revision \(winner.revision) of \(id)")
+                    }
+                    winnerBody = stored.body
+                    try records.removeRevisionBody(id: id, revision: winner.revision)
+                    try records.storeRevisionBody(id: id, revision: revision, isDeleted: document.isDeleted, body: body)
+                }
+            }
+        }
+        lastSequence += 1
+        let record = DocumentRecord(sequence: lastSequence, id: id, winner: winner.revision, isDeleted: winner.isDeleted,
+                                    body: winnerBody, tree: tree, created: existing?.created ?? now, updated: now)
+        try records.write(record, replacing: existing?.sequence)
+        document.sequence = lastSequence
+        document.createDate = Date(timeIntervalSince1970: record.created)
+        document.lastChange = Date(timeIntervalSince1970: now)
+    }
+
+    // MARK: Local documents
+
+    /// Creates or updates a `_local` document; `revision` must be the current one (`0-N`) when it
+    /// exists. Returns the new revision.
+    func putLocal(id: String, body: JSONObject, revision: String?) throws -> String {
+        try transaction { _, _ in
+            let current = try connection.scalarInt("SELECT rev FROM local_docs WHERE id = ?", [.text(id)])
+            if let current {
+                guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
+            }
+            try DocumentValidation.validateBody(body)
+            let next = (current ?? 0) + 1
+            try connection.run("INSERT OR REPLACE INTO local_docs (id, rev, body) VALUES (?, ?, ?)",
+                               [.text(id), .integer(next), .blob(try JSON.object(body).serialized())])
+            return "0-\(next)"
+        }
+    }
+
+    /// Deletes a `_local` document at its current revision.
+    func deleteLocal(id: String, revision: String?) throws {
+        try transaction { _, _ in
+            guard let current = try connection.scalarInt("SELECT rev FROM local_docs WHERE id = ?", [.text(id)]) else {
+                throw DocStoreError.notFound("missing")
+            }
+            guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
+            try connection.run("DELETE FROM local_docs WHERE id = ?", [.text(id)])
+        }
+    }
+
+    // MARK: Maintenance
+
+    /// Removes documents and their whole history; returns the ids that existed.
+    func purge(ids: [String]) throws -> [String] {
+        try transaction { records, _ in
+            var purged: [String] = []
+            for id in ids {
+                guard let record = try records.fetch(id: id) else { continue }
+                try records.delete(sequence: record.sequence)
+                try records.dropAllRevisions(id: id)
+                lastSequence += 1
+                try connection.run("INSERT INTO purges (seq, id) VALUES (?, ?)", [.integer(lastSequence), .text(id)])
+                purged.append(id)
+            }
+            try records.collectUnreferencedAttachments()
+            return purged
+        }
+    }
+
+    /// Drops the bodies of non-leaf revisions and attachment contents nothing refers to, then returns
+    /// freed pages to the file system. Returns the number of revision bodies dropped.
+    func compact() throws -> Int {
+        let dropped: Int = try transaction { records, _ in
+            var dropped = 0
+            let ids = try connection.prepare("SELECT DISTINCT id FROM revs")
+            var candidates: [String] = []
+            while try ids.step() { candidates.append(ids.text(0)) }
+            for id in candidates {
+                guard let record = try records.fetch(id: id) else {
+                    try records.dropAllRevisions(id: id)
+                    continue
+                }
+                let leaves = Set(record.tree.leaves.map(\.revision))
+                for revision in try records.storedRevisions(id: id) where !leaves.contains(revision) {
+                    try records.dropRevision(id: id, revision: revision)
+                    dropped += 1
+                }
+            }
+            try records.collectUnreferencedAttachments()
+            return dropped
+        }
+        try connection.execute("PRAGMA incremental_vacuum")
+        try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return dropped
+    }
+}
+
+private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+/// Lowercase hex of a digest.
+func hexString<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(32)
+    for byte in digest {
+        bytes.append(hexDigits[Int(byte >> 4)])
+        bytes.append(hexDigits[Int(byte & 0x0F)])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

@@ -1,0 +1,320 @@
+import Foundation
+
+/// A JSON document: an id, the revision it was read at, body fields, attachments and metadata.
+///
+/// A `Document` is a value: edit a copy and save it; the database answers with the saved document,
+/// which carries the new ``revision``. Saving a document whose revision is no longer current is a
+/// ``DocStoreError/Code/conflict``.
+///
+/// ```swift
+/// var invoice: Document = ["customer": "ACME", "total": 120.5]
+/// invoice.type = "invoice"
+/// invoice = try await db.save(invoice)          // id generated, revision "1-…"
+/// invoice["total"] = 99.0
+/// invoice = try await db.save(invoice)          // revision "2-…"
+/// ```
+///
+/// Body keys beginning with `_` are reserved, as in CouchDB; saving a body that has one fails with
+/// ``DocStoreError/Code/invalidDocument``. Ids are compared as exact UTF-8 bytes: two spellings of "é"
+/// (precomposed, or e + combining accent) name two different documents.
+public struct Document: Sendable, Hashable {
+    /// The document id. Empty until saved when created without one; the database then generates one.
+    public var id: String {
+        didSet { hasID = true }
+    }
+    /// Whether an id was given (an empty given id is an error, an absent one is generated).
+    var hasID: Bool
+    /// The revision this document was read at or saved as; `nil` for a document never saved.
+    public internal(set) var revision: RevisionID?
+    /// The body fields (everything but CouchDB's `_`-prefixed metadata).
+    public var body: JSONObject
+    /// The attachments by name.
+    public var attachments: [String: Attachment]
+    /// Whether this revision is a deletion (only seen when asking for a specific revision or in the
+    /// changes feed).
+    public internal(set) var isDeleted: Bool
+    /// The other live leaf revisions when fetched with `includeConflicts: true` (CouchDB `_conflicts`).
+    public internal(set) var conflicts: [RevisionID]
+    /// The revision's ancestry, newest first, excluding ``revision`` itself — CouchDB's `_revisions`.
+    /// Set when parsed from JSON that has `_revisions` or fetched with history; used by replication.
+    public var revisionHistory: [RevisionID]?
+    /// The sequence of the document's latest change, once stored.
+    public internal(set) var sequence: Int64?
+    /// When this database first stored the document.
+    public internal(set) var createDate: Date?
+    /// When this database last stored a revision of the document.
+    public internal(set) var lastChange: Date?
+
+    /// A new document with the given id (or one generated when saved) and body.
+    public init(id: String? = nil, body: JSONObject = [:], attachments: [String: Attachment] = [:]) {
+        self.id = id ?? ""
+        self.hasID = id != nil
+        self.revision = nil
+        self.body = body
+        self.attachments = attachments
+        self.isDeleted = false
+        self.conflicts = []
+        self.revisionHistory = nil
+        self.sequence = nil
+        self.createDate = nil
+        self.lastChange = nil
+    }
+
+    /// A document with a known revision, e.g. to update or delete without fetching first.
+    public init(id: String, revision: RevisionID?, body: JSONObject = [:]) {
+        self.init(id: id, body: body)
+        self.revision = revision
+    }
+
+    /// A document from Swift values (`String`, `Bool`, integers, `Double`, `Date`, `[Any]`,
+    /// `[String: Any]`, `NSNull`, ``JSON``); other values are rejected.
+    /// - Throws: ``DocStoreError/Code/invalidDocument`` for a value with no JSON form.
+    public init(id: String? = nil, _ dictionary: [String: Any], dateFormat: DateFormat = .iso8601) throws {
+        var body = JSONObject()
+        for key in dictionary.keys.sorted() {
+            body[key] = try JSON(any: dictionary[key]!, dateFormat: dateFormat)
+        }
+        self.init(id: id, body: body)
+    }
+
+    /// A document whose body is the JSON encoding of `value`.
+    /// - Throws: ``DocStoreError/Code/invalidDocument`` if `value` does not encode to a JSON object.
+    public init<T: Encodable>(id: String? = nil, from value: T, dateFormat: DateFormat = .iso8601) throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(dateFormat.string(from: date))
+        }
+        let json = try JSON(parsing: try encoder.encode(value))
+        guard case .object(var object) = json else {
+            throw DocStoreError(.invalidDocument, "\(T.self) does not encode to a JSON object")
+        }
+        var givenID = id
+        if givenID == nil, case .string(let embedded)? = object["_id"] { givenID = embedded }
+        object.removeValue(forKey: "_id")
+        self.init(id: givenID, body: object)
+    }
+
+    /// Decodes the body (with `_id` and `_rev` added) as `T`.
+    public func decode<T: Decodable>(as type: T.Type, dateFormat: DateFormat = .iso8601) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = dateFormat.date(from: text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "Not a date: \(text)")
+            }
+            return date
+        }
+        var object = body
+        object["_id"] = .string(id)
+        if let revision { object["_rev"] = .string(revision.description) }
+        return try decoder.decode(T.self, from: try JSON.object(object).serializedData())
+    }
+
+    // MARK: Body access
+
+    /// The body field `key`; assigning `nil` removes it.
+    public subscript(key: String) -> JSON? {
+        get { body[key] }
+        set { body[key] = newValue }
+    }
+
+    /// The body field `key` as a string.
+    public func string(forKey key: String) -> String? { body[key]?.stringValue }
+    /// The body field `key` as an integer.
+    public func int(forKey key: String) -> Int? { body[key]?.intValue }
+    /// The body field `key` as a double.
+    public func double(forKey key: String) -> Double? { body[key]?.doubleValue }
+    /// The body field `key` as a Boolean.
+    public func bool(forKey key: String) -> Bool? { body[key]?.boolValue }
+
+    /// The body field `key` read as a date written in `format`.
+    public func date(forKey key: String, format: DateFormat = .iso8601) -> Date? {
+        body[key]?.stringValue.flatMap(format.date(from:))
+    }
+
+    /// Stores `date` in body field `key` as a string in `format`.
+    public mutating func setDate(_ date: Date?, forKey key: String, format: DateFormat = .iso8601) {
+        body[key] = date.map { .string(format.string(from: $0)) }
+    }
+
+    /// The `type` body field, as Sync Gateway and Couchbase Lite use it.
+    public var type: String? {
+        get { body["type"]?.stringValue }
+        set { body["type"] = newValue.map(JSON.string) }
+    }
+
+    /// The `channels` body field: the channels a document belongs to, for channel-limited replication
+    /// and access. A single string is read as one channel.
+    public var channels: [String] {
+        get {
+            switch body["channels"] {
+            case .string(let one)?: return [one]
+            case .array(let many)?: return many.compactMap(\.stringValue)
+            default: return []
+            }
+        }
+        set { body["channels"] = newValue.isEmpty ? nil : JSON(newValue) }
+    }
+}
+
+// MARK: - CouchDB JSON
+
+extension Document {
+    /// Reads a document in CouchDB's JSON form: body fields plus `_id`, `_rev`, `_deleted`,
+    /// `_attachments`, `_revisions` (other `_` members are left in the body, where saving rejects them;
+    /// `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored as CouchDB does).
+    /// - Throws: ``DocStoreError`` for invalid JSON, a non-object, or malformed metadata.
+    public init(json text: String) throws {
+        try self.init(json: JSON(parsing: text))
+    }
+
+    /// Reads a document in CouchDB's JSON form from UTF-8 data.
+    public init(json data: Data) throws {
+        try self.init(json: JSON(parsing: data))
+    }
+
+    /// Reads a document from a parsed CouchDB JSON object.
+    public init(json: JSON) throws {
+        guard case .object(var object) = json else {
+            throw DocStoreError(.invalidDocument, "Document must be a JSON object")
+        }
+        var id: String? = nil
+        if let value = object.removeValue(forKey: "_id") {
+            guard case .string(let text) = value else {
+                throw DocStoreError(.invalidDocumentID, "Document id must be a string")
+            }
+            id = text
+        }
+        var revision: RevisionID? = nil
+        if let value = object.removeValue(forKey: "_rev") {
+            guard case .string(let text) = value else {
+                throw DocStoreError(.invalidRevision, "_rev must be a string")
+            }
+            revision = try RevisionID.parse(text)
+        }
+        var isDeleted = false
+        if let value = object.removeValue(forKey: "_deleted") {
+            guard case .bool(let flag) = value else {
+                throw DocStoreError(.invalidDocument, "_deleted must be a boolean")
+            }
+            isDeleted = flag
+        }
+        var attachments: [String: Attachment] = [:]
+        if let value = object.removeValue(forKey: "_attachments") {
+            guard case .object(let members) = value else {
+                throw DocStoreError(.invalidAttachment, "_attachments must be a JSON object")
+            }
+            for (name, member) in members {
+                attachments[name] = try Attachment(name: name, json: member)
+            }
+        }
+        var history: [RevisionID]? = nil
+        if let value = object.removeValue(forKey: "_revisions") {
+            history = try Document.parseRevisions(value, revision: revision)
+        }
+        for ignored in ["_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq"] {
+            object.removeValue(forKey: ignored)
+        }
+        self.init(id: id, body: object, attachments: attachments)
+        self.revision = revision
+        self.isDeleted = isDeleted
+        self.revisionHistory = history
+    }
+
+    /// Reads `_revisions` (`{"start": N, "ids": [newest hash, …]}`) into the ancestry after `revision`.
+    static func parseRevisions(_ value: JSON, revision: RevisionID?) throws -> [RevisionID] {
+        guard case .object(let object) = value, let start = object["start"]?.intValue,
+            let ids = object["ids"]?.arrayValue, !ids.isEmpty, start >= ids.count
+        else {
+            throw DocStoreError(.invalidRevision, "_revisions must be {\"start\": N, \"ids\": [...]}")
+        }
+        var revisions: [RevisionID] = []
+        for (offset, id) in ids.enumerated() {
+            guard let digest = id.stringValue, !digest.isEmpty else {
+                throw DocStoreError(.invalidRevision, "_revisions ids must be non-empty strings")
+            }
+            revisions.append(RevisionID(generation: start - offset, digest: digest))
+        }
+        if let revision, revisions[0] != revision {
+            throw DocStoreError(.invalidRevision, "_rev \(revision) does not match _revisions")
+        }
+        return Array(revisions.dropFirst())
+    }
+
+    /// The document in CouchDB's JSON form: `_id`, `_rev`, `_deleted` (when deleted), the body fields,
+    /// `_attachments` (stubs, or inline data with `attachmentData`), `_conflicts` (when fetched with
+    /// conflicts) and `_revisions` (when `revisions` is set and the history is known).
+    public func json(attachmentData: Bool = false, revisions: Bool = false) -> JSON {
+        var object = JSONObject()
+        object.reserveCapacity(body.count + 5)
+        object["_id"] = .string(id)
+        if let revision { object["_rev"] = .string(revision.description) }
+        if isDeleted { object["_deleted"] = true }
+        for (key, value) in body { object[key] = value }
+        if !attachments.isEmpty {
+            var members = JSONObject()
+            for name in attachments.keys.sorted() {
+                members[name] = attachments[name]!.json(includeData: attachmentData)
+            }
+            object["_attachments"] = .object(members)
+        }
+        if !conflicts.isEmpty { object["_conflicts"] = JSON(conflicts.map(\.description)) }
+        if revisions, let revision {
+            let ids = ([revision] + (revisionHistory ?? [])).map { JSON.string($0.digest) }
+            object["_revisions"] = ["start": .integer(revision.generation), "ids": .array(ids)]
+        }
+        return .object(object)
+    }
+
+    /// ``json(attachmentData:revisions:)`` as compact text.
+    public var jsonString: String { json().description }
+}
+
+// MARK: - Sequence and literals
+
+extension Document: Sequence {
+    /// Iterates the body fields in order.
+    public func makeIterator() -> JSONObject.Iterator { body.makeIterator() }
+}
+
+extension Document: ExpressibleByDictionaryLiteral {
+    /// A new document (id generated when saved) with the given body fields.
+    public init(dictionaryLiteral elements: (String, JSON)...) {
+        self.init(body: JSONObject(elements))
+    }
+}
+
+extension Document: CustomStringConvertible {
+    public var description: String { jsonString }
+}
+
+// MARK: - Swift values to JSON
+
+extension JSON {
+    /// Converts a Swift value of a JSON-compatible type.
+    init(any value: Any, dateFormat: DateFormat) throws {
+        switch value {
+        case let json as JSON: self = json
+        case is NSNull: self = .null
+        case let b as Bool: self = .bool(b)
+        case let i as Int: self = .integer(i)
+        case let i as Int64: self = .integer(Int(i))
+        case let i as Int32: self = .integer(Int(i))
+        case let d as Double: self = .double(d)
+        case let f as Float: self = .double(Double(f))
+        case let s as String: self = .string(s)
+        case let date as Date: self = .string(dateFormat.string(from: date))
+        case let array as [Any]: self = .array(try array.map { try JSON(any: $0, dateFormat: dateFormat) })
+        case let dictionary as [String: Any]:
+            var object = JSONObject()
+            for key in dictionary.keys.sorted() {
+                object[key] = try JSON(any: dictionary[key]!, dateFormat: dateFormat)
+            }
+            self = .object(object)
+        default:
+            throw DocStoreError(.invalidDocument, "A value of type \(Swift.type(of: value)) has no JSON form")
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// Rules for document ids and bodies, as CouchDB applies them.
+enum DocumentValidation {
+    /// Checks an id: non-empty, and not beginning with `_` except `_design/` ids where allowed
+    /// (replication may carry CouchDB design documents).
+    static func validateID(_ id: String, allowDesign: Bool) throws {
+        guard !id.isEmpty else {
+            throw DocStoreError(.invalidDocumentID, "Document id must not be empty")
+        }
+        if id.utf8.first == UInt8(ascii: "_") {
+            if allowDesign && id.hasPrefix("_design/") && id.utf8.count > 8 { return }
+            throw DocStoreError(.invalidDocumentID,
+                                "Only reserved document ids may start with underscore: \"\(id)\"")
+        }
+    }
+
+    /// Checks that no body member name begins with `_` (reserved for CouchDB metadata).
+    static func validateBody(_ body: JSONObject) throws {
+        for key in body.storage.keys where key.utf8.first == UInt8(ascii: "_") {
+            throw DocStoreError(.invalidDocument, "Bad special document member: \(key)")
+        }
+    }
+}

@@ -1,0 +1,111 @@
+/// The one error type of the DocStore module.
+///
+/// Every failure carries a ``code`` that callers can switch on, a human ``reason``, and where one
+/// exists the underlying ``cause`` (for example the SQLite error). The CouchDB error name
+/// (``couchDBError``) and HTTP status (``httpStatus``) are derived from the code, so the server and the
+/// replicator speak the same words as CouchDB (`not_found`, `conflict`, `bad_request`, …).
+///
+/// ```swift
+/// do {
+///     try await db.update(staleCopy)
+/// } catch let error as DocStoreError where error.code == .conflict {
+///     // fetch the current revision and merge
+/// }
+/// ```
+public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, as a value that can be extended without breaking `switch` statements.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        let couchDB: String
+        let status: Int
+
+        private init(_ name: String, couchDB: String, status: Int) {
+            self.name = name
+            self.couchDB = couchDB
+            self.status = status
+        }
+
+        /// The document, revision, attachment or database does not exist.
+        public static let notFound = Code("notFound", couchDB: "not_found", status: 404)
+        /// The write names a revision that is not the current leaf, or omits it for an existing document.
+        public static let conflict = Code("conflict", couchDB: "conflict", status: 409)
+        /// The document already exists (``Database/add(_:)``, database creation).
+        public static let alreadyExists = Code("alreadyExists", couchDB: "file_exists", status: 412)
+        /// Text is not valid JSON; ``DocStoreError/byteOffset`` tells where.
+        public static let invalidJSON = Code("invalidJSON", couchDB: "bad_request", status: 400)
+        /// A document id is empty, reserved (begins with `_`) or not valid UTF-8 text.
+        public static let invalidDocumentID = Code("invalidDocumentID", couchDB: "illegal_docid", status: 400)
+        /// A revision id is not of the form `N-hash`, or a revision history is inconsistent.
+        public static let invalidRevision = Code("invalidRevision", couchDB: "bad_request", status: 400)
+        /// A document body is not acceptable (reserved `_` member, not an object, …).
+        public static let invalidDocument = Code("invalidDocument", couchDB: "doc_validation", status: 400)
+        /// An attachment is malformed, or a stub refers to content the database does not have.
+        public static let invalidAttachment = Code("invalidAttachment", couchDB: "missing_stub", status: 412)
+        /// A request argument is out of range or malformed.
+        public static let badRequest = Code("badRequest", couchDB: "bad_request", status: 400)
+        /// The caller may not do this.
+        public static let forbidden = Code("forbidden", couchDB: "forbidden", status: 403)
+        /// The caller is not authenticated.
+        public static let unauthorized = Code("unauthorized", couchDB: "unauthorized", status: 401)
+        /// The database has been closed.
+        public static let databaseClosed = Code("databaseClosed", couchDB: "not_found", status: 404)
+        /// The file is not a DocStore database (another SQLite database, or not SQLite at all).
+        public static let notADocStoreDatabase = Code("notADocStoreDatabase", couchDB: "bad_request", status: 400)
+        /// The file was written by a newer version of DocStore.
+        public static let incompatibleVersion = Code("incompatibleVersion", couchDB: "bad_request", status: 400)
+        /// SQLite reported an error; ``DocStoreError/cause`` holds it.
+        public static let storage = Code("storage", couchDB: "internal_server_error", status: 500)
+        /// A file could not be read or written.
+        public static let io = Code("io", couchDB: "internal_server_error", status: 500)
+        /// An index map or reduce function failed.
+        public static let indexFailure = Code("indexFailure", couchDB: "query_parse_error", status: 400)
+        /// The operation was cancelled.
+        public static let cancelled = Code("cancelled", couchDB: "internal_server_error", status: 500)
+
+        public var description: String { name }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A sentence for humans.
+    public var reason: String
+    /// For ``Code/invalidJSON``: the byte offset of the first problem in the input.
+    public var byteOffset: Int?
+    /// The underlying error, if any (for example a ``SQLiteError``).
+    public var cause: (any Error)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ reason: String, byteOffset: Int? = nil, cause: (any Error)? = nil) {
+        self.code = code
+        self.reason = reason
+        self.byteOffset = byteOffset
+        self.cause = cause
+    }
+
+    /// The CouchDB error name, e.g. `"not_found"` or `"conflict"`.
+    public var couchDBError: String { code.couchDB }
+
+    /// The HTTP status CouchDB answers with for this error.
+    public var httpStatus: Int { code.status }
+
+    public var description: String {
+        if let cause { return "\(code): \(reason) (\(cause))" }
+        return "\(code): \(reason)"
+    }
+
+    public static func == (lhs: DocStoreError, rhs: DocStoreError) -> Bool {
+        lhs.code == rhs.code && lhs.reason == rhs.reason && lhs.byteOffset == rhs.byteOffset
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+    }
+}
+
+extension DocStoreError {
+    static func notFound(_ reason: String = "missing") -> DocStoreError { DocStoreError(.notFound, reason) }
+    static func conflict(_ reason: String = "Document update conflict.") -> DocStoreError {
+        DocStoreError(.conflict, reason)
+    }
+}

@@ -1,0 +1,368 @@
+/// DocStore's JSON parser: one pass over UTF-8 bytes, no Foundation, no intermediate tokens.
+///
+/// It accepts exactly RFC 8259 JSON and rejects, with the byte offset of the problem: trailing
+/// commas, single quotes, comments, leading zeros, `NaN`/`Infinity`, numbers that overflow a double,
+/// control characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, duplicate
+/// object keys, trailing garbage and nesting deeper than ``maximumDepth``.
+public enum JSONParser {
+    /// The deepest nesting of arrays and objects accepted; deeper input is rejected rather than
+    /// risking the stack.
+    public static let maximumDepth = 512
+
+    /// Parses one JSON value that must span the whole buffer (surrounding whitespace allowed).
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws -> JSON {
+        var reader = JSONReader(buffer)
+        let value = try reader.readValue()
+        reader.skipWhitespace()
+        if reader.index != buffer.count {
+            throw reader.error("Unexpected data after the JSON value")
+        }
+        return value
+    }
+}
+
+private let powersOfTen: [Double] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+]
+
+struct JSONReader {
+    let buffer: UnsafeBufferPointer<UInt8>
+    var index = 0
+    var depth = 0
+    var scratch: [UInt8] = []
+
+    init(_ buffer: UnsafeBufferPointer<UInt8>) {
+        self.buffer = buffer
+    }
+
+    func error(_ reason: String, at offset: Int? = nil) -> DocStoreError {
+        let offset = offset ?? index
+        return DocStoreError(.invalidJSON, "\(reason) at byte offset \(offset)", byteOffset: offset)
+    }
+
+    func describeByte(at offset: Int) -> String {
+        guard offset < buffer.count else { return "end of input" }
+        let byte = buffer[offset]
+        if byte >= 0x21 && byte < 0x7F { return "character '\(Character(Unicode.Scalar(byte)))'" }
+        return "byte 0x\(String(byte, radix: 16, uppercase: true))"
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while index < buffer.count {
+            switch buffer[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func readValue() throws -> JSON {
+        skipWhitespace()
+        guard index < buffer.count else { throw error("Unexpected end of input") }
+        switch buffer[index] {
+        case UInt8(ascii: "{"): return try readObject()
+        case UInt8(ascii: "["): return try readArray()
+        case UInt8(ascii: "\""): return .string(try readString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try readNumber()
+        default: throw error("Unexpected \(describeByte(at: index))")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws {
+        let count = literal.utf8CodeUnitCount
+        guard buffer.count - index >= count else { throw error("Invalid literal") }
+        let start = literal.utf8Start
+        for k in 0..<count where buffer[index + k] != start[k] {
+            throw error("Invalid literal")
+        }
+        index += count
+    }
+
+    mutating func enterContainer() throws {
+        depth += 1
+        if depth > JSONParser.maximumDepth {
+            throw error("Nesting deeper than \(JSONParser.maximumDepth) levels")
+        }
+    }
+
+    mutating func readArray() throws -> JSON {
+        try enterContainer()
+        index += 1
+        var elements: [JSON] = []
+        skipWhitespace()
+        if index < buffer.count && buffer[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try readValue())
+            skipWhitespace()
+            guard index < buffer.count else { throw error("Unterminated array") }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "]") { break }
+            throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
+        }
+        depth -= 1
+        return .array(elements)
+    }
+
+    mutating func readObject() throws -> JSON {
+        try enterContainer()
+        index += 1
+        var object = JSONObject()
+        skipWhitespace()
+        if index < buffer.count && buffer[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
+                throw error("Expected a string key but found \(describeByte(at: index))")
+            }
+            let keyOffset = index
+            let key = try readString()
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
+                throw error("Expected ':' but found \(describeByte(at: index))")
+            }
+            index += 1
+            let value = try readValue()
+            if !object.setReportingNew(value, forKey: key) {
+                throw error("Duplicate key \"\(key)\"", at: keyOffset)
+            }
+            skipWhitespace()
+            guard index < buffer.count else { throw error("Unterminated object") }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "}") { break }
+            throw error("Expected ',' or '}' but found \(describeByte(at: index - 1))", at: index - 1)
+        }
+        depth -= 1
+        return .object(object)
+    }
+
+    // MARK: Strings
+
+    /// Reads a string starting at its opening quote.
+    mutating func readString() throws -> String {
+        index += 1
+        let start = index
+        var ascii = true
+        while index < buffer.count {
+            let byte = buffer[index]
+            if byte == UInt8(ascii: "\"") {
+                let bytes = UnsafeBufferPointer(rebasing: buffer[start..<index])
+                index += 1
+                return try makeString(bytes, ascii: ascii, offset: start)
+            }
+            if byte == UInt8(ascii: "\\") {
+                return try readEscapedString(start: start, ascii: ascii)
+            }
+            if byte < 0x20 { throw error("Unescaped control character in string") }
+            if byte >= 0x80 { ascii = false }
+            index += 1
+        }
+        throw error("Unterminated string", at: start - 1)
+    }
+
+    func makeString(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool, offset: Int) throws -> String {
+        if ascii { return String(decoding: bytes, as: UTF8.self) }
+        guard let string = String(validating: bytes, as: UTF8.self) else {
+            throw error("Invalid UTF-8 in string", at: offset)
+        }
+        return string
+    }
+
+    mutating func readEscapedString(start: Int, ascii initialASCII: Bool) throws -> String {
+        var ascii = initialASCII
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<index]))
+        while index < buffer.count {
+            let byte = buffer[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return try scratch.withUnsafeBufferPointer { try makeString($0, ascii: ascii, offset: start) }
+            }
+            if byte == UInt8(ascii: "\\") {
+                let escapeOffset = index
+                index += 1
+                guard index < buffer.count else { break }
+                switch buffer[index] {
+                case UInt8(ascii: "\""): scratch.append(0x22)
+                case UInt8(ascii: "\\"): scratch.append(0x5C)
+                case UInt8(ascii: "/"): scratch.append(0x2F)
+                case UInt8(ascii: "b"): scratch.append(0x08)
+                case UInt8(ascii: "f"): scratch.append(0x0C)
+                case UInt8(ascii: "n"): scratch.append(0x0A)
+                case UInt8(ascii: "r"): scratch.append(0x0D)
+                case UInt8(ascii: "t"): scratch.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try readHex4(at: index + 1)
+                    index += 4
+                    if scalar >= 0xD800 && scalar <= 0xDBFF {
+                        guard index + 6 < buffer.count, buffer[index + 1] == UInt8(ascii: "\\"),
+                            buffer[index + 2] == UInt8(ascii: "u")
+                        else { throw error("Lone high surrogate in \\u escape", at: escapeOffset) }
+                        let low = try readHex4(at: index + 3)
+                        guard low >= 0xDC00 && low <= 0xDFFF else {
+                            throw error("Lone high surrogate in \\u escape", at: escapeOffset)
+                        }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        index += 6
+                    } else if scalar >= 0xDC00 && scalar <= 0xDFFF {
+                        throw error("Lone low surrogate in \\u escape", at: escapeOffset)
+                    }
+                    if scalar >= 0x80 { ascii = false }
+                    appendUTF8(scalar)
+                default:
+                    throw error("Invalid escape sequence", at: escapeOffset)
+                }
+                index += 1
+                continue
+            }
+            if byte < 0x20 { throw error("Unescaped control character in string") }
+            if byte >= 0x80 { ascii = false }
+            scratch.append(byte)
+            index += 1
+        }
+        throw error("Unterminated string", at: start - 1)
+    }
+
+    func readHex4(at offset: Int) throws -> UInt32 {
+        guard offset + 4 <= buffer.count else { throw error("Truncated \\u escape", at: offset) }
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            let byte = buffer[offset + k]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw error("Invalid hex digit in \\u escape", at: offset + k)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80:
+            scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | (scalar >> 6)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | (scalar >> 12)))
+            scratch.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        default:
+            scratch.append(UInt8(0xF0 | (scalar >> 18)))
+            scratch.append(UInt8(0x80 | ((scalar >> 12) & 0x3F)))
+            scratch.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
+            scratch.append(UInt8(0x80 | (scalar & 0x3F)))
+        }
+    }
+
+    // MARK: Numbers
+
+    @inline(__always)
+    func isDigit(_ offset: Int) -> Bool {
+        offset < buffer.count && buffer[offset] &- UInt8(ascii: "0") < 10
+    }
+
+    mutating func readNumber() throws -> JSON {
+        let start = index
+        let negative = buffer[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        guard isDigit(index) else { throw error("Invalid number", at: start) }
+        let integerStart = index
+        if buffer[index] == UInt8(ascii: "0") {
+            index += 1
+            if isDigit(index) { throw error("Leading zeros are not allowed in numbers", at: start) }
+        } else {
+            while isDigit(index) { index += 1 }
+        }
+        let integerEnd = index
+        var fractionEnd = index
+        var isInteger = true
+        if index < buffer.count && buffer[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard isDigit(index) else { throw error("Expected a digit after the decimal point") }
+            while isDigit(index) { index += 1 }
+            fractionEnd = index
+        }
+        var exponent = 0
+        if index < buffer.count && (buffer[index] | 0x20) == UInt8(ascii: "e") {
+            isInteger = false
+            index += 1
+            var exponentNegative = false
+            if index < buffer.count && (buffer[index] == UInt8(ascii: "+") || buffer[index] == UInt8(ascii: "-")) {
+                exponentNegative = buffer[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            guard isDigit(index) else { throw error("Expected a digit in the exponent") }
+            while isDigit(index) {
+                if exponent < 100_000 { exponent = exponent * 10 + Int(buffer[index] - UInt8(ascii: "0")) }
+                index += 1
+            }
+            if exponentNegative { exponent = -exponent }
+        }
+
+        if isInteger {
+            let digitCount = integerEnd - integerStart
+            if digitCount <= 18 {
+                var value = 0
+                for k in integerStart..<integerEnd { value = value &* 10 &+ Int(buffer[k] &- 48) }
+                return .integer(negative ? -value : value)
+            }
+            var magnitude: UInt64 = 0
+            var overflow = false
+            for k in integerStart..<integerEnd {
+                let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (m2, o2) = m1.addingReportingOverflow(UInt64(buffer[k] &- 48))
+                magnitude = m2
+                if o1 || o2 { overflow = true; break }
+            }
+            if !overflow {
+                if !negative, magnitude <= UInt64(Int.max) { return .integer(Int(magnitude)) }
+                if negative, magnitude <= UInt64(Int.max) + 1 { return .integer(Int(truncatingIfNeeded: 0 &- magnitude)) }
+            }
+            return .bigInteger(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self))
+        }
+
+        // Fast path (Clinger): few significant digits and a small power of ten are exact in a double.
+        let fractionStart = integerEnd + 1
+        let fractionDigits = fractionEnd > integerEnd ? fractionEnd - fractionStart : 0
+        if integerEnd - integerStart + fractionDigits <= 15 {
+            var mantissa: UInt64 = 0
+            for k in integerStart..<integerEnd { mantissa = mantissa * 10 + UInt64(buffer[k] &- 48) }
+            if fractionDigits > 0 {
+                for k in fractionStart..<fractionEnd { mantissa = mantissa * 10 + UInt64(buffer[k] &- 48) }
+            }
+            let power = exponent - fractionDigits
+            if power >= -22 && power <= 22 {
+                var value = Double(mantissa)
+                value = power >= 0 ? value * powersOfTen[power] : value / powersOfTen[-power]
+                return .double(negative ? -value : value)
+            }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else {
+            throw error("Number out of range", at: start)
+        }
+        return .double(value)
+    }
+}

@@ -1,0 +1,140 @@
+/// DocStore's JSON serializer: compact output straight into a byte buffer.
+///
+/// Strings escape only what JSON requires (`"`, `\`, and control characters below U+0020, the common
+/// ones as `\n`-style escapes and the rest as `\u00XX`); all other Unicode is written as UTF-8.
+/// Doubles use Swift's shortest round-tripping representation (`1.0`, `0.1`, `1e+100`, `-0.0`).
+struct JSONWriter {
+    var bytes: [UInt8] = []
+    /// When set, NaN and infinities are written as `null` instead of throwing (used by `description`).
+    var nonFiniteAsNull = false
+
+    init(nonFiniteAsNull: Bool = false, capacity: Int = 256) {
+        self.nonFiniteAsNull = nonFiniteAsNull
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func write(_ value: JSON) throws {
+        switch value {
+        case .null:
+            bytes.append(contentsOf: "null".utf8)
+        case .bool(let b):
+            bytes.append(contentsOf: b ? "true".utf8 : "false".utf8)
+        case .integer(let i):
+            writeInteger(i)
+        case .bigInteger(let text):
+            bytes.append(contentsOf: text.utf8)
+        case .double(let d):
+            try writeDouble(d)
+        case .string(let s):
+            writeString(s)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            var first = true
+            for element in elements {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                try write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let object):
+            try writeObject(object)
+        }
+    }
+
+    mutating func writeObject(_ object: JSONObject) throws {
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, value) in object.storage {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(key)
+            bytes.append(UInt8(ascii: ":"))
+            try write(value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Writes `object` with `extra` members appended after its own, without copying the object.
+    mutating func writeObject(_ object: JSONObject, appending extra: [(String, JSON)]) throws {
+        guard !extra.isEmpty else { return try writeObject(object) }
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, value) in object.storage {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeKey(key)
+            try write(value)
+        }
+        for (key, value) in extra {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeKey(key)
+            try write(value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `"key":` — a member name followed by the colon.
+    mutating func writeKey(_ key: String) {
+        writeString(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func writeInteger(_ value: Int) {
+        if value >= 0 && value < 10 {
+            bytes.append(UInt8(truncatingIfNeeded: value) &+ 48)
+            return
+        }
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var position = 20
+            while magnitude > 0 {
+                position -= 1
+                digits[position] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 48
+                magnitude /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[position..<20]))
+        }
+    }
+
+    mutating func writeDouble(_ value: Double) throws {
+        guard value.isFinite else {
+            if nonFiniteAsNull {
+                bytes.append(contentsOf: "null".utf8)
+                return
+            }
+            throw DocStoreError(.invalidJSON, "JSON cannot represent the number \(value)")
+        }
+        bytes.append(contentsOf: value.description.utf8)
+    }
+
+    mutating func writeString(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            var runStart = 0
+            for k in 0..<utf8.count {
+                let byte = utf8[k]
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                if runStart < k { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<k])) }
+                runStart = k + 1
+                bytes.append(UInt8(ascii: "\\"))
+                switch byte {
+                case 0x22: bytes.append(0x22)
+                case 0x5C: bytes.append(0x5C)
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+            }
+            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+            bytes.append(UInt8(ascii: "\""))
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import CSQLite
+import Foundation
+
+/// An error reported by SQLite, with the extended result code, SQLite's message and the statement.
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    /// The extended result code (`SQLITE_BUSY`, `SQLITE_CONSTRAINT_UNIQUE`, …).
+    public let code: Int32
+    /// SQLite's own message.
+    public let message: String
+    /// The SQL being run, if any.
+    public let sql: String?
+
+    /// The primary result code (the low byte of ``code``).
+    public var primaryCode: Int32 { code & 0xFF }
+
+    public var description: String {
+        let base = "SQLite error \(code): \(message)"
+        return sql.map { "\(base) — in \($0)" } ?? base
+    }
+}
+
+/// `SQLITE_TRANSIENT`: SQLite copies bound bytes before the bind call returns.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One SQLite connection with its cache of prepared statements.
+///
+/// Not thread-safe by itself. It is marked `@unchecked Sendable` so that it can be handed between
+/// owners, and confinement is guaranteed by those owners: the writer connection is only touched from
+/// inside the ``DatabaseWriter`` actor, and each reader connection is used by exactly one borrower at a
+/// time, between ``ReaderPool/checkOut()`` and ``ReaderPool/checkIn(_:)`` (the pool's lock hands it out
+/// once). SQLite itself is opened with `SQLITE_OPEN_NOMUTEX`, matching that single-owner use.
+final class SQLiteConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+    private(set) var isClosed = false
+
+    /// Opens (creating if needed) the database file at `path`.
+    init(path: String) throws {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open database"
+            if let db { sqlite3_close_v2(db) }
+            throw DocStoreError(.io, "Cannot open database file at \(path)",
+                                cause: SQLiteError(code: rc, message: message, sql: nil))
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Finalizes every cached statement and closes the connection.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        statements.values.forEach { $0.finalize() }
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more SQL statements that return no rows.
+    func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw SQLiteError(code: sqlite3_extended_errcode(handle), message: text, sql: sql)
+        }
+    }
+
+    /// A prepared statement for `sql`, reset and with bindings cleared, from this connection's cache.
+    func prepare(_ sql: String) throws -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
+        let statement = SQLiteStatement(stmt, connection: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` in a transaction: `BEGIN IMMEDIATE` for writes, a deferred `BEGIN` for consistent
+    /// multi-statement reads. Commits if `body` returns, rolls back and rethrows if it throws.
+    func transaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs a query returning one integer (or nil when there is no row or the value is NULL).
+    func scalarInt(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
+        let statement = try prepare(sql)
+        try statement.bind(bindings)
+        guard try statement.step() else { return nil }
+        return statement.isNull(0) ? nil : statement.int64(0)
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws {
+        let statement = try prepare(sql)
+        try statement.bind(bindings)
+        while try statement.step() {}
+    }
+
+    /// Rows changed by the last statement.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+    case null
+    case integer(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// A prepared statement. Owned by its connection's cache; confined like the connection.
+final class SQLiteStatement {
+    let handle: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection, sql: String) {
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+    }
+
+    func finalize() { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func check(_ rc: Int32) throws {
+        if rc != SQLITE_OK { throw connection.error(rc, sql: sql) }
+    }
+
+    func bind(_ values: [SQLiteValue]) throws {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            switch value {
+            case .null: try check(sqlite3_bind_null(handle, index))
+            case .integer(let v): try bind(v, at: index)
+            case .double(let v): try check(sqlite3_bind_double(handle, index, v))
+            case .text(let v): try bind(v, at: index)
+            case .blob(let v): try bind(blob: v, at: index)
+            }
+        }
+    }
+
+    func bind(_ value: Int64, at index: Int32) throws {
+        try check(sqlite3_bind_int64(handle, index, value))
+    }
+
+    func bind(_ value: Int, at index: Int32) throws {
+        try check(sqlite3_bind_int64(handle, index, Int64(value)))
+    }
+
+    func bind(_ value: Double, at index: Int32) throws {
+        try check(sqlite3_bind_double(handle, index, value))
+    }
+
+    func bind(_ value: String, at index: Int32) throws {
+        var value = value
+        let rc = value.withUTF8 { utf8 -> Int32 in
+            guard let base = utf8.baseAddress, utf8.count > 0 else {
+                return sqlite3_bind_text(handle, index, "", 0, sqliteTransient)
+            }
+            return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                sqlite3_bind_text(handle, index, $0, Int32(utf8.count), sqliteTransient)
+            }
+        }
+        try check(rc)
+    }
+
+    func bind(blob: [UInt8], at index: Int32) throws {
+        let rc = blob.withUnsafeBytes { raw -> Int32 in
+            if raw.count == 0 { return sqlite3_bind_zeroblob(handle, index, 0) }
+            return sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), sqliteTransient)
+        }
+        try check(rc)
+    }
+
+    func bind(blob: UnsafeRawBufferPointer, at index: Int32) throws {
+        if blob.count == 0 {
+            try check(sqlite3_bind_zeroblob(handle, index, 0))
+        } else {
+            try check(sqlite3_bind_blob(handle, index, blob.baseAddress, Int32(blob.count), sqliteTransient))
+        }
+    }
+
+    func bindNull(at index: Int32) throws {
+        try check(sqlite3_bind_null(handle, index))
+    }
+
+    /// Advances to the next row; returns `false` when the statement is done.
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw connection.error(rc, sql: sql)
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+
+    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    /// Calls `body` with the column's bytes, valid only during the call.
+    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let pointer = sqlite3_column_blob(handle, column)
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return try body(UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+    }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        withBlob(column) { Array($0) }
+    }
+}

@@ -1,0 +1,2 @@
+import DocStore
+print("x")
