@@ -30,6 +30,7 @@ actor DatabaseWriter {
             guard try mode.step(), mode.text(0).lowercased() == "wal" else {
                 throw DocStoreError(.storage, "Could not switch \(connection.path) to WAL mode")
             }
+            connection.resetActiveStatements()
             try connection.execute(configuration.durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
             let lastDocument = try connection.scalarInt("SELECT max(seq) FROM docs") ?? 0

@@ -155,7 +155,7 @@ public struct Document: Sendable, Hashable {
             default: return []
             }
         }
-        set { body["channels"] = newValue.isEmpty ? nil : JSON(newValue) }
+        set { body["channels"] = newValue.isEmpty ? JSON?.none : JSON(newValue) }
     }
 }
 

@@ -49,7 +49,10 @@ final class ReaderPool: Sendable {
     /// Runs `body` with a borrowed connection.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try checkOut()
-        defer { checkIn(connection) }
+        defer {
+            connection.resetActiveStatements()
+            checkIn(connection)
+        }
         return try body(connection)
     }
 

@@ -100,17 +100,31 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let result = try body()
+            resetActiveStatements()
             try execute("COMMIT")
             return result
         } catch {
+            resetActiveStatements()
             if sqlite3_get_autocommit(handle) == 0 { try? execute("ROLLBACK") }
             throw error
+        }
+    }
+
+    /// Resets every statement still positioned on a row. A statement that has not run to completion
+    /// keeps its read transaction open — on a WAL reader that pins an old snapshot — so every read and
+    /// transaction ends with this.
+    func resetActiveStatements() {
+        var statement = sqlite3_next_stmt(handle, nil)
+        while let current = statement {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            statement = sqlite3_next_stmt(handle, current)
         }
     }
 
     /// Runs a query returning one integer (or nil when there is no row or the value is NULL).
     func scalarInt(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int64? {
         let statement = try prepare(sql)
+        defer { statement.reset() }
         try statement.bind(bindings)
         guard try statement.step() else { return nil }
         return statement.isNull(0) ? nil : statement.int64(0)

@@ -1,0 +1,181 @@
+@testable import DocStore
+import Foundation
+import XCTest
+
+final class BulkSaveTests: XCTestCase {
+    func testOneBadDocumentAmongGoodOnes() async throws {
+        let db = try await makeDatabase(self)
+        let existing = try await db.save(Document(id: "taken", body: ["v": 1]))
+        var reserved = Document(id: "reserved")
+        reserved["_bad"] = true
+        let batch: [Document] = [
+            Document(id: "g1", body: ["n": 1]),
+            Document(id: "_illegal", body: ["n": 2]),
+            Document(id: "g2", body: ["n": 3]),
+            Document(id: "taken", body: ["v": 2]),      // no revision: conflict
+            reserved,
+            Document(body: ["generated": true]),
+        ]
+        let results = try await db.save(batch)
+        XCTAssertEqual(results.count, 6)
+        XCTAssertTrue(results[0].isSuccess)
+        XCTAssertEqual(results[1].error?.code, .invalidDocumentID)
+        XCTAssertEqual(results[1].id, "_illegal")
+        XCTAssertTrue(results[2].isSuccess)
+        XCTAssertEqual(results[3].error?.code, .conflict)
+        XCTAssertEqual(results[4].error?.code, .invalidDocument)
+        XCTAssertTrue(results[5].isSuccess)
+        XCTAssertEqual(results[5].id.count, 32)
+
+        let landed = try await db.documents(withIDs: ["g1", "g2", results[5].id, "taken"])
+        XCTAssertEqual(landed.map(\.id), ["g1", "g2", results[5].id, "taken"])
+        XCTAssertEqual(landed[3].revision, existing.revision, "the conflicting write changed nothing")
+        let info = try await db.info()
+        XCTAssertEqual(info.documentCount, 4)
+        XCTAssertEqual(info.updateSequence, 4)
+    }
+
+    func testSameIDTwiceInOneBatch() async throws {
+        let db = try await makeDatabase(self)
+        let results = try await db.save([Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])
+        XCTAssertTrue(results[0].isSuccess)
+        XCTAssertEqual(results[1].error?.code, .conflict)
+        let doc = try await db.document(withID: "dup")
+        XCTAssertEqual(doc?.int(forKey: "n"), 1)
+    }
+
+    func testBulkDeletionsAndUpdatesFromJSON() async throws {
+        let db = try await makeDatabase(self)
+        let a = try await db.save(Document(id: "a", body: ["v": 1]))
+        let b = try await db.save(Document(id: "b", body: ["v": 1]))
+        let results = try await db.save([
+            try Document(json: #"{"_id":"a","_rev":"\#(a.revision!)","_deleted":true}"#),
+            try Document(json: #"{"_id":"b","_rev":"\#(b.revision!)","v":2}"#),
+        ])
+        XCTAssertTrue(results.allSatisfy(\.isSuccess))
+        let gone = try await db.document(withID: "a")
+        XCTAssertNil(gone)
+        let bNow = try await db.document(withID: "b")
+        XCTAssertEqual(bNow?.int(forKey: "v"), 2)
+    }
+
+    func testEmptyBatch() async throws {
+        let db = try await makeDatabase(self)
+        let results = try await db.save([Document]())
+        XCTAssertTrue(results.isEmpty)
+    }
+}
+
+final class ReplicatedInsertTests: XCTestCase {
+    private func replicated(_ id: String, _ history: [String], deleted: Bool = false, body: JSONObject = [:]) throws -> Document {
+        let revisions = history.map { RevisionID($0)! }
+        var doc = Document(id: id, revision: revisions[0], body: body)
+        doc.revisionHistory = Array(revisions.dropFirst())
+        if deleted {
+            var json = doc.json(revisions: true)
+            json["_deleted"] = true
+            doc = try Document(json: json)
+        }
+        return doc
+    }
+
+    func testBranchingHistoriesGiveCouchDBWinnerAndConflicts() async throws {
+        let db = try await makeDatabase(self)
+        let results = try await db.insertRevisions([
+            try replicated("doc", ["2-b", "1-a"], body: ["side": "left"]),
+            try replicated("doc", ["3-d", "2-c", "1-a"], body: ["side": "right"]),
+            try replicated("doc", ["2-a0", "1-a"], body: ["side": "low"]),
+        ])
+        XCTAssertTrue(results.allSatisfy(\.isSuccess), "\(results.map(\.error))")
+        let winner = try await db.document(withID: "doc", includeConflicts: true)
+        XCTAssertEqual(winner?.revision, RevisionID("3-d"))
+        XCTAssertEqual(winner?.string(forKey: "side"), "right")
+        XCTAssertEqual(winner?.conflicts, [RevisionID("2-b")!, RevisionID("2-a0")!], "best first, as CouchDB lists them")
+        let loser = try await db.document(withID: "doc", revision: RevisionID("2-b"))
+        XCTAssertEqual(loser?.string(forKey: "side"), "left")
+        let interior = try await db.document(withID: "doc", revision: RevisionID("2-c"))
+        XCTAssertNil(interior, "a revision known only from history has no body")
+
+        let change = try await db.changes().changes.first
+        XCTAssertEqual(change?.revision, RevisionID("3-d"))
+        XCTAssertEqual(change?.leafRevisions, [RevisionID("3-d")!, RevisionID("2-b")!, RevisionID("2-a0")!])
+
+        // The winner is deleted on the other side: the next best live leaf wins.
+        _ = try await db.insertRevisions([try replicated("doc", ["4-e", "3-d", "2-c", "1-a"], deleted: true)])
+        let after = try await db.document(withID: "doc", includeConflicts: true)
+        XCTAssertEqual(after?.revision, RevisionID("2-b"))
+        XCTAssertEqual(after?.string(forKey: "side"), "left")
+        XCTAssertEqual(after?.conflicts, [RevisionID("2-a0")!])
+        let tree = try await db.revisionTree(ofDocumentWithID: "doc")
+        XCTAssertEqual(tree?.deletedConflicts, [RevisionID("4-e")!])
+    }
+
+    func testResolvingAConflictByDeletingTheLoser() async throws {
+        let db = try await makeDatabase(self)
+        let local = try await db.save(Document(id: "c", body: ["v": "mine"]))
+        var theirs = Document(id: "c", revision: RevisionID(generation: 2, digest: "ffff"), body: ["v": "theirs"])
+        theirs.revisionHistory = [local.revision!]
+        var mine = local
+        mine["v"] = "mine2"
+        let mine2 = try await db.save(mine)
+        _ = try await db.insertRevisions([theirs])
+        let current = try await db.document(withID: "c", includeConflicts: true)!
+        XCTAssertEqual(current.revision, RevisionID("2-ffff"), "higher hash wins among generation 2")
+        XCTAssertEqual(current.conflicts, [mine2.revision!])
+        // Keep "theirs" by deleting our leaf (updating a non-winning leaf is allowed).
+        try await db.delete(id: "c", revision: mine2.revision!)
+        let resolved = try await db.document(withID: "c", includeConflicts: true)!
+        XCTAssertEqual(resolved.conflicts, [])
+        XCTAssertEqual(resolved.string(forKey: "v"), "theirs")
+    }
+
+    func testKnownRevisionsAreAcceptedWithoutChange() async throws {
+        let db = try await makeDatabase(self)
+        let doc = try replicated("r", ["2-b", "1-a"], body: ["x": 1])
+        _ = try await db.insertRevisions([doc])
+        let sequence = await db.updateSequence
+        let again = try await db.insertRevisions([doc, try replicated("r", ["1-a"])])
+        XCTAssertTrue(again.allSatisfy(\.isSuccess))
+        let after = await db.updateSequence
+        XCTAssertEqual(after, sequence, "nothing new, no new sequence")
+    }
+
+    func testMissingRevisions() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.insertRevisions([try replicated("m", ["2-b", "1-a"])])
+        let diff = try await db.missingRevisions([
+            (id: "m", revisions: [RevisionID("2-b")!, RevisionID("3-c")!, RevisionID("1-a")!]),
+            (id: "new", revisions: [RevisionID("1-z")!]),
+            (id: "complete", revisions: []),
+        ])
+        XCTAssertEqual(diff, [
+            RevisionDifference(id: "m", missing: [RevisionID("3-c")!], possibleAncestors: [RevisionID("2-b")!]),
+            RevisionDifference(id: "new", missing: [RevisionID("1-z")!], possibleAncestors: []),
+        ])
+    }
+
+    func testReplicatedRequiresRevisionAndAllowsDesignDocuments() async throws {
+        let db = try await makeDatabase(self)
+        let results = try await db.insertRevisions([
+            Document(id: "norev", body: [:]),
+            try replicated("_design/app", ["1-a"], body: ["language": "javascript"]),
+            try replicated("_bad", ["1-a"]),
+        ])
+        XCTAssertEqual(results[0].error?.code, .invalidRevision)
+        XCTAssertTrue(results[1].isSuccess)
+        XCTAssertEqual(results[2].error?.code, .invalidDocumentID)
+    }
+
+    func testReplicatedWritesAreAnnouncedAsReplication() async throws {
+        let db = try await makeDatabase(self)
+        let stream = db.changeBatches()
+        _ = try await db.insertRevisions([try replicated("p", ["1-a"], body: ["k": 1])])
+        _ = try await db.save(Document(id: "l", body: ["k": 2]))
+        var iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        let second = await iterator.next()
+        XCTAssertEqual(first?.map(\.source), [.replication])
+        XCTAssertEqual(first?.map(\.id), ["p"])
+        XCTAssertEqual(second?.map(\.source), [.local])
+    }
+}

@@ -1,0 +1,140 @@
+@testable import DocStore
+import Foundation
+import Synchronization
+import XCTest
+
+final class ChangesFeedTests: XCTestCase {
+    func testOrderAndDeduplication() async throws {
+        let db = try await makeDatabase(self)
+        let a = try await db.save(Document(id: "a", body: ["v": 1]))
+        _ = try await db.save(Document(id: "b", body: ["v": 1]))
+        _ = try await db.save(Document(id: "c", body: ["v": 1]))
+        var a2 = a
+        a2["v"] = 2
+        _ = try await db.save(a2)
+
+        let all = try await db.changes()
+        XCTAssertEqual(all.changes.map(\.id), ["b", "c", "a"], "each document once, at its latest sequence")
+        XCTAssertEqual(all.changes.map(\.sequence), [2, 3, 4])
+        XCTAssertEqual(all.lastSequence, 4)
+        XCTAssertEqual(all.changes.last?.revision.generation, 2)
+
+        let sinceB = try await db.changes(since: 2)
+        XCTAssertEqual(sinceB.changes.map(\.id), ["c", "a"])
+        let limited = try await db.changes(since: 0, limit: 2)
+        XCTAssertEqual(limited.changes.map(\.id), ["b", "c"])
+        XCTAssertEqual(limited.lastSequence, 3)
+        let rest = try await db.changes(since: limited.lastSequence)
+        XCTAssertEqual(rest.changes.map(\.id), ["a"])
+        let none = try await db.changes(since: 4)
+        XCTAssertEqual(none.changes.count, 0)
+        XCTAssertEqual(none.lastSequence, 4)
+        await assertThrowsDocStoreError(.badRequest) { try await db.changes(limit: -1) }
+    }
+
+    func testDeletionsStayInTheFeedWithDocuments() async throws {
+        let db = try await makeDatabase(self)
+        let doc = try await db.save(Document(id: "gone", body: ["x": 1]))
+        _ = try await db.save(Document(id: "kept", body: ["x": 2]))
+        try await db.delete(doc)
+        let page = try await db.changes(includeDocuments: true)
+        XCTAssertEqual(page.changes.map(\.id), ["kept", "gone"])
+        XCTAssertEqual(page.changes.map(\.isDeleted), [false, true])
+        XCTAssertEqual(page.changes[0].document?.int(forKey: "x"), 2)
+        XCTAssertEqual(page.changes[1].document?.isDeleted, true)
+        let withoutDocuments = try await db.changes().changes
+        XCTAssertNil(withoutDocuments[0].document)
+    }
+
+    func testSequencesStrictlyIncreaseAcrossBatchesAndReopen() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        var db = try await Database.open(name: "seq", directory: directory)
+        _ = try await db.save((0..<10).map { Document(id: "d\($0)", body: ["i": .integer($0)]) })
+        let failed = try? await db.save(Document(id: "bad", body: ["_x": 1]))  // consumes no sequence
+        XCTAssertNil(failed)
+        await db.close()
+        db = try await Database.open(name: "seq", directory: directory)
+        let doc = try await db.save(Document(id: "after", body: [:]))
+        XCTAssertEqual(doc.sequence, 11)
+        let sequences = try await db.changes().changes.map(\.sequence)
+        XCTAssertEqual(sequences, Array(1...11))
+        await db.close()
+    }
+}
+
+final class ChangeNotificationTests: XCTestCase {
+    func testStreamDeliversLocalChangesInCommitOrder() async throws {
+        let db = try await makeDatabase(self)
+        let stream = db.changeBatches()
+        let first = try await db.save(Document(id: "one", body: [:]))
+        _ = try await db.save([Document(id: "two", body: [:]), Document(id: "three", body: [:])])
+        try await db.delete(first)
+
+        var iterator = stream.makeAsyncIterator()
+        let b1 = await iterator.next()
+        let b2 = await iterator.next()
+        let b3 = await iterator.next()
+        XCTAssertEqual(b1?.map(\.id), ["one"])
+        XCTAssertEqual(b1?.first?.source, .local)
+        XCTAssertEqual(b1?.first?.revision, first.revision)
+        XCTAssertEqual(b2?.map(\.id), ["two", "three"], "one batch per transaction")
+        XCTAssertEqual(b2?.map(\.sequence), [2, 3])
+        XCTAssertEqual(b3?.first?.isDeletion, true)
+        XCTAssertEqual(b3?.first?.sequence, 4)
+    }
+
+    func testFailedWritesAnnounceNothingAndClosingEndsStreams() async throws {
+        let db = try await makeDatabase(self)
+        let stream = db.changeBatches()
+        _ = try? await db.save(Document(id: "_bad", body: [:]))
+        _ = try await db.save(Document(id: "good", body: [:]))
+        let ended = Task {
+            var batches: [[DocumentChange]] = []
+            for await batch in stream { batches.append(batch) }
+            return batches
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        await db.close()
+        let batches = await ended.value
+        XCTAssertEqual(batches.map { $0.map(\.id) }, [["good"]])
+        XCTAssertEqual(db.notifier.subscriberCount, 0)
+    }
+
+    func testDelegateIsCalledAndHeldWeakly() async throws {
+        let db = try await makeDatabase(self)
+        let delegate = RecordingDelegate()
+        db.changeDelegate = delegate
+        _ = try await db.save(Document(id: "a", body: [:]))
+        _ = try await db.save(Document(id: "b", body: [:]))
+        let received = try await delegate.waitForChanges(count: 2)
+        XCTAssertEqual(received.map(\.id), ["a", "b"])
+        XCTAssertTrue(db.changeDelegate === delegate)
+
+        weak var weakDelegate: RecordingDelegate?
+        do {
+            let temporary = RecordingDelegate()
+            weakDelegate = temporary
+            db.changeDelegate = temporary
+        }
+        XCTAssertNil(weakDelegate)
+        XCTAssertNil(db.changeDelegate)
+    }
+}
+
+final class RecordingDelegate: DatabaseChangeDelegate {
+    private let changes = Mutex<[DocumentChange]>([])
+
+    func database(_ database: Database, didChange changes: [DocumentChange]) {
+        self.changes.withLock { $0.append(contentsOf: changes) }
+    }
+
+    func waitForChanges(count: Int) async throws -> [DocumentChange] {
+        for _ in 0..<500 {
+            let current = changes.withLock { $0 }
+            if current.count >= count { return current }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTFail("delegate received \(changes.withLock { $0.count }) of \(count) changes")
+        return changes.withLock { $0 }
+    }
+}

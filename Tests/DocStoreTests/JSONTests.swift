@@ -1,0 +1,237 @@
+import DocStore
+import Foundation
+import XCTest
+
+final class JSONTests: XCTestCase {
+    private func roundTrip(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try JSON(parsing: text).serializedString()
+    }
+
+    func testScalarsRoundTripExactly() throws {
+        for text in ["null", "true", "false", "0", "-1", "42", "123456789012345678",
+                     "9223372036854775807", "-9223372036854775808", "1.0", "0.1", "-2.5", "100.0",
+                     "5e-324", "1.7976931348623157e+308", "-0.0", "\"\"", "\"plain\""] {
+            XCTAssertEqual(try roundTrip(text), text, "round trip of \(text)")
+        }
+    }
+
+    func testIntegersBeyond64BitsKeepTheirDigits() throws {
+        let cases = ["9223372036854775808", "18446744073709551621", "-9223372036854775817",
+                     "123456789012345678901234567890123456789012345678901234567890"]
+        for text in cases {
+            let value = try JSON(parsing: text)
+            XCTAssertEqual(value, .bigInteger(text))
+            XCTAssertEqual(try value.serializedString(), text)
+        }
+        XCTAssertEqual(try JSON(parsing: "-9223372036854775808"), .integer(Int.min))
+        XCTAssertEqual(try JSON(parsing: "9223372036854775807"), .integer(Int.max))
+        XCTAssertEqual(try JSON(parsing: "[18446744073709551621]").serializedString(), "[18446744073709551621]")
+    }
+
+    func testNumberForms() throws {
+        XCTAssertEqual(try JSON(parsing: "1.0"), .double(1.0))
+        XCTAssertEqual(try JSON(parsing: "1"), .integer(1))
+        XCTAssertEqual(try JSON(parsing: "1e2"), .double(100))
+        XCTAssertEqual(try JSON(parsing: "1E+2"), .double(100))
+        XCTAssertEqual(try JSON(parsing: "-1.25e-2"), .double(-0.0125))
+        XCTAssertEqual(try JSON(parsing: "0.1").doubleValue, 0.1)
+        XCTAssertEqual(try JSON(parsing: "123456789.123456789").doubleValue, 123456789.123456789)
+        XCTAssertEqual(try JSON(parsing: "2.2250738585072014e-308").doubleValue, 2.2250738585072014e-308)
+        // Slow path (more than 15 significant digits) must round correctly too.
+        XCTAssertEqual(try JSON(parsing: "3.14159265358979323846").doubleValue, 3.14159265358979323846)
+        XCTAssertEqual(try JSON(parsing: "1e23").doubleValue, 1e23)
+        // Negative zero: integer -0 is 0; -0.0 keeps its sign.
+        XCTAssertEqual(try JSON(parsing: "-0"), .integer(0))
+        let negativeZero = try JSON(parsing: "-0.0").doubleValue!
+        XCTAssertEqual(negativeZero, 0)
+        XCTAssertEqual(negativeZero.sign, .minus)
+        XCTAssertEqual(try JSON(parsing: "-0e0").serializedString(), "-0.0")
+        // Underflow rounds to zero rather than failing; overflow is an error.
+        XCTAssertEqual(try JSON(parsing: "1e-400").doubleValue, 0)
+        XCTAssertEqual(try JSON(parsing: "1.5e300").serializedString(), "1.5e+300")
+    }
+
+    func testStringEscapes() throws {
+        let parsed = try JSON(parsing: #""quote\" backslash\\ slash\/ \b\f\n\r\t end""#)
+        XCTAssertEqual(parsed, .string("quote\" backslash\\ slash/ \u{8}\u{C}\n\r\t end"))
+        XCTAssertEqual(try parsed.serializedString(), #""quote\" backslash\\ slash/ \b\f\n\r\t end""#)
+        XCTAssertEqual(try JSON(parsing: #""\u00e9\u4e2d""#), .string("é中"))
+        XCTAssertEqual(try JSON(parsing: #""\u00E9""#), .string("é"))
+        // Surrogate pair → one scalar, written back as raw UTF-8.
+        let emoji = try JSON(parsing: #""\ud83d\ude00!""#)
+        XCTAssertEqual(emoji, .string("😀!"))
+        XCTAssertEqual(try emoji.serializedString(), "\"😀!\"")
+        // NUL and other control characters are escaped on output.
+        let controls = try JSON(parsing: #""a\u0000b\u001fc""#)
+        XCTAssertEqual(controls.stringValue?.unicodeScalars.count, 5)
+        XCTAssertEqual(try controls.serializedString(), #""a\u0000b\u001fc""#)
+        // Raw multi-byte UTF-8 passes through untouched.
+        XCTAssertEqual(try roundTrip("\"日本語 한국어 Ελληνικά 🇫🇷\""), "\"日本語 한국어 Ελληνικά 🇫🇷\"")
+    }
+
+    func testNFCAndNFDStringsStayDistinctBytes() throws {
+        let nfc = try JSON(parsing: "\"\u{00E9}\"")
+        let nfd = try JSON(parsing: "\"e\u{0301}\"")
+        XCTAssertNotEqual(try nfc.serialized(), try nfd.serialized())
+        XCTAssertEqual(try nfc.serialized(), [0x22, 0xC3, 0xA9, 0x22])
+        XCTAssertEqual(try nfd.serialized(), [0x22, 0x65, 0xCC, 0x81, 0x22])
+    }
+
+    func testContainersAndOrder() throws {
+        for text in ["[]", "{}", "[[]]", "[{}]", "{\"a\":{}}", "{\"a\":[]}", "[[[[]]]]",
+                     "{\"z\":1,\"a\":2,\"m\":3}", "{\"b\":[1,{\"y\":null,\"x\":true}],\"a\":\"s\"}"] {
+            XCTAssertEqual(try roundTrip(text), text)
+        }
+        XCTAssertEqual(try roundTrip(" { \"a\" : [ 1 , 2 ] }\n\t"), "{\"a\":[1,2]}")
+        let object = try JSON(parsing: "{\"z\":1,\"a\":2}").objectValue!
+        XCTAssertEqual(object.keys, ["z", "a"])
+        XCTAssertNotEqual(try JSON(parsing: "{\"a\":1,\"b\":2}"), try JSON(parsing: "{\"b\":2,\"a\":1}"))
+    }
+
+    func testDeepNesting() throws {
+        let depth = JSONParser.maximumDepth
+        let deep = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        XCTAssertEqual(try roundTrip(deep), deep)
+        let deepObjects = String(repeating: "{\"a\":", count: depth) + "1" + String(repeating: "}", count: depth)
+        XCTAssertEqual(try roundTrip(deepObjects), deepObjects)
+        let tooDeep = String(repeating: "[", count: depth + 1) + String(repeating: "]", count: depth + 1)
+        assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: tooDeep) }
+        // Far too deep must fail cleanly, not overflow the stack.
+        let hostile = String(repeating: "[", count: 200_000)
+        let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: hostile) }
+        XCTAssertEqual(error?.byteOffset, depth)
+    }
+
+    func testMalformedInputsAreRejectedWithOffsets() throws {
+        let cases: [(String, Int)] = [
+            ("", 0),
+            ("   ", 3),
+            ("[1,]", 3),
+            ("{\"a\":1,}", 7),
+            ("{'a':1}", 1),
+            ("[01]", 1),
+            ("NaN", 0),
+            ("Infinity", 0),
+            ("-Infinity", 0),
+            ("-", 0),
+            ("1.", 2),
+            (".5", 0),
+            ("1e", 2),
+            ("+1", 0),
+            ("0x10", 1),
+            ("\"abc", 0),
+            ("\"\\x\"", 1),
+            ("\"\\u12\"", 3),
+            ("\"\\ud800\"", 1),
+            ("\"\\udc00x\"", 1),
+            ("\"\\ud800\\u0041\"", 1),
+            ("[1 2]", 3),
+            ("{\"a\" 1}", 5),
+            ("{\"a\":1,\"a\":2}", 7),
+            ("tru", 0),
+            ("nul", 0),
+            ("1E400", 0),
+            ("-1e999", 0),
+            ("[1]]", 3),
+            ("\"tab\there\"", 4),
+            ("/* comment */ 1", 0),
+            ("{\"a\":1} x", 8),
+            ("[", 1),
+            ("{\"a\":", 5),
+            ("{1:2}", 1),
+        ]
+        for (text, offset) in cases {
+            let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: text) }
+            XCTAssertEqual(error?.byteOffset, offset, "offset for \(text.debugDescription): \(error?.reason ?? "")")
+            XCTAssertEqual(error?.httpStatus, 400)
+        }
+    }
+
+    func testInvalidUTF8IsRejected() {
+        for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
+            let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: bytes) }
+            XCTAssertEqual(error?.byteOffset, 1)
+        }
+    }
+
+    func testNonFiniteDoublesCannotBeSerialized() {
+        assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON.double(.nan).serialized() }
+        assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON.array([.double(.infinity)]).serialized() }
+        XCTAssertEqual(JSON.double(.nan).description, "null")
+    }
+
+    func testAccessorsAndLiterals() throws {
+        var value: JSON = ["name": "Ada", "age": 36, "ratio": 0.5, "tags": ["x", "y"], "nested": ["city": "London"], "none": nil]
+        XCTAssertEqual(value["name"]?.stringValue, "Ada")
+        XCTAssertEqual(value["age"]?.intValue, 36)
+        XCTAssertEqual(value["age"]?.doubleValue, 36)
+        XCTAssertEqual(value["ratio"]?.intValue, nil)
+        XCTAssertEqual(value["tags"]?[1]?.stringValue, "y")
+        XCTAssertNil(value["tags"]?[5])
+        XCTAssertEqual(value.value(atPath: "nested.city"), "London")
+        XCTAssertNil(value.value(atPath: "nested.zip"))
+        XCTAssertEqual(value["none"], .null)
+        value["age"] = 37
+        XCTAssertEqual(value["age"], 37)
+        XCTAssertEqual(try value.serializedString(),
+                       #"{"name":"Ada","age":37,"ratio":0.5,"tags":["x","y"],"nested":{"city":"London"},"none":null}"#)
+    }
+
+    func testCodableBridge() throws {
+        struct Point: Codable, Equatable { var x: Int; var label: String }
+        let data = try JSONEncoder().encode(JSON(["x": 3, "label": "p"]))
+        XCTAssertEqual(try JSONDecoder().decode(Point.self, from: data), Point(x: 3, label: "p"))
+        let back = try JSONDecoder().decode(JSON.self, from: Data(#"{"a":[1,2.5,"s",null,true]}"#.utf8))
+        XCTAssertEqual(back["a"], [1, 2.5, "s", nil, true])
+    }
+
+    /// Random values survive serialize → parse unchanged (seeded, so failures reproduce).
+    func testRandomValuesRoundTrip() throws {
+        var generator = SplitMix64(seed: 0xD0C5_7031)
+        for _ in 0..<500 {
+            let value = randomJSON(&generator, depth: 0)
+            let text = try value.serialized()
+            let parsed = try JSON(parsing: text)
+            XCTAssertEqual(parsed, value, String(decoding: text, as: UTF8.self))
+            XCTAssertEqual(try parsed.serialized(), text)
+        }
+    }
+
+    private func randomJSON(_ g: inout SplitMix64, depth: Int) -> JSON {
+        switch g.next() % (depth > 4 ? 6 : 8) {
+        case 0: return .null
+        case 1: return .bool(g.next() & 1 == 0)
+        case 2: return .integer(Int(bitPattern: UInt(g.next())) >> Int(g.next() % 64))
+        case 3:
+            let d = Double(bitPattern: g.next())
+            return d.isFinite ? .double(d) : .double(Double(Int64(bitPattern: g.next() >> 12)) / 1024)
+        case 4: return .bigInteger((g.next() & 1 == 0 ? "-" : "") + "1" + String(repeating: "7", count: 19 + Int(g.next() % 30)))
+        case 5: return .string(randomString(&g))
+        case 6: return .array((0..<Int(g.next() % 5)).map { _ in randomJSON(&g, depth: depth + 1) })
+        default:
+            var object = JSONObject()
+            for _ in 0..<Int(g.next() % 5) { object[randomString(&g)] = randomJSON(&g, depth: depth + 1) }
+            return .object(object)
+        }
+    }
+
+    private func randomString(_ g: inout SplitMix64) -> String {
+        let alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\u{0}", "\u{1F}", "é", "\u{301}", "中", "😀", "\u{FFFF}", "\u{10FFFF}"]
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<Int(g.next() % 12) { scalars.append(alphabet[Int(g.next() % UInt64(alphabet.count))]) }
+        return String(scalars)
+    }
+}
+
+/// A small seeded PRNG for reproducible tests.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
