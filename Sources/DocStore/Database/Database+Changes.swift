@@ -57,6 +57,12 @@ extension Database {
         }
     }
 
+    /// How many documents changed after `since` (CouchDB's `pending`).
+    /// - Complexity: O(rows counted), a range of the primary key.
+    public func pendingChangeCount(since: Int64) async throws -> Int {
+        try read { Int(try $0.scalarInt("SELECT count(*) FROM docs WHERE seq > ?", [.integer(since)]) ?? 0) }
+    }
+
     /// The sequence of the latest change (CouchDB's `update_seq`).
     public var updateSequence: Int64 {
         get async { await writer.lastSequence }

@@ -103,8 +103,9 @@ public final class Database: Sendable {
         Database.registry.withLock { open in
             if open[key] === self { open[key] = nil }
         }
-        await writer.close()
+        // Readers first: the writer's close, as the last connection, checkpoints and removes the WAL.
         readers.close()
+        await writer.close()
         notifier.finish()
     }
 

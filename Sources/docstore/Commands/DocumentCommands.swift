@@ -1,0 +1,196 @@
+import ArgumentParser
+import DocStore
+import Foundation
+
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create or update a document from JSON (an argument, or standard input).",
+        discussion: """
+            The JSON is a CouchDB document: "_id" names it (generated when absent), "_rev" must be the \
+            current revision to update it. Prints {"ok":true,"id":…,"rev":…}.
+            """)
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Argument(help: "The document JSON; read from standard input when omitted.")
+    var json: String?
+
+    func run() async throws {
+        let text = json ?? String(decoding: readStandardInput(), as: UTF8.self)
+        guard !text.allSatisfy(\.isWhitespace) else { fail("bad_request: no document JSON given") }
+        let document: Document
+        do {
+            document = try Document(json: text)
+        } catch let error as DocStoreError {
+            fail("\(error.couchDBError): \(error.reason)")
+        }
+        try await withDatabase(options) { db in
+            printJSON(try await db.save(document).writeResultJSON)
+        }
+    }
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a document as JSON, with _id and _rev.")
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Argument(help: "The document id.")
+    var id: String
+
+    @Option(help: "A specific revision.")
+    var rev: String?
+
+    @Flag(help: "Include _conflicts.")
+    var conflicts = false
+
+    @Flag(help: "Include _revisions (the revision history).")
+    var revs = false
+
+    @Flag(help: "Include attachment contents inline (base64).")
+    var attachments = false
+
+    func run() async throws {
+        let revision = rev.map(parseRevision)
+        try await withDatabase(options) { db in
+            guard let document = try await db.document(withID: id, revision: revision, includeConflicts: conflicts,
+                                                       includeRevisionHistory: revs) else {
+                fail("not_found: \(revision == nil ? "missing" : "missing revision") (\(id))")
+            }
+            var output = document
+            if attachments {
+                for (name, attachment) in document.attachments {
+                    let data = try await db.attachmentData(attachment)
+                    output.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
+                                                          digest: attachment.digest, revpos: attachment.revpos)
+                }
+            }
+            printJSON(output.json(attachmentData: attachments, revisions: revs))
+        }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete a document (at its current revision unless --rev is given).")
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Argument(help: "The document id.")
+    var id: String
+
+    @Option(help: "The revision to delete; a stale one is a conflict.")
+    var rev: String?
+
+    func run() async throws {
+        let revision = rev.map(parseRevision)
+        try await withDatabase(options) { db in
+            let target: RevisionID
+            if let revision {
+                target = revision
+            } else {
+                guard let current = try await db.document(withID: id) else { fail("not_found: missing (\(id))") }
+                target = current.revision!
+            }
+            printJSON(try await db.delete(id: id, revision: target).writeResultJSON)
+        }
+    }
+}
+
+struct All: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List documents in id order, like CouchDB's _all_docs.")
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Option(name: .customLong("start-key"), help: "The first id.")
+    var startKey: String?
+
+    @Option(name: .customLong("end-key"), help: "The last id.")
+    var endKey: String?
+
+    @Option(help: "Comma-separated ids to list, in order.")
+    var keys: String?
+
+    @Option(help: "The most rows to print.")
+    var limit: Int?
+
+    @Option(help: "Rows to skip.")
+    var skip: Int = 0
+
+    @Flag(help: "Newest id first.")
+    var descending = false
+
+    @Flag(name: .customLong("exclusive-end"), help: "Leave out --end-key itself.")
+    var exclusiveEnd = false
+
+    @Flag(name: .customLong("include-docs"), help: "Include each document.")
+    var includeDocs = false
+
+    func run() async throws {
+        let query = AllDocumentsQuery(startKey: startKey, endKey: endKey, inclusiveEnd: !exclusiveEnd,
+                                      descending: descending, limit: limit, skip: skip,
+                                      keys: keys.map { $0.split(separator: ",").map(String.init) },
+                                      includeDocuments: includeDocs)
+        try await withDatabase(options) { db in
+            printJSON(try await db.allDocuments(query).couchDBJSON(includeDocuments: includeDocs))
+        }
+    }
+}
+
+struct Changes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the changes feed, like CouchDB's _changes.")
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Option(help: "The sequence to start after.")
+    var since: Int64 = 0
+
+    @Option(help: "The most rows to print.")
+    var limit: Int?
+
+    @Flag(name: .customLong("include-docs"), help: "Include each document.")
+    var includeDocs = false
+
+    @Option(help: "main_only (the winning revision) or all_docs (every leaf revision).")
+    var style: String = "main_only"
+
+    func validate() throws {
+        guard ["main_only", "all_docs"].contains(style) else {
+            throw ValidationError("--style must be main_only or all_docs")
+        }
+    }
+
+    func run() async throws {
+        try await withDatabase(options) { db in
+            let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocs)
+            let pending = try await db.pendingChangeCount(since: page.lastSequence)
+            printJSON(page.couchDBJSON(allLeaves: style == "all_docs", pending: Int64(pending)))
+        }
+    }
+}
+
+struct Info: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print document counts, sequence and size.")
+
+    @OptionGroup var options: DatabaseOptions
+
+    func run() async throws {
+        try await withDatabase(options) { db in
+            printJSON(try await db.info().couchDBJSON)
+        }
+    }
+}
+
+struct Compact: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Drop bodies of old (non-leaf) revisions and unused attachment contents.")
+
+    @OptionGroup var options: DatabaseOptions
+
+    func run() async throws {
+        try await withDatabase(options) { db in
+            let dropped = try await db.compact()
+            printJSON(["ok": true, "revisions_dropped": .integer(dropped)])
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import XCTest
+
+/// The folder holding the built products (the `docstore` executable sits next to the test bundle).
+var productsDirectory: URL {
+    #if os(macOS)
+    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+        return bundle.bundleURL.deletingLastPathComponent()
+    }
+    fatalError("couldn't find the products directory")
+    #else
+    return Bundle.main.bundleURL
+    #endif
+}
+
+/// The result of running the `docstore` executable.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+}
+
+/// Runs `docstore` with `arguments` in `directory`, feeding `input` to standard input.
+func runDocstore(_ arguments: [String], input: String? = nil, in directory: URL) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("docstore")
+    process.arguments = arguments
+    process.currentDirectoryURL = directory
+    let stdout = Pipe()
+    let stderr = Pipe()
+    let stdin = Pipe()
+    process.standardOutput = stdout
+    process.standardError = stderr
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try stdin.fileHandleForWriting.close()
+    let out = stdout.fileHandleForReading.readDataToEndOfFile()
+    let err = stderr.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                         stderr: String(decoding: err, as: UTF8.self))
+}
+
+func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("docstore-cli-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    testCase.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    return url
+}
