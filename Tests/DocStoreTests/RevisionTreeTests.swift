@@ -6,24 +6,6 @@ private func rev(_ text: String) -> RevisionID { RevisionID(text)! }
 /// `["3-c", "2-b", "1-a"]` → a history newest first.
 private func history(_ texts: String...) -> [RevisionID] { texts.map(rev) }
 
-final class RevisionIDTests: XCTestCase {
-    func testParsing() {
-        XCTAssertEqual(RevisionID("1-abc")?.generation, 1)
-        XCTAssertEqual(RevisionID("12-967a00dff5e02add41819138abb3284d")?.digest, "967a00dff5e02add41819138abb3284d")
-        XCTAssertEqual(RevisionID("3-x-y")?.digest, "x-y")
-        for bad in ["", "1", "-abc", "0-abc", "a-abc", "1-", "1- a", "-1-abc", "1.5-abc", "99999999999-a"] {
-            XCTAssertNil(RevisionID(bad), bad)
-        }
-        XCTAssertEqual(RevisionID("7-ff")?.description, "7-ff")
-    }
-
-    func testOrderingIsGenerationThenBytes() {
-        XCTAssertLessThan(rev("2-zzz"), rev("10-aaa"))
-        XCTAssertLessThan(rev("2-abc"), rev("2-abd"))
-        XCTAssertLessThan(rev("2-B"), rev("2-a"))  // byte order, not case-insensitive
-    }
-}
-
 final class RevisionTreeTests: XCTestCase {
     private func tree(_ histories: ([RevisionID], Bool)...) throws -> RevisionTree {
         var tree = RevisionTree()
