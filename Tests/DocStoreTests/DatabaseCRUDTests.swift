@@ -242,3 +242,19 @@ final class Counter: Sendable {
 }
 
 import Synchronization
+
+final class DateFormatTests: XCTestCase {
+    func testDatabaseDateFormatIsUsedForCodable() async throws {
+        struct Event: Codable, Equatable { var name: String; var at: Date }
+        let db = try await makeDatabase(self) { config in
+            config.dateFormat = .custom(format: { "epoch:\(Int($0.timeIntervalSince1970))" },
+                                        parse: { $0.hasPrefix("epoch:") ? Double($0.dropFirst(6)).map(Date.init(timeIntervalSince1970:)) : nil })
+        }
+        let event = Event(name: "launch", at: Date(timeIntervalSince1970: 1_000))
+        let saved = try await db.save(try db.makeDocument(from: event, id: "e"))
+        XCTAssertEqual(saved.string(forKey: "at"), "epoch:1000")
+        let fetched = try await db.document(withID: "e")!
+        XCTAssertEqual(try db.decode(fetched, as: Event.self), event)
+        XCTAssertThrowsError(try fetched.decode(as: Event.self), "the default ISO 8601 format cannot read it")
+    }
+}

@@ -193,3 +193,74 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(info.documentCount, writes + 1)
     }
 }
+
+final class CorruptionTests: XCTestCase {
+    private func makeFilledDatabase(_ directory: URL) async throws -> URL {
+        let db = try await Database.open(name: "victim", directory: directory)
+        _ = try await db.save((0..<300).map { Document(id: String(format: "doc-%04d", $0), body: ["text": .string(String(repeating: "lorem ", count: 40))]) })
+        let url = db.fileURL
+        await db.close()
+        return url
+    }
+
+    func testOverwrittenHeaderIsNotADatabase() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let url = try await makeFilledDatabase(directory)
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 100))
+        try handle.close()
+        let error = await assertThrowsDocStoreError(.notADocStoreDatabase) {
+            try await Database.open(name: "victim", directory: directory)
+        }
+        XCTAssertNotNil(error?.cause)
+    }
+
+    /// Garbage in the middle of the file: opening or reading fails with a storage error, never a crash.
+    func testCorruptPagesGiveStorageErrors() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let url = try await makeFilledDatabase(directory)
+        let size = try FileManager.default.attributesOfItem(atPath: url.path)[.size] as! Int
+        let handle = try FileHandle(forWritingTo: url)
+        var generator = SplitMix64(seed: 7)
+        for page in stride(from: 4096 * 2, to: size, by: 4096 * 3) {
+            try handle.seek(toOffset: UInt64(page + 100))
+            try handle.write(contentsOf: Data((0..<2000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }))
+        }
+        try handle.close()
+        do {
+            let db = try await Database.open(name: "victim", directory: directory)
+            defer { Task { await db.close() } }
+            var sawError = false
+            for n in 0..<300 {
+                do {
+                    _ = try await db.document(withID: String(format: "doc-%04d", n))
+                } catch let error as DocStoreError {
+                    XCTAssertTrue([.storage, .invalidJSON].contains(error.code), "\(error)")
+                    sawError = true
+                }
+            }
+            do {
+                _ = try await db.changes()
+                _ = try await db.save(Document(id: "new", body: [:]))
+            } catch let error as DocStoreError {
+                XCTAssertEqual(error.code, .storage, "\(error)")
+                sawError = true
+            }
+            XCTAssertTrue(sawError, "corruption of every third page must be noticed somewhere")
+        } catch let error as DocStoreError {
+            XCTAssertTrue([.storage, .notADocStoreDatabase].contains(error.code), "\(error)")
+        }
+    }
+
+    func testCorruptRevisionTreeIsAStorageError() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save(Document(id: "t", body: ["a": 1]))
+        try await db.writer.corruptTreeForTesting(id: "t")
+        await assertThrowsDocStoreError(.storage) { try await db.document(withID: "t") }
+        await assertThrowsDocStoreError(.storage) { try await db.changes() }
+        let results = try? await db.save([Document(id: "t", body: [:])])
+        XCTAssertNil(results, "a corrupt row fails the batch as a storage error")
+        let other = try await db.save(Document(id: "fine", body: [:]))
+        XCTAssertEqual(other.revision?.generation, 1)
+    }
+}

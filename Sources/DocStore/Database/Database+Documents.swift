@@ -165,6 +165,19 @@ extension Database {
         return document
     }
 
+    // MARK: Codable
+
+    /// A new document whose body is the JSON encoding of `value`, with dates in the database's
+    /// ``DatabaseConfiguration/dateFormat``. An `_id` property of `value` becomes the id.
+    public func makeDocument<T: Encodable>(from value: T, id: String? = nil) throws -> Document {
+        try Document(id: id, from: value, dateFormat: configuration.dateFormat)
+    }
+
+    /// Decodes a document's body as `T`, reading dates in the database's ``DatabaseConfiguration/dateFormat``.
+    public func decode<T: Decodable>(_ document: Document, as type: T.Type) throws -> T {
+        try document.decode(as: type, dateFormat: configuration.dateFormat)
+    }
+
     // MARK: Attachments
 
     /// The content of an attachment of a stored document.

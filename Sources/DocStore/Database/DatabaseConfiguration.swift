@@ -16,7 +16,7 @@ public struct DatabaseConfiguration: Sendable {
     public var directory: URL
     /// Makes ids for documents saved without one. Default: a lowercase UUID without dashes, as CouchDB.
     public var idFactory: @Sendable () -> String
-    /// How dates are written into documents by ``Database/document(from:id:)`` and read back.
+    /// How ``Database/makeDocument(from:id:)`` writes `Date` values and ``Database/decode(_:as:)`` reads them.
     public var dateFormat: DateFormat
     /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000).
     public var revsLimit: Int

@@ -341,3 +341,12 @@ func hexString<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+#if DEBUG
+extension DatabaseWriter {
+    /// Overwrites a document's revision tree with garbage; lets tests check corruption handling.
+    func corruptTreeForTesting(id: String) throws {
+        try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob([1, 200, 1, 0xFF]), .text(id)])
+    }
+}
+#endif
