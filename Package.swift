@@ -20,9 +20,14 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(
+            name: "CICUCollation",
+            linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
+        ),
+        .target(
             name: "DocStore",
             dependencies: [
                 "CSQLite",
+                "CICUCollation",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Collections", package: "swift-collections"),
             ]

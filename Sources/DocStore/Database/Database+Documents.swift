@@ -149,6 +149,12 @@ extension Database {
     /// Builds a document from a stored body (body members plus `_attachments` stubs).
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8],
                              record: DocumentRecord) throws -> Document {
+        try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: body, sequence: record.sequence,
+                         created: record.created, updated: record.updated)
+    }
+
+    static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
+                             created: Double, updated: Double) throws -> Document {
         guard case .object(var object) = try JSON(parsing: body) else {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
@@ -159,9 +165,9 @@ extension Database {
         var document = Document(id: id, body: object, attachments: attachments)
         document.revision = revision
         document.isDeleted = isDeleted
-        document.sequence = record.sequence
-        document.createDate = Date(timeIntervalSince1970: record.created)
-        document.lastChange = Date(timeIntervalSince1970: record.updated)
+        document.sequence = sequence
+        document.createDate = Date(timeIntervalSince1970: created)
+        document.lastChange = Date(timeIntervalSince1970: updated)
         return document
     }
 

@@ -22,6 +22,8 @@ public final class Database: Sendable {
     let writer: DatabaseWriter
     let readers: ReaderPool
     let notifier: ChangeNotifier
+    let indexWriter: IndexWriter
+    let indexReaders: ReaderPool
     private let state = Mutex(State())
 
     private struct State {
@@ -41,8 +43,17 @@ public final class Database: Sendable {
         self.configuration = configuration
         let notifier = ChangeNotifier()
         self.notifier = notifier
-        self.writer = try DatabaseWriter(configuration: configuration, notifier: notifier)
+        let writer = try DatabaseWriter(configuration: configuration, notifier: notifier)
+        self.writer = writer
         self.readers = ReaderPool(path: configuration.fileURL.path, maximumIdle: configuration.maximumIdleReaders)
+        let indexFile = IndexSchema.fileURL(for: configuration.fileURL)
+        do {
+            self.indexWriter = try IndexWriter(fileURL: indexFile, definitions: configuration.indexes)
+        } catch {
+            Task { await writer.close() }
+            throw error
+        }
+        self.indexReaders = ReaderPool(path: indexFile.path, maximumIdle: configuration.maximumIdleReaders)
     }
 
     /// The database name.
@@ -105,6 +116,8 @@ public final class Database: Sendable {
         }
         // Readers first: the writer's close, as the last connection, checkpoints and removes the WAL.
         readers.close()
+        indexReaders.close()
+        await indexWriter.close()
         await writer.close()
         notifier.finish()
     }
@@ -122,7 +135,7 @@ public final class Database: Sendable {
         let url = DatabaseConfiguration(name: name, directory: directory).fileURL
         let open = registry.withLock { $0[registryKey(url)] }
         await open?.close()
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        for suffix in ["", "-wal", "-shm", "-journal", "-idx", "-idx-wal", "-idx-shm", "-idx-journal"] {
             let file = URL(fileURLWithPath: url.path + suffix)
             guard FileManager.default.fileExists(atPath: file.path) else { continue }
             do {

@@ -14,6 +14,8 @@ public struct DatabaseConfiguration: Sendable {
     public var name: String
     /// The folder holding the database file (created if missing).
     public var directory: URL
+    /// The map/reduce indexes of this database. Each is persisted; a changed version rebuilds it.
+    public var indexes: [IndexDefinition]
     /// Makes ids for documents saved without one. Default: a lowercase UUID without dashes, as CouchDB.
     public var idFactory: @Sendable () -> String
     /// How ``Database/makeDocument(from:id:)`` writes `Date` values and ``Database/decode(_:as:)`` reads them.
@@ -38,6 +40,7 @@ public struct DatabaseConfiguration: Sendable {
     public init(name: String, directory: URL) {
         self.name = name
         self.directory = directory
+        self.indexes = []
         self.idFactory = { UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
         self.dateFormat = .iso8601
         self.revsLimit = 1000

@@ -57,8 +57,12 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let storage = Code("storage", couchDB: "internal_server_error", status: 500)
         /// A file could not be read or written.
         public static let io = Code("io", couchDB: "internal_server_error", status: 500)
-        /// An index map or reduce function failed.
-        public static let indexFailure = Code("indexFailure", couchDB: "query_parse_error", status: 400)
+        /// Query options that contradict each other or the index (CouchDB `query_parse_error`).
+        public static let invalidQuery = Code("invalidQuery", couchDB: "query_parse_error", status: 400)
+        /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
+        public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
+        /// An index map function failed.
+        public static let indexFailure = Code("indexFailure", couchDB: "index_failure", status: 500)
         /// The operation was cancelled.
         public static let cancelled = Code("cancelled", couchDB: "internal_server_error", status: 500)
 

@@ -1,0 +1,65 @@
+// A thin C layer over ICU's root collator. Swift cannot import the system ICU headers in a module that
+// also sees Foundation (Foundation ships its own ICU module), so the ICU calls live here behind plain C
+// functions.
+#include "CICUCollation.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <unicode/ucol.h>
+#include <unicode/uversion.h>
+
+// One collator per thread: a UCollator must not be used from two threads at once.
+static _Thread_local UCollator *thread_collator = NULL;
+
+static UCollator *collator(void) {
+    if (thread_collator == NULL) {
+        UErrorCode status = U_ZERO_ERROR;
+        thread_collator = ucol_open("", &status);  // root locale: the UCA order CouchDB uses
+        if (U_FAILURE(status)) {
+            thread_collator = NULL;
+        }
+    }
+    return thread_collator;
+}
+
+int32_t docstore_collation_sort_key(const uint16_t *utf16, int32_t length, uint8_t *buffer, int32_t capacity) {
+    UCollator *c = collator();
+    if (c == NULL) {
+        return -1;
+    }
+    return ucol_getSortKey(c, (const UChar *)utf16, length, buffer, capacity);
+}
+
+int32_t docstore_collation_compare(const uint16_t *a, int32_t a_length, const uint16_t *b, int32_t b_length) {
+    UCollator *c = collator();
+    if (c == NULL) {
+        return 0;
+    }
+    switch (ucol_strcoll(c, (const UChar *)a, a_length, (const UChar *)b, b_length)) {
+    case UCOL_LESS: return -1;
+    case UCOL_GREATER: return 1;
+    default: return 0;
+    }
+}
+
+static char version_text[96];
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void make_version(void) {
+    UCollator *c = collator();
+    UVersionInfo icu, coll;
+    char icu_text[U_MAX_VERSION_STRING_LENGTH], coll_text[U_MAX_VERSION_STRING_LENGTH];
+    u_getVersion(icu);
+    u_versionToString(icu, icu_text);
+    coll_text[0] = 0;
+    if (c != NULL) {
+        ucol_getVersion(c, coll);
+        u_versionToString(coll, coll_text);
+    }
+    snprintf(version_text, sizeof version_text, "icu-%s/collator-%s", icu_text, coll_text);
+}
+
+const char *docstore_collation_version(void) {
+    pthread_once(&version_once, make_version);
+    return version_text;
+}

@@ -1,0 +1,78 @@
+/// Emits one index row from a map function: a key and an optional value.
+public typealias Emit = (_ key: JSON, _ value: JSON?) -> Void
+
+/// A map function: called with each live document, it emits zero or more rows. It may throw; the
+/// document then has no rows and the failure is reported in ``QueryResult/mapErrors``.
+public typealias MapFunction = @Sendable (_ document: Document, _ emit: Emit) throws -> Void
+
+/// How an index's rows are reduced to one value (per group).
+public enum ReduceFunction: Sendable {
+    /// The number of rows (CouchDB `_count`).
+    case count
+    /// The sum of the numeric values (CouchDB `_sum`).
+    case sum
+    /// `{"sum","count","min","max","sumsqr"}` of the numeric values (CouchDB `_stats`).
+    case stats
+    /// A custom reduce, as in CouchDB: called with `keys` (each `[key, documentID]`) and `values` of a
+    /// chunk of rows with `rereduce == false`, then with `keys == nil` and the chunk results as
+    /// `values` with `rereduce == true`. It must give the same answer however the rows are chunked.
+    case custom(@Sendable (_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON)
+}
+
+/// A map/reduce index (CouchDB's view): rows emitted by a Swift map function, ordered by key in
+/// CouchDB collation, optionally reduced.
+///
+/// Register indexes in ``DatabaseConfiguration/indexes`` (or with ``Database/register(_:)``). The index
+/// is persisted; when its ``version`` changes it is rebuilt, otherwise it is brought up to date
+/// incrementally from the changes feed when queried.
+///
+/// ```swift
+/// let byType = IndexDefinition(name: "by-type", version: "1", reduce: .count) { doc, emit in
+///     if let type = doc.type { emit(.string(type), nil) }
+/// }
+/// ```
+public struct IndexDefinition: Sendable {
+    /// The index name, unique in its database (e.g. `"app/by-date"`).
+    public let name: String
+    /// Change it whenever the map or reduce function changes: the index is then rebuilt.
+    public let version: String
+    /// How keys are ordered.
+    public let collation: Collation
+    /// The map function.
+    public let map: MapFunction
+    /// The reduce function, if any.
+    public let reduce: ReduceFunction?
+    /// How many rows a custom reduce is given at once before results are rereduced.
+    public var reduceChunkSize: Int = 1000
+
+    /// Defines an index.
+    public init(name: String, version: String, collation: Collation = .unicode, reduce: ReduceFunction? = nil,
+                map: @escaping MapFunction) {
+        self.name = name
+        self.version = version
+        self.collation = collation
+        self.map = map
+        self.reduce = reduce
+    }
+
+    /// An index whose key is the value at a dotted field path (`"address.city"`) of each document that has
+    /// it, and whose value is the value at `valuePath` (or `null`). Its version is derived from the paths.
+    public static func field(_ path: String, value valuePath: String? = nil, reduce: ReduceFunction? = nil,
+                             name: String? = nil) -> IndexDefinition {
+        let reduceName: String
+        switch reduce {
+        case nil: reduceName = "none"
+        case .count?: reduceName = "count"
+        case .sum?: reduceName = "sum"
+        case .stats?: reduceName = "stats"
+        case .custom?: reduceName = "custom"
+        }
+        let version = "field:\(path)|value:\(valuePath ?? "")|reduce:\(reduceName)"
+        return IndexDefinition(name: name ?? "by:\(path)" + (valuePath.map { "->\($0)" } ?? "") + (reduce == nil ? "" : "|\(reduceName)"),
+                               version: version, reduce: reduce) { document, emit in
+            let root = JSON.object(document.body)
+            guard let key = root.value(atPath: path) else { return }
+            emit(key, valuePath.flatMap { root.value(atPath: $0) } ?? .null)
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// The SQLite file that holds a database's index rows: `<name>.sqlite-idx` beside the database.
+///
+/// Index rows live in a file of their own so that index updates take that file's write lock, never the
+/// document writer's: saving documents and updating indexes do not wait for each other.
+enum IndexSchema {
+    /// 'DocI' in ASCII.
+    static let applicationID: Int64 = 0x446F_6349
+    static let currentVersion: Int64 = 1
+
+    static func fileURL(for databaseFile: URL) -> URL {
+        URL(fileURLWithPath: databaseFile.path + "-idx")
+    }
+
+    static let migrations: [String] = [
+        """
+        CREATE TABLE indexes (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            version TEXT NOT NULL,
+            collation TEXT NOT NULL,
+            collator_version TEXT NOT NULL,
+            last_seq INTEGER NOT NULL,
+            row_count INTEGER NOT NULL
+        ) STRICT;
+
+        -- Documents whose map function failed, with the reason, per index.
+        CREATE TABLE map_errors (
+            index_id INTEGER NOT NULL,
+            doc_id TEXT NOT NULL,
+            message TEXT NOT NULL,
+            PRIMARY KEY (index_id, doc_id)
+        ) STRICT, WITHOUT ROWID;
+        """
+    ]
+
+    /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
+    /// id, then the emit counter (a document may emit the same key more than once).
+    static func rowsTable(_ id: Int64) -> String { "rows_\(id)" }
+
+    static func createRowsTable(_ id: Int64) -> String {
+        let table = rowsTable(id)
+        return """
+            CREATE TABLE \(table) (
+                key BLOB NOT NULL,
+                doc_key BLOB NOT NULL,
+                emit INTEGER NOT NULL,
+                doc_id TEXT NOT NULL,
+                key_json BLOB NOT NULL,
+                value_json BLOB NOT NULL,
+                value_num REAL,
+                value_is_int INTEGER NOT NULL,
+                PRIMARY KEY (key, doc_key, emit)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX \(table)_by_doc ON \(table) (doc_id);
+            """
+    }
+
+    static func prepare(_ connection: SQLiteConnection) throws {
+        let tables = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        let fileApplicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
+        let version = try connection.scalarInt("PRAGMA user_version") ?? 0
+        guard tables == 0 || fileApplicationID == IndexSchema.applicationID else {
+            throw DocStoreError(.notADocStoreDatabase, "\(connection.path) is not a DocStore index file")
+        }
+        guard version <= currentVersion else {
+            throw DocStoreError(.incompatibleVersion,
+                                "\(connection.path) has index schema version \(version), newer than this DocStore supports")
+        }
+        guard version < currentVersion else { return }
+        try connection.transaction(immediate: true) {
+            for step in Int(version)..<Int(currentVersion) { try connection.execute(migrations[step]) }
+            try connection.execute("PRAGMA application_id = \(IndexSchema.applicationID)")
+            try connection.execute("PRAGMA user_version = \(currentVersion)")
+        }
+    }
+}
+
+/// What the index file records about one registered index.
+struct IndexState: Sendable {
+    let id: Int64
+    let definition: IndexDefinition
+    var lastSequence: Int64
+    var rowCount: Int64
+    var table: String { IndexSchema.rowsTable(id) }
+}

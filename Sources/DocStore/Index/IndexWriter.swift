@@ -1,0 +1,258 @@
+import Foundation
+
+/// The single writer of a database's index file: registers indexes, rebuilds them when their version
+/// (or the ICU collator) changes, and brings them up to date from the changes feed.
+///
+/// It reads documents through the database's reader pool and writes only the index file, so document
+/// writers never wait for indexing. Updates are incremental: only documents changed since the index's
+/// last sequence are mapped again; deleted and purged documents lose their rows.
+actor IndexWriter {
+    let connection: SQLiteConnection
+    private var states: [String: IndexState] = [:]
+    private var isClosed = false
+    /// Documents mapped per transaction.
+    static let batchSize = 500
+
+    init(fileURL: URL, definitions: [IndexDefinition]) throws {
+        let connection = try SQLiteConnection(path: fileURL.path)
+        do {
+            _ = try connection.scalarInt("SELECT count(*) FROM sqlite_master")
+            let mode = try connection.prepare("PRAGMA journal_mode = WAL")
+            _ = try mode.step()
+            connection.resetActiveStatements()
+            try connection.execute("PRAGMA synchronous = NORMAL")
+            try IndexSchema.prepare(connection)
+            var states: [String: IndexState] = [:]
+            for definition in definitions {
+                states[definition.name] = try IndexWriter.register(definition, on: connection)
+            }
+            self.states = states
+        } catch {
+            connection.close()
+            throw Database.storageError(error)
+        }
+        self.connection = connection
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        connection.close()
+    }
+
+    private func ensureOpen() throws {
+        if isClosed { throw DocStoreError(.databaseClosed, "The database is closed") }
+    }
+
+    /// Records `definition` in the index file, creating its rows table, or rebuilding it from scratch
+    /// when the stored version, collation or ICU collator version differ.
+    private static func register(_ definition: IndexDefinition, on connection: SQLiteConnection) throws -> IndexState {
+        guard !definition.name.isEmpty else { throw DocStoreError(.badRequest, "Index name must not be empty") }
+        guard definition.reduceChunkSize >= 2 else { throw DocStoreError(.badRequest, "reduceChunkSize must be at least 2") }
+        let collatorVersion = definition.collation == .unicode ? CollationKey.unicodeVersion : "raw"
+        return try connection.transaction(immediate: true) {
+            let statement = try connection.prepare(
+                "SELECT id, version, collation, collator_version, last_seq, row_count FROM indexes WHERE name = ?")
+            try statement.bind(definition.name, at: 1)
+            if try statement.step() {
+                let id = statement.int64(0)
+                let unchanged = statement.text(1) == definition.version && statement.text(2) == definition.collation.rawValue
+                    && statement.text(3) == collatorVersion
+                let state = IndexState(id: id, definition: definition, lastSequence: statement.int64(4), rowCount: statement.int64(5))
+                statement.reset()
+                if unchanged { return state }
+                try connection.execute("DROP TABLE IF EXISTS \(IndexSchema.rowsTable(id))")
+                try connection.execute(IndexSchema.createRowsTable(id))
+                try connection.run("DELETE FROM map_errors WHERE index_id = ?", [.integer(id)])
+                try connection.run(
+                    "UPDATE indexes SET version = ?, collation = ?, collator_version = ?, last_seq = 0, row_count = 0 WHERE id = ?",
+                    [.text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion), .integer(id)])
+                return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
+            }
+            statement.reset()
+            try connection.run(
+                "INSERT INTO indexes (name, version, collation, collator_version, last_seq, row_count) VALUES (?, ?, ?, ?, 0, 0)",
+                [.text(definition.name), .text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion)])
+            let id = try connection.scalarInt("SELECT last_insert_rowid()")!
+            try connection.execute(IndexSchema.createRowsTable(id))
+            return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
+        }
+    }
+
+    /// Registers (or re-registers) an index while the database is open.
+    func register(_ definition: IndexDefinition) throws -> IndexState {
+        try ensureOpen()
+        do {
+            let state = try IndexWriter.register(definition, on: connection)
+            states[definition.name] = state
+            return state
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
+    /// The registered index named `name`.
+    func state(named name: String) throws -> IndexState {
+        try ensureOpen()
+        guard let state = states[name] else {
+            throw DocStoreError(.notFound, "No index named \"\(name)\" is registered")
+        }
+        return state
+    }
+
+    /// The names of the registered indexes.
+    var names: [String] { states.keys.sorted() }
+
+    // MARK: Updating
+
+    private struct MappedDocument {
+        let id: String
+        let rows: [EncodedRow]
+        let failure: String?
+    }
+
+    private struct EncodedRow {
+        let key: [UInt8]
+        let keyJSON: [UInt8]
+        let valueJSON: [UInt8]
+        let valueNumber: Double?
+        let valueIsInteger: Bool
+    }
+
+    private struct Window {
+        var documents: [(sequence: Int64, document: Document?, id: String)] = []
+        var purged: [String] = []
+        var upper: Int64 = 0
+    }
+
+    /// Brings index `name` up to date with every document committed so far and returns its state.
+    /// `onMap` is told how many documents were mapped (for tests and statistics).
+    @discardableResult
+    func update(_ name: String, documents: ReaderPool) throws -> IndexState {
+        var state = try state(named: name)
+        do {
+            while true {
+                let window = try readWindow(after: state.lastSequence, documents: documents)
+                guard window.upper > state.lastSequence else { break }
+                let mapped = window.documents.map { entry in
+                    map(entry.document, id: entry.id, definition: state.definition)
+                }
+                try write(window: window, mapped: mapped, state: &state)
+                states[name] = state
+                if window.documents.count < IndexWriter.batchSize { break }
+            }
+        } catch {
+            throw Database.storageError(error)
+        }
+        return state
+    }
+
+    /// The next documents after `sequence` (their latest revisions) and the purges among them.
+    private func readWindow(after sequence: Int64, documents: ReaderPool) throws -> Window {
+        try documents.readConsistently { connection in
+            var window = Window()
+            let statement = try connection.prepare(
+                "SELECT seq, id, rev, deleted, body, created, updated FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
+            try statement.bind(sequence, at: 1)
+            try statement.bind(IndexWriter.batchSize, at: 2)
+            while try statement.step() {
+                let seq = statement.int64(0)
+                let id = statement.text(1)
+                var document: Document? = nil
+                if statement.int64(3) == 0, let revision = RevisionID(statement.text(2)) {
+                    document = try? Database.makeDocument(id: id, revision: revision, isDeleted: false,
+                                                          body: statement.blob(4), sequence: seq,
+                                                          created: statement.double(5), updated: statement.double(6))
+                }
+                window.documents.append((seq, document, id))
+                window.upper = seq
+            }
+            let full = window.documents.count == IndexWriter.batchSize
+            let purges = try connection.prepare(
+                full ? "SELECT seq, id FROM purges WHERE seq > ? AND seq <= ? ORDER BY seq"
+                     : "SELECT seq, id FROM purges WHERE seq > ? ORDER BY seq")
+            try purges.bind(sequence, at: 1)
+            if full { try purges.bind(window.upper, at: 2) }
+            while try purges.step() {
+                window.purged.append(purges.text(1))
+                window.upper = max(window.upper, purges.int64(0))
+            }
+            return window
+        }
+    }
+
+    /// Runs the map function over one document, validating what it emits.
+    private func map(_ document: Document?, id: String, definition: IndexDefinition) -> MappedDocument {
+        guard let document else { return MappedDocument(id: id, rows: [], failure: nil) }
+        var emitted: [(JSON, JSON?)] = []
+        do {
+            try definition.map(document) { key, value in emitted.append((key, value)) }
+            var rows: [EncodedRow] = []
+            rows.reserveCapacity(emitted.count)
+            for (key, value) in emitted {
+                let value = value ?? .null
+                let keyJSON: [UInt8], valueJSON: [UInt8]
+                do {
+                    keyJSON = try key.serialized()
+                    valueJSON = try value.serialized()
+                } catch {
+                    throw DocStoreError(.indexFailure, "map function emitted a value JSON cannot represent: \(key) → \(value)")
+                }
+                let isInteger: Bool
+                if case .integer = value { isInteger = true } else { isInteger = false }
+                rows.append(EncodedRow(key: CollationKey.encode(key, collation: definition.collation), keyJSON: keyJSON,
+                                       valueJSON: valueJSON, valueNumber: value.doubleValue, valueIsInteger: isInteger))
+            }
+            return MappedDocument(id: id, rows: rows, failure: nil)
+        } catch let error as DocStoreError {
+            return MappedDocument(id: id, rows: [], failure: error.reason)
+        } catch {
+            return MappedDocument(id: id, rows: [], failure: "map function threw: \(error)")
+        }
+    }
+
+    private func write(window: Window, mapped: [MappedDocument], state: inout IndexState) throws {
+        let table = state.table
+        let indexID = state.id
+        var rowCount = state.rowCount
+        try connection.transaction(immediate: true) {
+            let deleteRows = "DELETE FROM \(table) WHERE doc_id = ?"
+            for id in window.purged {
+                try connection.run(deleteRows, [.text(id)])
+                rowCount -= Int64(connection.changes)
+                try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(id)])
+            }
+            let insert = try connection.prepare(
+                "INSERT OR REPLACE INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            for (entry, document) in zip(window.documents, mapped) {
+                try connection.run(deleteRows, [.text(entry.id)])
+                rowCount -= Int64(connection.changes)
+                if let failure = document.failure {
+                    try connection.run("INSERT OR REPLACE INTO map_errors (index_id, doc_id, message) VALUES (?, ?, ?)",
+                                       [.integer(indexID), .text(entry.id), .text(failure)])
+                } else {
+                    try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(entry.id)])
+                }
+                guard !document.rows.isEmpty else { continue }
+                let documentKey = CollationKey.encodeDocumentID(entry.id, collation: state.definition.collation)
+                for (counter, row) in document.rows.enumerated() {
+                    insert.reset()
+                    try insert.bind(blob: row.key, at: 1)
+                    try insert.bind(blob: documentKey, at: 2)
+                    try insert.bind(counter, at: 3)
+                    try insert.bind(entry.id, at: 4)
+                    try insert.bind(blob: row.keyJSON, at: 5)
+                    try insert.bind(blob: row.valueJSON, at: 6)
+                    if let number = row.valueNumber { try insert.bind(number, at: 7) } else { try insert.bindNull(at: 7) }
+                    try insert.bind(row.valueIsInteger ? 1 : 0, at: 8)
+                    _ = try insert.step()
+                }
+                rowCount += Int64(document.rows.count)
+            }
+            try connection.run("UPDATE indexes SET last_seq = ?, row_count = ? WHERE id = ?",
+                               [.integer(window.upper), .integer(rowCount), .integer(indexID)])
+        }
+        state.lastSequence = window.upper
+        state.rowCount = rowCount
+    }
+}

@@ -1,0 +1,416 @@
+/// Runs one query against an index's rows table on a reader connection of the index file.
+///
+/// Ranges become conditions on the primary key `(key, doc_key, emit)` — the collation-encoded key, the
+/// encoded document id and the emit counter — so every range, key and key-list lookup is a search of
+/// that key, never a scan. Built-in reduces without grouping or grouped by exact key run as SQL
+/// aggregates; group levels and custom reduces stream the rows in order and reduce in chunks.
+struct QueryEngine {
+    let connection: SQLiteConnection
+    let state: IndexState
+    let query: IndexQuery
+
+    private var collation: Collation { state.definition.collation }
+    private var table: String { state.table }
+    private var order: String {
+        query.descending ? "ORDER BY key DESC, doc_key DESC, emit DESC" : "ORDER BY key, doc_key, emit"
+    }
+
+    /// Rows without documents (those are added by the caller), plus the figures.
+    struct Output {
+        var rows: [(key: JSON, value: JSON, documentID: String?)] = []
+        var totalRows: Int?
+        var offset: Int?
+    }
+
+    private enum Grouping: Equatable {
+        case all
+        case exact
+        case level(Int)
+    }
+
+    func run() throws -> Output {
+        try validate()
+        if reduces {
+            var output = Output()
+            output.rows = try reduceRows()
+            return output
+        }
+        return try mapRows()
+    }
+
+    // MARK: Validation
+
+    private var reduces: Bool {
+        query.reduce ?? (state.definition.reduce != nil)
+    }
+
+    private func validate() throws {
+        func invalid(_ reason: String) -> DocStoreError { DocStoreError(.invalidQuery, reason) }
+        if let limit = query.limit, limit < 0 { throw invalid("limit must not be negative") }
+        if query.skip < 0 { throw invalid("skip must not be negative") }
+        if let level = query.groupLevel, level < 0 { throw invalid("group_level must not be negative") }
+        if query.keys != nil && (query.key != nil || query.startKey != nil || query.endKey != nil) {
+            throw invalid("`keys` is incompatible with `key`, `start_key` and `end_key`")
+        }
+        if query.reduce == true && state.definition.reduce == nil {
+            throw invalid("Reduce is invalid for map-only views.")
+        }
+        if reduces {
+            if query.includeDocs { throw invalid("`include_docs` is invalid for reduce") }
+            if query.keys != nil && grouping == .all {
+                throw invalid("Multi-key fetches for reduce views must use `group=true`")
+            }
+        } else if query.group || query.groupLevel != nil {
+            throw invalid("Invalid use of grouping on a map view.")
+        }
+        if query.key == nil, let start = query.startKey, let end = query.endKey {
+            let order = compareBytes(CollationKey.encode(start, collation: collation), CollationKey.encode(end, collation: collation))
+            if !query.descending && order > 0 {
+                throw invalid("No rows can match your key range, reverse your start_key and end_key or set descending=true")
+            }
+            if query.descending && order < 0 {
+                throw invalid("No rows can match your key range, reverse your start_key and end_key or set descending=false")
+            }
+        }
+    }
+
+    private var grouping: Grouping {
+        if let level = query.groupLevel { return level == 0 ? .all : .level(level) }
+        return query.group ? .exact : .all
+    }
+
+    // MARK: Ranges
+
+    private struct Bound {
+        let key: [UInt8]
+        let documentKey: [UInt8]?
+        let inclusive: Bool
+    }
+
+    /// The lower and upper bounds in index order, whatever the direction of the query.
+    private var bounds: (lower: Bound?, upper: Bound?) {
+        let start = (query.key ?? query.startKey).map { CollationKey.encode($0, collation: collation) }
+        let end = (query.key ?? query.endKey).map { CollationKey.encode($0, collation: collation) }
+        let startDocument = query.startKeyDocID.map { CollationKey.encodeDocumentID($0, collation: collation) }
+        let endDocument = query.endKeyDocID.map { CollationKey.encodeDocumentID($0, collation: collation) }
+        let inclusiveEnd = query.key != nil || query.inclusiveEnd
+        let first = start.map { Bound(key: $0, documentKey: startDocument, inclusive: true) }
+        let last = end.map { Bound(key: $0, documentKey: endDocument, inclusive: inclusiveEnd) }
+        return query.descending ? (last, first) : (first, last)
+    }
+
+    /// The SQL condition for `bound` as a lower (`isLower`) or upper bound, or its complement.
+    private func condition(_ bound: Bound, isLower: Bool, complement: Bool = false) -> (String, [SQLiteValue]) {
+        var op: String
+        switch (isLower, bound.inclusive) {
+        case (true, true): op = ">="
+        case (true, false): op = ">"
+        case (false, true): op = "<="
+        case (false, false): op = "<"
+        }
+        if complement {
+            op = ["<": ">=", "<=": ">", ">": "<=", ">=": "<"][op]!
+        }
+        if let documentKey = bound.documentKey {
+            return ("(key, doc_key) \(op) (?, ?)", [.blob(bound.key), .blob(documentKey)])
+        }
+        return ("key \(op) ?", [.blob(bound.key)])
+    }
+
+    private func rangeCondition() -> (String, [SQLiteValue]) {
+        var parts: [String] = []
+        var bindings: [SQLiteValue] = []
+        let (lower, upper) = bounds
+        if let lower {
+            let (sql, values) = condition(lower, isLower: true)
+            parts.append(sql)
+            bindings += values
+        }
+        if let upper {
+            let (sql, values) = condition(upper, isLower: false)
+            parts.append(sql)
+            bindings += values
+        }
+        return (parts.isEmpty ? "1" : parts.joined(separator: " AND "), bindings)
+    }
+
+    /// How many rows come before the range in the query's direction (CouchDB's `offset`).
+    private func rowsBeforeRange() throws -> Int {
+        let (lower, upper) = bounds
+        guard let bound = query.descending ? upper : lower else { return 0 }
+        let (sql, bindings) = condition(bound, isLower: !query.descending, complement: true)
+        return Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE \(sql)", bindings) ?? 0)
+    }
+
+    // MARK: Map rows
+
+    private func mapRows() throws -> Output {
+        var output = Output(totalRows: Int(state.rowCount))
+        let limit = query.limit ?? Int.max
+        if let keys = query.keys {
+            var skipped = 0
+            let statement = try connection.prepare(
+                "SELECT key_json, value_json, doc_id FROM \(table) WHERE key = ? \(order)")
+            outer: for key in keys {
+                statement.reset()
+                try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
+                while try statement.step() {
+                    if skipped < query.skip {
+                        skipped += 1
+                        continue
+                    }
+                    if output.rows.count >= limit { break outer }
+                    output.rows.append(try row(statement))
+                }
+            }
+            statement.reset()
+            output.offset = 0
+            return output
+        }
+        let (sql, bindings) = rangeCondition()
+        let statement = try connection.prepare(
+            "SELECT key_json, value_json, doc_id FROM \(table) WHERE \(sql) \(order) LIMIT ? OFFSET ?")
+        try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
+        while try statement.step() { output.rows.append(try row(statement)) }
+        statement.reset()
+        output.offset = min(Int(state.rowCount), try rowsBeforeRange() + query.skip)
+        return output
+    }
+
+    private func row(_ statement: SQLiteStatement) throws -> (key: JSON, value: JSON, documentID: String?) {
+        let key = try statement.withBlob(0) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
+        let value = try statement.withBlob(1) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
+        return (key, value, statement.text(2))
+    }
+
+    // MARK: Reduce
+
+    private func reduceRows() throws -> [(key: JSON, value: JSON, documentID: String?)] {
+        guard let reduce = state.definition.reduce else { return [] }
+        let builtin: Bool
+        if case .custom = reduce { builtin = false } else { builtin = true }
+        if builtin && (grouping == .all || grouping == .exact) {
+            return try sqlReduce(reduce)
+        }
+        return try streamingReduce(reduce)
+    }
+
+    /// Built-in reduces as SQL aggregates, over the whole range or per exact key.
+    private func sqlReduce(_ reduce: ReduceFunction) throws -> [(key: JSON, value: JSON, documentID: String?)] {
+        let aggregates = "count(*), count(value_num), total(value_num), min(value_num), max(value_num), total(value_num * value_num), min(value_is_int)"
+        var results: [(key: JSON, value: JSON, documentID: String?)] = []
+        let direction = query.descending ? "DESC" : ""
+        func collect(_ statement: SQLiteStatement, keyColumn: Bool) throws {
+            while try statement.step() {
+                let offset: Int32 = keyColumn ? 1 : 0
+                let count = statement.int(offset)
+                guard count > 0 else { continue }
+                var accumulator = BuiltinAccumulator()
+                accumulator.count = count
+                accumulator.numericCount = statement.int(offset + 1)
+                accumulator.sum = statement.double(offset + 2)
+                accumulator.minimum = statement.double(offset + 3)
+                accumulator.maximum = statement.double(offset + 4)
+                accumulator.sumOfSquares = statement.double(offset + 5)
+                accumulator.allIntegers = statement.int(offset + 6) == 1
+                let key = keyColumn ? try statement.withBlob(0) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) } : .null
+                results.append((key, try accumulator.result(reduce), nil))
+            }
+            statement.reset()
+        }
+        if let keys = query.keys {
+            let statement = try connection.prepare("SELECT key_json, \(aggregates) FROM \(table) WHERE key = ?")
+            for key in keys {
+                statement.reset()
+                try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
+                try collect(statement, keyColumn: true)
+            }
+            return Array(results.dropFirst(query.skip).prefix(query.limit ?? Int.max))
+        }
+        let (sql, bindings) = rangeCondition()
+        if grouping == .exact {
+            let statement = try connection.prepare(
+                "SELECT key_json, \(aggregates) FROM \(table) WHERE \(sql) GROUP BY key ORDER BY key \(direction) LIMIT ? OFFSET ?")
+            try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
+            try collect(statement, keyColumn: true)
+            return results
+        }
+        let statement = try connection.prepare("SELECT \(aggregates) FROM \(table) WHERE \(sql)")
+        try statement.bind(bindings)
+        try collect(statement, keyColumn: false)
+        return Array(results.dropFirst(query.skip).prefix(query.limit ?? Int.max))
+    }
+
+    /// Streams rows in order, cutting them into groups, and reduces each group (custom reduces in chunks
+    /// of ``IndexDefinition/reduceChunkSize``, then rereduced).
+    private func streamingReduce(_ reduce: ReduceFunction) throws -> [(key: JSON, value: JSON, documentID: String?)] {
+        let chunkSize = state.definition.reduceChunkSize
+        var results: [(key: JSON, value: JSON, documentID: String?)] = []
+        var skipped = 0
+        let limit = query.limit ?? Int.max
+        var currentGroup: (key: JSON, encoded: [UInt8])? = nil
+        var builtin = BuiltinAccumulator()
+        var custom = CustomAccumulator(chunkSize: chunkSize)
+
+        func finishGroup() throws -> Bool {
+            guard let group = currentGroup else { return true }
+            let value: JSON
+            if case .custom(let function) = reduce {
+                value = try custom.finish(function)
+            } else {
+                value = try builtin.result(reduce)
+            }
+            builtin = BuiltinAccumulator()
+            custom = CustomAccumulator(chunkSize: chunkSize)
+            currentGroup = nil
+            if skipped < query.skip {
+                skipped += 1
+                return true
+            }
+            results.append((group.key, value, nil))
+            return results.count < limit
+        }
+
+        func consume(_ statement: SQLiteStatement) throws -> Bool {
+            while try statement.step() {
+                let key = try statement.withBlob(0) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
+                let groupKey: JSON
+                switch grouping {
+                case .all: groupKey = .null
+                case .exact: groupKey = key
+                case .level(let level):
+                    if case .array(let elements) = key { groupKey = .array(Array(elements.prefix(level))) } else { groupKey = key }
+                }
+                let encoded = grouping == .all ? [] : CollationKey.encode(groupKey, collation: collation)
+                if let group = currentGroup, group.encoded != encoded {
+                    guard try finishGroup() else { return false }
+                }
+                if currentGroup == nil { currentGroup = (groupKey, encoded) }
+                if case .custom(let function) = reduce {
+                    let value = try statement.withBlob(1) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
+                    try custom.add(key: [key, .string(statement.text(2))], value: value, function)
+                } else {
+                    builtin.add(number: statement.isNull(3) ? nil : statement.double(3), isInteger: statement.int(4) == 1)
+                }
+            }
+            return true
+        }
+
+        let columns = "key_json, value_json, doc_id, value_num, value_is_int"
+        if let keys = query.keys {
+            let statement = try connection.prepare("SELECT \(columns) FROM \(table) WHERE key = ? \(order)")
+            for key in keys {
+                statement.reset()
+                try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
+                guard try consume(statement) else { break }
+                guard try finishGroup() else { break }
+            }
+            statement.reset()
+            return results
+        }
+        let (sql, bindings) = rangeCondition()
+        let statement = try connection.prepare("SELECT \(columns) FROM \(table) WHERE \(sql) \(order)")
+        try statement.bind(bindings)
+        if try consume(statement) { _ = try finishGroup() }
+        statement.reset()
+        return results
+    }
+}
+
+/// Running totals for the built-in reduces.
+struct BuiltinAccumulator {
+    var count = 0
+    var numericCount = 0
+    var sum = 0.0
+    var minimum = Double.infinity
+    var maximum = -Double.infinity
+    var sumOfSquares = 0.0
+    var allIntegers = true
+
+    mutating func add(number: Double?, isInteger: Bool) {
+        count += 1
+        guard let number else { return }
+        numericCount += 1
+        sum += number
+        minimum = Swift.min(minimum, number)
+        maximum = Swift.max(maximum, number)
+        sumOfSquares += number * number
+        allIntegers = allIntegers && isInteger
+    }
+
+    private func number(_ value: Double) -> JSON {
+        if allIntegers, abs(value) <= 9_007_199_254_740_992, let exact = Int(exactly: value) { return .integer(exact) }
+        return .double(value)
+    }
+
+    func result(_ reduce: ReduceFunction) throws -> JSON {
+        switch reduce {
+        case .count:
+            return .integer(count)
+        case .sum, .stats:
+            guard numericCount == count else {
+                let name = { if case .sum = reduce { return "_sum" } else { return "_stats" } }()
+                throw DocStoreError(.reduceFailure, "The \(name) function requires that map values be numbers")
+            }
+            if case .sum = reduce { return number(sum) }
+            return ["sum": number(sum), "count": .integer(count), "min": number(minimum), "max": number(maximum),
+                    "sumsqr": number(sumOfSquares)]
+        case .custom:
+            preconditionFailure("custom reduces are not accumulated here")
+        }
+    }
+}
+
+/// Collects rows for a custom reduce, reducing every full chunk, and rereduces the chunk results.
+struct CustomAccumulator {
+    let chunkSize: Int
+    private var keys: [JSON] = []
+    private var values: [JSON] = []
+    private var partials: [JSON] = []
+
+    init(chunkSize: Int) { self.chunkSize = chunkSize }
+
+    typealias Function = @Sendable ([JSON]?, [JSON], Bool) throws -> JSON
+
+    mutating func add(key: JSON, value: JSON, _ function: Function) throws {
+        keys.append(key)
+        values.append(value)
+        if values.count >= chunkSize { try flush(function) }
+    }
+
+    private mutating func flush(_ function: Function) throws {
+        guard !values.isEmpty else { return }
+        partials.append(try call(function, keys, values, false))
+        keys.removeAll(keepingCapacity: true)
+        values.removeAll(keepingCapacity: true)
+    }
+
+    mutating func finish(_ function: Function) throws -> JSON {
+        try flush(function)
+        var level = partials
+        while level.count > 1 {
+            var next: [JSON] = []
+            for start in stride(from: 0, to: level.count, by: chunkSize) {
+                next.append(try call(function, nil, Array(level[start..<Swift.min(start + chunkSize, level.count)]), true))
+            }
+            level = next
+        }
+        return level.first ?? .null
+    }
+
+    private func call(_ function: Function, _ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON {
+        do {
+            return try function(keys, values, rereduce)
+        } catch let error as DocStoreError {
+            throw error
+        } catch {
+            throw DocStoreError(.reduceFailure, "reduce function threw: \(error)", cause: error)
+        }
+    }
+}
+
+/// memcmp order of two byte strings.
+func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    if a == b { return 0 }
+    return a.lexicographicallyPrecedes(b) ? -1 : 1
+}

@@ -1,0 +1,114 @@
+import ArgumentParser
+import DocStore
+import Foundation
+
+struct Query: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Query an index on a document field, like a CouchDB view.",
+        discussion: """
+            --by FIELD (a dotted path such as address.city) defines an index whose key is that field of \
+            every document that has it, and whose value is --value FIELD (or null). The index is created on \
+            first use, kept in the database and updated incrementally. Keys are JSON: --key '"Paris"', \
+            --start-key '[2026,1]'. Prints CouchDB's view JSON.
+            """)
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Option(name: .customLong("by"), help: ArgumentHelp("The field whose value is the key.", valueName: "field"))
+    var field: String
+
+    @Option(name: .customLong("value"), help: ArgumentHelp("The field whose value is the row value.", valueName: "field"))
+    var valueField: String?
+
+    @Option(help: ArgumentHelp("Only rows with this key (JSON).", valueName: "json"))
+    var key: String?
+
+    @Option(help: ArgumentHelp("Only rows with these keys, in order (a JSON array).", valueName: "json"))
+    var keys: String?
+
+    @Option(name: .customLong("start-key"), help: ArgumentHelp("The first key (JSON).", valueName: "json"))
+    var startKey: String?
+
+    @Option(name: .customLong("end-key"), help: ArgumentHelp("The last key (JSON).", valueName: "json"))
+    var endKey: String?
+
+    @Option(name: .customLong("start-key-doc-id"), help: "Among rows with the start key, start at this document id.")
+    var startKeyDocID: String?
+
+    @Option(name: .customLong("end-key-doc-id"), help: "Among rows with the end key, end at this document id.")
+    var endKeyDocID: String?
+
+    @Flag(name: .customLong("exclusive-end"), help: "Leave out rows with the end key.")
+    var exclusiveEnd = false
+
+    @Flag(help: "Highest key first (then --start-key is the higher key).")
+    var descending = false
+
+    @Option(help: "The most rows to print.")
+    var limit: Int?
+
+    @Option(help: "Rows to skip.")
+    var skip: Int = 0
+
+    @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
+    var includeDocs = false
+
+    @Option(help: ArgumentHelp("Reduce the rows: count, sum or stats (of --value).", valueName: "function"))
+    var reduce: String?
+
+    @Flag(help: "Reduce per distinct key.")
+    var group = false
+
+    @Option(name: .customLong("group-level"), help: "Reduce per prefix of this many elements of array keys.")
+    var groupLevel: Int?
+
+    @Option(help: ArgumentHelp("ok: answer without updating the index; update_after: update afterwards.", valueName: "mode"))
+    var stale: String?
+
+    func validate() throws {
+        if let reduce, !["count", "sum", "stats"].contains(reduce) {
+            throw ValidationError("--reduce must be count, sum or stats")
+        }
+        if let stale, !["ok", "update_after"].contains(stale) {
+            throw ValidationError("--stale must be ok or update_after")
+        }
+    }
+
+    func run() async throws {
+        let reduceFunction: ReduceFunction? = switch reduce {
+        case "count": .count
+        case "sum": .sum
+        case "stats": .stats
+        default: nil
+        }
+        let index = IndexDefinition.field(field, value: valueField, reduce: reduceFunction)
+        var query = IndexQuery()
+        query.key = key.map { parseJSONArgument($0, name: "--key") }
+        if let keys {
+            guard case .array(let list) = parseJSONArgument(keys, name: "--keys") else {
+                fail("bad_request: --keys must be a JSON array")
+            }
+            query.keys = list
+        }
+        query.startKey = startKey.map { parseJSONArgument($0, name: "--start-key") }
+        query.endKey = endKey.map { parseJSONArgument($0, name: "--end-key") }
+        query.startKeyDocID = startKeyDocID
+        query.endKeyDocID = endKeyDocID
+        query.inclusiveEnd = !exclusiveEnd
+        query.descending = descending
+        query.limit = limit
+        query.skip = skip
+        query.includeDocs = includeDocs
+        query.group = group
+        query.groupLevel = groupLevel
+        query.stale = stale == "ok" ? .ok : stale == "update_after" ? .updateAfter : .updateBefore
+        try await withDatabase(options) { db in
+            try await db.register(index)
+            let result = try await db.query(index.name, query)
+            for error in result.mapErrors {
+                FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
+            }
+            printJSON(result.couchDBJSON(includeDocs: includeDocs))
+        }
+    }
+}
