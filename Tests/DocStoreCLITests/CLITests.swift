@@ -123,4 +123,51 @@ final class CLITests: XCTestCase {
         let got = try JSON(parsing: try runDocstore(["get", "b", "--db", "copy/db", "--attachments"], in: dir).stdout)
         XCTAssertEqual(got["_attachments"]?["t.txt"]?["data"], "aGVsbG8=")
     }
+
+    func testQueryOnADatabaseBuiltWithPut() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let people: [(String, String, Int)] = [("ann", "Paris", 30), ("bob", "Lyon", 25), ("cid", "paris", 41),
+                                               ("dan", "Paris", 19), ("eve", "Nice", 33)]
+        for (id, city, age) in people {
+            let put = try runDocstore(["put", #"{"_id":"\#(id)","address":{"city":"\#(city)"},"age":\#(age)}"#], in: dir)
+            XCTAssertEqual(put.status, 0, put.stderr)
+        }
+        _ = try runDocstore(["put", #"{"_id":"nocity","age":1}"#], in: dir)
+
+        let all = try JSON(parsing: try runDocstore(["query", "--by", "address.city"], in: dir).stdout)
+        XCTAssertEqual(all["total_rows"], 5)
+        XCTAssertEqual(all["rows"]?.arrayValue?.map { $0["key"]! }, ["Lyon", "Nice", "paris", "Paris", "Paris"])
+        XCTAssertEqual(all["rows"]?.arrayValue?.map { $0["id"]! }, ["bob", "eve", "cid", "ann", "dan"])
+
+        let paris = try JSON(parsing: try runDocstore(["query", "--by", "address.city", "--key", #""Paris""#, "--include-docs"], in: dir).stdout)
+        XCTAssertEqual(paris["rows"]?.arrayValue?.count, 2)
+        XCTAssertEqual(paris["offset"], 3)
+        XCTAssertEqual(paris["rows"]?[0]?["doc"]?["age"], 30)
+
+        let counts = try JSON(parsing: try runDocstore(["query", "--by", "address.city", "--reduce", "count", "--group"], in: dir).stdout)
+        XCTAssertEqual(counts, ["rows": [["key": "Lyon", "value": 1], ["key": "Nice", "value": 1], ["key": "paris", "value": 1], ["key": "Paris", "value": 2]]])
+
+        let ages = try JSON(parsing: try runDocstore(["query", "--by", "address.city", "--value", "age", "--reduce", "stats",
+                                                      "--start-key", #""p""#, "--end-key", #""Paris""#], in: dir).stdout)
+        XCTAssertEqual(ages["rows"]?[0]?["value"], ["sum": 90, "count": 3, "min": 19, "max": 41, "sumsqr": 2942])
+
+        let byAge = try JSON(parsing: try runDocstore(["query", "--by", "age", "--descending", "--limit", "2", "--skip", "1"], in: dir).stdout)
+        XCTAssertEqual(byAge["rows"]?.arrayValue?.map { $0["key"]! }, [33, 30])
+        let keys = try JSON(parsing: try runDocstore(["query", "--by", "age", "--keys", "[25,99,1]"], in: dir).stdout)
+        XCTAssertEqual(keys["rows"]?.arrayValue?.map { $0["id"]! }, ["bob", "nocity"])
+
+        // The index is kept and updated incrementally: a new document shows up in the next query.
+        _ = try runDocstore(["put", #"{"_id":"fay","address":{"city":"Lyon"}}"#], in: dir)
+        let lyon = try JSON(parsing: try runDocstore(["query", "--by", "address.city", "--key", #""Lyon""#], in: dir).stdout)
+        XCTAssertEqual(lyon["rows"]?.arrayValue?.map { $0["id"]! }, ["bob", "fay"])
+
+        let bad = try runDocstore(["query", "--by", "age", "--start-key", "{oops"], in: dir)
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.stderr.hasPrefix("docstore: error: bad_request: --start-key is not valid JSON"), bad.stderr)
+        let wrongWay = try runDocstore(["query", "--by", "age", "--start-key", "50", "--end-key", "10"], in: dir)
+        XCTAssertEqual(wrongWay.status, 1)
+        XCTAssertTrue(wrongWay.stderr.hasPrefix("docstore: error: query_parse_error: No rows can match"), wrongWay.stderr)
+        let badReduce = try runDocstore(["query", "--by", "age", "--reduce", "median"], in: dir)
+        XCTAssertNotEqual(badReduce.status, 0)
+    }
 }

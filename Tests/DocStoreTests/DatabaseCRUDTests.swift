@@ -237,8 +237,9 @@ final class DatabaseCRUDTests: XCTestCase {
 
 /// A thread-safe counter for id factories in tests.
 final class Counter: Sendable {
-    private let value = Mutex(0)
-    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    private let storage = Mutex(0)
+    func next() -> Int { storage.withLock { $0 += 1; return $0 } }
+    var count: Int { storage.withLock { $0 } }
 }
 
 import Synchronization

@@ -1,0 +1,238 @@
+@testable import DocStore
+import Foundation
+import Synchronization
+import XCTest
+
+final class IndexLifecycleTests: XCTestCase {
+    private func countingIndex(_ calls: Counter, version: String = "1", emitDouble: Bool = false) -> IndexDefinition {
+        IndexDefinition(name: "by-score", version: version, reduce: .count) { doc, emit in
+            _ = calls.next()
+            if let score = doc.int(forKey: "score") { emit(.integer(emitDouble ? score * 2 : score), .string(doc.id)) }
+        }
+    }
+
+    func testIncrementalUpdateMapsOnlyChangedDocuments() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let calls = Counter()
+        var config = DatabaseConfiguration(name: "big", directory: directory)
+        config.indexes = [countingIndex(calls)]
+        var db = try await Database.open(config)
+        for batch in 0..<10 {
+            _ = try await db.save((0..<1000).map { i in
+                let n = batch * 1000 + i
+                return Document(id: String(format: "doc-%05d", n), body: ["score": .integer(n)])
+            })
+        }
+        let first = try await db.query("by-score")
+        XCTAssertEqual(first.rows.first?.value, 10_000)
+        XCTAssertEqual(calls.count, 10_000)
+
+        // Change 10 documents: exactly 10 are mapped again.
+        let changed = try await db.documents(withIDs: (0..<10).map { String(format: "doc-%05d", $0 * 997) })
+        _ = try await db.save(changed.map { var d = $0; d["score"] = .integer(-1 - $0.int(forKey: "score")!); return d })
+        var lowest = IndexQuery()
+        lowest.reduce = false
+        lowest.endKey = -1
+        let moved = try await db.query("by-score", lowest)
+        XCTAssertEqual(calls.count, 10_010)
+        XCTAssertEqual(moved.rows.count, 10)
+        XCTAssertEqual(moved.totalRows, 10_000)
+
+        // Nothing changed: nothing mapped.
+        _ = try await db.query("by-score")
+        XCTAssertEqual(calls.count, 10_010)
+
+        // Deleting a document removes its rows; purging too.
+        let victim = try await db.document(withID: "doc-00001")!
+        try await db.delete(victim)
+        try await db.purge(documentIDs: ["doc-00002"])
+        var around = IndexQuery()
+        around.reduce = false
+        around.startKey = 0
+        around.endKey = 3
+        let rows = try await db.query("by-score", around)
+        XCTAssertEqual(rows.rows.map(\.documentID), ["doc-00003"], "0 moved to -1, 1 deleted, 2 purged")
+        XCTAssertEqual(rows.totalRows, 9_998)
+        XCTAssertEqual(calls.count, 10_010, "the deleted document is not mapped; the purged one needs no map")
+
+        // Reopening with the same version keeps the index: no mapping at all.
+        await db.close()
+        db = try await Database.open(config)
+        let reopened = try await db.query("by-score")
+        XCTAssertEqual(reopened.rows.first?.value, 9_998)
+        XCTAssertEqual(calls.count, 10_010)
+
+        // A version bump rebuilds from scratch with the new map function.
+        await db.close()
+        let rebuildCalls = Counter()
+        config.indexes = [countingIndex(rebuildCalls, version: "2", emitDouble: true)]
+        db = try await Database.open(config)
+        var doubled = IndexQuery()
+        doubled.reduce = false
+        doubled.key = 6
+        let rebuilt = try await db.query("by-score", doubled)
+        XCTAssertEqual(rebuilt.rows.map(\.documentID), ["doc-00003"])
+        XCTAssertEqual(rebuildCalls.count, 9_998)
+        await db.close()
+    }
+
+    func testFailingMapFunctionsAreReportedWithoutCorruptingTheIndex() async throws {
+        struct Refused: Error {}
+        let picky = IndexDefinition(name: "picky", version: "1") { doc, emit in
+            switch doc.string(forKey: "kind") {
+            case "throw": throw Refused()
+            case "nan": emit("nan", .double(.nan))
+            case "infinite-key": emit(.double(.infinity), nil)
+            default: emit(.string(doc.id), 1)
+            }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [picky] }
+        _ = try await db.save([
+            Document(id: "a", body: ["kind": "fine"]), Document(id: "b", body: ["kind": "throw"]),
+            Document(id: "c", body: ["kind": "nan"]), Document(id: "d", body: ["kind": "infinite-key"]),
+            Document(id: "e", body: ["kind": "fine"]),
+        ])
+        let result = try await db.query("picky")
+        XCTAssertEqual(result.rows.map(\.documentID), ["a", "e"])
+        XCTAssertEqual(result.totalRows, 2)
+        XCTAssertEqual(result.mapErrors.map(\.documentID), ["b", "c", "d"])
+        XCTAssertTrue(result.mapErrors[0].reason.contains("Refused"), result.mapErrors[0].reason)
+        XCTAssertTrue(result.mapErrors[1].reason.contains("cannot represent"), result.mapErrors[1].reason)
+
+        // Fixing the document clears its error and indexes it.
+        var fixed = try await db.document(withID: "b")!
+        fixed["kind"] = "fine"
+        _ = try await db.save(fixed)
+        let after = try await db.query("picky")
+        XCTAssertEqual(after.rows.map(\.documentID), ["a", "b", "e"])
+        XCTAssertEqual(after.mapErrors.map(\.documentID), ["c", "d"])
+    }
+
+    func testIndexesAreIndependentAndRegisteredLate() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save((0..<30).map { Document(id: "p\($0)", body: ["price": .integer($0), "colour": $0 % 2 == 0 ? "red" : "blue"]) })
+        try await db.register(.field("colour", reduce: .count))
+        try await db.register(.field("price", value: "price", reduce: .sum))
+        let names = await db.indexNames
+        XCTAssertEqual(names, ["by:colour|count", "by:price->price|sum"])
+        var grouped = IndexQuery()
+        grouped.group = true
+        await XCTAssertEqualAsync(try await db.query("by:colour|count", grouped).rows.map(\.value), [15, 15])
+        await XCTAssertEqualAsync(try await db.query("by:price->price|sum").rows.first?.value, 435)
+        // Registering the same definition again keeps the rows; the file holds both tables.
+        try await db.register(.field("colour", reduce: .count))
+        await XCTAssertEqualAsync(try await db.query("by:colour|count").rows.first?.value, 30)
+    }
+
+    func testLongEmissionsAndManyRowsPerDocument() async throws {
+        let words = IndexDefinition(name: "words", version: "1", reduce: .count) { doc, emit in
+            for word in (doc.string(forKey: "text") ?? "").split(separator: " ") { emit(.string(String(word)), nil) }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [words] }
+        _ = try await db.save(Document(id: "t", body: ["text": "the quick brown fox jumps over the lazy dog the end"]))
+        var grouped = IndexQuery()
+        grouped.group = true
+        grouped.key = "the"
+        await XCTAssertEqualAsync(try await db.query("words", grouped).rows.first?.value, 3)
+        var edit = try await db.document(withID: "t")!
+        edit["text"] = "the end"
+        _ = try await db.save(edit)
+        await XCTAssertEqualAsync(try await db.query("words").rows.first?.value, 2, "old rows of the document are replaced")
+    }
+}
+
+final class LiveQueryTests: XCTestCase {
+    private func expensiveIndex() -> IndexDefinition {
+        IndexDefinition(name: "expensive", version: "1") { doc, emit in
+            if doc.type == "item", let price = doc.int(forKey: "price") { emit(.integer(price), nil) }
+        }
+    }
+
+    private func expensiveQuery() -> IndexQuery {
+        var query = IndexQuery()
+        query.startKey = 100
+        return query
+    }
+
+    func testObserverSeesInsertUpdateOutOfRangeAndDeleteButNotUnrelatedWrites() async throws {
+        let db = try await makeDatabase(self) { $0.indexes = [self.expensiveIndex()] }
+        _ = try await db.save(Document(id: "cheap", body: ["type": "item", "price": 5]))
+        var results = db.observe("expensive", query: expensiveQuery()).makeAsyncIterator()
+
+        let initial = try await results.next()
+        XCTAssertEqual(initial?.rows.count, 0)
+
+        let item = try await db.save(Document(id: "tv", body: ["type": "item", "price": 900]))
+        let inserted = try await results.next()
+        XCTAssertEqual(inserted?.rows.map(\.documentID), ["tv"])
+
+        // Unrelated writes (another type, or a change outside the range) produce nothing; the next
+        // result we see is the one caused by the related write after them.
+        _ = try await db.save(Document(id: "note", body: ["type": "note", "text": "hello"]))
+        _ = try await db.save(Document(id: "cheap2", body: ["type": "item", "price": 7]))
+        var cheaper = item
+        cheaper["price"] = 50
+        let moved = try await db.save(cheaper)
+        let outOfRange = try await results.next()
+        XCTAssertEqual(outOfRange?.rows.count, 0, "the row left the range")
+
+        var back = moved
+        back["price"] = 500
+        let returned = try await db.save(back)
+        let again = try await results.next()
+        XCTAssertEqual(again?.rows.map(\.key), [500])
+
+        try await db.delete(returned)
+        let deleted = try await results.next()
+        XCTAssertEqual(deleted?.rows.count, 0)
+    }
+
+    func testHandlerObserverStopsOnRemoveWithoutLeaks() async throws {
+        let db = try await makeDatabase(self) { $0.indexes = [self.expensiveIndex()] }
+        let received = Mutex<[[String]]>([])
+        let observer = db.addQueryObserver("expensive", query: expensiveQuery()) { result in
+            received.withLock { $0.append((try? result.get().rows.compactMap(\.documentID)) ?? ["error"]) }
+        }
+        func waitFor(_ count: Int) async throws {
+            for _ in 0..<500 where received.withLock({ $0.count }) < count { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        try await waitFor(1)
+        _ = try await db.save(Document(id: "a", body: ["type": "item", "price": 150]))
+        try await waitFor(2)
+        XCTAssertEqual(received.withLock { $0 }, [[], ["a"]])
+        XCTAssertEqual(db.notifier.subscriberCount, 1)
+
+        await observer.remove()        // returns only once the observer task has ended
+        XCTAssertEqual(db.notifier.subscriberCount, 0, "its change subscription is released")
+        _ = try await db.save(Document(id: "b", body: ["type": "item", "price": 250]))
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(received.withLock { $0.count }, 2, "no call after remove()")
+    }
+
+    func testObservationEndsWhenTheDatabaseCloses() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        var config = DatabaseConfiguration(name: "live", directory: directory)
+        config.indexes = [expensiveIndex()]
+        let db = try await Database.open(config)
+        let stream = db.observe("expensive", query: expensiveQuery())
+        let consumer = Task {
+            var count = 0
+            for try await _ in stream { count += 1 }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        await db.close()
+        let count = try await consumer.value
+        XCTAssertEqual(count, 1, "the initial result, then the end of the sequence")
+    }
+
+    func testUnknownIndexEndsTheSequenceWithAnError() async throws {
+        let db = try await makeDatabase(self)
+        do {
+            for try await _ in db.observe("missing") { XCTFail("no result expected") }
+            XCTFail("expected an error")
+        } catch let error as DocStoreError {
+            XCTAssertEqual(error.code, .notFound)
+        }
+    }
+}
