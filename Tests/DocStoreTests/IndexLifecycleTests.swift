@@ -157,7 +157,7 @@ final class LiveQueryTests: XCTestCase {
     func testObserverSeesInsertUpdateOutOfRangeAndDeleteButNotUnrelatedWrites() async throws {
         let db = try await makeDatabase(self) { $0.indexes = [self.expensiveIndex()] }
         _ = try await db.save(Document(id: "cheap", body: ["type": "item", "price": 5]))
-        var results = db.observe("expensive", query: expensiveQuery()).makeAsyncIterator()
+        var results = db.observe(index: "expensive", query: expensiveQuery()).makeAsyncIterator()
 
         let initial = try await results.next()
         XCTAssertEqual(initial?.rows.count, 0)
@@ -190,7 +190,7 @@ final class LiveQueryTests: XCTestCase {
     func testHandlerObserverStopsOnRemoveWithoutLeaks() async throws {
         let db = try await makeDatabase(self) { $0.indexes = [self.expensiveIndex()] }
         let received = Mutex<[[String]]>([])
-        let observer = db.addQueryObserver("expensive", query: expensiveQuery()) { result in
+        let observer = db.addQueryObserver(index: "expensive", query: expensiveQuery()) { result in
             received.withLock { $0.append((try? result.get().rows.compactMap(\.documentID)) ?? ["error"]) }
         }
         func waitFor(_ count: Int) async throws {
@@ -214,7 +214,7 @@ final class LiveQueryTests: XCTestCase {
         var config = DatabaseConfiguration(name: "live", directory: directory)
         config.indexes = [expensiveIndex()]
         let db = try await Database.open(config)
-        let stream = db.observe("expensive", query: expensiveQuery())
+        let stream = db.observe(index: "expensive", query: expensiveQuery())
         let consumer = Task {
             var count = 0
             for try await _ in stream { count += 1 }
@@ -229,7 +229,7 @@ final class LiveQueryTests: XCTestCase {
     func testUnknownIndexEndsTheSequenceWithAnError() async throws {
         let db = try await makeDatabase(self)
         do {
-            for try await _ in db.observe("missing") { XCTFail("no result expected") }
+            for try await _ in db.observe(index: "missing") { XCTFail("no result expected") }
             XCTFail("expected an error")
         } catch let error as DocStoreError {
             XCTAssertEqual(error.code, .notFound)

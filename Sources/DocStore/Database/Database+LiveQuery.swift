@@ -17,11 +17,11 @@ extension Database {
     /// closes or the consuming task is cancelled; a slow consumer only sees the newest result.
     ///
     /// ```swift
-    /// for try await result in db.observe("by-status", query: openTickets) {
+    /// for try await result in db.observe(index: "by-status", query: openTickets) {
     ///     render(result.rows)
     /// }
     /// ```
-    public func observe(_ indexName: String, query: IndexQuery = IndexQuery()) -> AsyncThrowingStream<QueryResult, any Error> {
+    public func observe(index indexName: String, query: IndexQuery = IndexQuery()) -> AsyncThrowingStream<QueryResult, any Error> {
         let (stream, continuation) = AsyncThrowingStream<QueryResult, any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let task = Task {
             do {
@@ -36,7 +36,7 @@ extension Database {
     }
 
     /// A live query that calls `handler` with each new result (or the error that ended it).
-    public func addQueryObserver(_ indexName: String, query: IndexQuery = IndexQuery(),
+    public func addQueryObserver(index indexName: String, query: IndexQuery = IndexQuery(),
                                  handler: @escaping @Sendable (Result<QueryResult, DocStoreError>) -> Void) -> QueryObserver {
         QueryObserver(task: Task {
             do {
