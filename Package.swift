@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
         .executable(name: "docstore", targets: ["docstore"]),
+        .executable(name: "docstore-bench", targets: ["DocStoreBenchmarks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
@@ -36,6 +37,14 @@ let package = Package(
             name: "docstore",
             dependencies: [
                 "DocStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "DocStoreBenchmarks",
+            dependencies: [
+                "DocStore",
+                "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -17,6 +17,7 @@ final class IndexQueryTests: XCTestCase {
     private func query(_ db: Database, _ configure: (inout IndexQuery) -> Void) async throws -> QueryResult {
         var query = IndexQuery()
         query.reduce = false
+        query.includeOffset = true
         configure(&query)
         return try await db.query("by-n", query)
     }
@@ -46,6 +47,8 @@ final class IndexQueryTests: XCTestCase {
         XCTAssertEqual(ns(openStart), [0, 1, 2])
         let between = try await query(db) { $0.startKey = 4.5; $0.endKey = 6.5 }
         XCTAssertEqual(ns(between), [5, 6])
+        let withoutOffset = try await query(db) { $0.includeOffset = false; $0.startKey = 5 }
+        XCTAssertNil(withoutOffset.offset, "offset costs a count, so it is computed only on request")
         let none = try await query(db) { $0.key = 99 }
         XCTAssertEqual(none.rows.count, 0)
         XCTAssertEqual(none.offset, 20)

@@ -31,7 +31,7 @@ extension Database {
     public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
         return try read { connection in
-            let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, body, tree"
+            let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, NULL, tree"
             let statement = try connection.prepare(
                 "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
             try statement.bind(since, at: 1)
@@ -45,9 +45,11 @@ extension Database {
                 guard let winner = leaves.first else { continue }
                 var document: Document? = nil
                 if includeDocuments {
-                    let record = try DocumentRecords.record(from: statement)
-                    document = try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: record.isDeleted,
-                                                         body: record.body, record: record)
+                    document = try statement.withBlob(4) { body in
+                        try Database.makeDocument(id: statement.text(1), revision: winner.revision, isDeleted: winner.isDeleted,
+                                                  body: body, sequence: sequence, created: statement.double(6),
+                                                  updated: statement.double(7))
+                    }
                 }
                 changes.append(Change(sequence: sequence, id: statement.text(1), revision: winner.revision,
                                       leafRevisions: leaves.map(\.revision), isDeleted: winner.isDeleted, document: document))

@@ -107,7 +107,10 @@ extension Database {
     ///   the revision's body is not available.
     public func document(withID id: String, revision: RevisionID? = nil, includeConflicts: Bool = false,
                          includeRevisionHistory: Bool = false) async throws -> Document? {
-        try read(consistent: revision != nil) { connection in
+        if revision == nil && !includeConflicts && !includeRevisionHistory {
+            return try read { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
+        }
+        return try read(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)
             guard let record = try records.fetch(id: id) else { return nil }
             var document: Document
@@ -155,7 +158,16 @@ extension Database {
 
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
                              created: Double, updated: Double) throws -> Document {
-        guard case .object(var object) = try JSON(parsing: body) else {
+        try body.withUnsafeBytes {
+            try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
+                             created: created, updated: updated)
+        }
+    }
+
+    /// Builds a document straight from stored body bytes (e.g. SQLite's own buffer), without a copy.
+    static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
+                             sequence: Int64, created: Double, updated: Double) throws -> Document {
+        guard case .object(var object) = try JSONParser.parse(body.bindMemory(to: UInt8.self)) else {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
         var attachments: [String: Attachment] = [:]

@@ -28,7 +28,7 @@ extension Database {
     public func query(_ indexName: String, _ query: IndexQuery = IndexQuery()) async throws -> QueryResult {
         try ensureOpen()
         var state = try await indexWriter.state(named: indexName)
-        if query.stale == .updateBefore {
+        if query.stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
             state = try await indexWriter.update(indexName, documents: readers)
         }
         let current = state

@@ -38,6 +38,9 @@ public struct IndexQuery: Sendable, Hashable {
     public var groupLevel: Int?
     /// Report the index's sequence in ``QueryResult/updateSequence``.
     public var updateSeq = false
+    /// Compute ``QueryResult/offset`` (CouchDB's `offset`). It counts the rows before the range, which
+    /// costs O(offset), so it is off unless asked for; the CouchDB HTTP API turns it on.
+    public var includeOffset = false
     /// Whether the index is brought up to date first.
     public var stale: Staleness = .updateBefore
 
@@ -73,7 +76,8 @@ public struct QueryResult: Sendable, Sequence {
     public let rows: [QueryRow]
     /// The number of rows in the whole index (`nil` for reduce queries, as CouchDB omits it).
     public let totalRows: Int?
-    /// The position of the first returned row in the whole index (`nil` for reduce queries).
+    /// The position of the first returned row in the whole index (with ``IndexQuery/includeOffset``;
+    /// `nil` for reduce queries).
     public let offset: Int?
     /// The sequence the index is up to date with, when ``IndexQuery/updateSeq`` was asked for.
     public let updateSequence: Int64?

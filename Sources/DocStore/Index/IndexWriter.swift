@@ -160,9 +160,10 @@ actor IndexWriter {
                 let id = statement.text(1)
                 var document: Document? = nil
                 if statement.int64(3) == 0, let revision = RevisionID(statement.text(2)) {
-                    document = try? Database.makeDocument(id: id, revision: revision, isDeleted: false,
-                                                          body: statement.blob(4), sequence: seq,
-                                                          created: statement.double(5), updated: statement.double(6))
+                    document = try? statement.withBlob(4) { body in
+                        try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
+                                                  created: statement.double(5), updated: statement.double(6))
+                    }
                 }
                 window.documents.append((seq, document, id))
                 window.upper = seq

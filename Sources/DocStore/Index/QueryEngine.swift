@@ -164,7 +164,7 @@ struct QueryEngine {
                 }
             }
             statement.reset()
-            output.offset = 0
+            if query.includeOffset { output.offset = 0 }
             return output
         }
         let (sql, bindings) = rangeCondition()
@@ -173,7 +173,9 @@ struct QueryEngine {
         try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
         while try statement.step() { output.rows.append(try row(statement)) }
         statement.reset()
-        output.offset = min(Int(state.rowCount), try rowsBeforeRange() + query.skip)
+        if query.includeOffset {
+            output.offset = min(Int(state.rowCount), try rowsBeforeRange() + query.skip)
+        }
         return output
     }
 
@@ -197,7 +199,12 @@ struct QueryEngine {
 
     /// Built-in reduces as SQL aggregates, over the whole range or per exact key.
     private func sqlReduce(_ reduce: ReduceFunction) throws -> [(key: JSON, value: JSON, documentID: String?)] {
-        let aggregates = "count(*), count(value_num), total(value_num), min(value_num), max(value_num), total(value_num * value_num), min(value_is_int)"
+        let aggregates: String
+        switch reduce {
+        case .count: aggregates = "count(*), 0, 0, 0, 0, 0, 1"
+        case .sum: aggregates = "count(*), count(value_num), total(value_num), 0, 0, 0, min(value_is_int)"
+        default: aggregates = "count(*), count(value_num), total(value_num), min(value_num), max(value_num), total(value_num * value_num), min(value_is_int)"
+        }
         var results: [(key: JSON, value: JSON, documentID: String?)] = []
         let direction = query.descending ? "DESC" : ""
         func collect(_ statement: SQLiteStatement, keyColumn: Bool) throws {

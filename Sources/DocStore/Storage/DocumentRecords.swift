@@ -37,6 +37,22 @@ struct DocumentRecords {
         return try DocumentRecords.record(from: statement)
     }
 
+    /// The current revision of a live document, parsed straight from SQLite's buffer, without
+    /// decoding the revision tree (the common read).
+    func fetchCurrentDocument(id: String) throws -> Document? {
+        let statement = try connection.prepare("SELECT seq, rev, body, created, updated FROM docs WHERE id = ? AND deleted = 0")
+        defer { statement.reset() }
+        try statement.bind(id, at: 1)
+        guard try statement.step() else { return nil }
+        guard let revision = RevisionID(statement.text(1)) else {
+            throw DocStoreError(.storage, "Corrupt revision id in database")
+        }
+        return try statement.withBlob(2) { body in
+            try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: statement.int64(0),
+                                      created: statement.double(3), updated: statement.double(4))
+        }
+    }
+
     /// Inserts a new row, or moves an existing one (`previousSequence`) to its new sequence.
     func write(_ record: DocumentRecord, replacing previousSequence: Int64?) throws {
         let statement: SQLiteStatement

@@ -99,6 +99,7 @@ struct Query: AsyncParsableCommand {
         query.limit = limit
         query.skip = skip
         query.includeDocs = includeDocs
+        query.includeOffset = true
         query.group = group
         query.groupLevel = groupLevel
         query.stale = stale == "ok" ? .ok : stale == "update_after" ? .updateAfter : .updateBefore

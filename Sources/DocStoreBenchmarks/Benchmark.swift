@@ -1,0 +1,192 @@
+import ArgumentParser
+import DocStore
+import Foundation
+
+/// `docstore-bench`: each operation through DocStore and as raw SQLite C API work on a minimal schema,
+/// interleaved in one process, repeated; the median of each is reported with their ratio.
+@main
+struct Benchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "docstore-bench",
+        abstract: "Measure DocStore against a raw-SQLite baseline doing the same storage work.")
+
+    @Option(help: "Documents in the corpus.")
+    var n: Int = 100_000
+
+    @Option(help: "Comma-separated operations to run (default: all).")
+    var only: String?
+
+    @Option(help: "Repetitions; the median is reported.")
+    var repetitions: Int = 3
+
+    static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
+                                "index_build", "range_query", "reduce_sum"]
+
+    func validate() throws {
+        guard n >= 100 else { throw ValidationError("--n must be at least 100") }
+        guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
+        if let only {
+            for op in only.split(separator: ",") where !Benchmark.allOperations.contains(String(op)) {
+                throw ValidationError("unknown operation \(op); known: \(Benchmark.allOperations.joined(separator: ","))")
+            }
+        }
+    }
+
+    func run() async throws {
+        let selected = only.map { Set($0.split(separator: ",").map(String.init)) } ?? Set(Benchmark.allOperations)
+        let corpus = Corpus(count: n)
+        var generator = SplitMix64(seed: 99)
+        let randomIDs = (0..<n).map { _ in corpus.ids[Int(generator.next() % UInt64(n))] }
+        let updateIDs = Array(randomIDs.prefix(n / 10))
+        let ranges = (0..<1000).map { _ -> (Int, Int) in
+            let low = Int(generator.next() % UInt64(1_000_000 - 1000 * 100_000 / n))
+            return (low, low + 1000 * 100_000 / n - 1)
+        }
+        var timings: [String: (ours: [Double], baseline: [Double], count: Int)] = [:]
+        func record(_ op: String, count: Int, ours: Double, baseline: Double) {
+            var entry = timings[op] ?? ([], [], count)
+            entry.ours.append(ours)
+            entry.baseline.append(baseline)
+            timings[op] = entry
+        }
+
+        for _ in 0..<repetitions {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-bench-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let raw = RawSQLiteBaseline(path: folder.appendingPathComponent("raw.sqlite").path)
+            let db = try await Database.open(name: "bench", directory: folder)
+
+            let baselineInsert = time { raw.insertBulk(ids: corpus.ids, bodies: corpus.bodies) }
+            let oursInsert = try await timeAsync { _ = try await db.save(corpus.documents) }
+            if selected.contains("insert_bulk") { record("insert_bulk", count: n, ours: oursInsert, baseline: baselineInsert) }
+
+            if selected.contains("get") {
+                let baseline = time { _ = raw.get(ids: randomIDs) }
+                let ours = try await timeAsync {
+                    for id in randomIDs { _ = try await db.document(withID: id) }
+                }
+                record("get", count: n, ours: ours, baseline: baseline)
+            }
+            if selected.contains("scan") {
+                let baseline = time { _ = raw.scan() }
+                let ours = try await timeAsync {
+                    var since: Int64 = 0
+                    while true {
+                        let page = try await db.changes(since: since, limit: 1000, includeDocuments: true)
+                        if page.changes.isEmpty { break }
+                        since = page.lastSequence
+                    }
+                }
+                record("scan", count: n, ours: ours, baseline: baseline)
+            }
+            if selected.contains("changes") {
+                let baseline = time { _ = raw.changes() }
+                let ours = try await timeAsync { _ = try await db.changes(since: 0) }
+                record("changes", count: n, ours: ours, baseline: baseline)
+            }
+            if selected.contains("index_build") || selected.contains("range_query") || selected.contains("reduce_sum") {
+                let baseline = time { raw.buildIndex() }
+                let byScore = IndexDefinition(name: "by-score", version: "1") { doc, emit in
+                    if let score = doc["score"] { emit(score, doc["name"]) }
+                }
+                let ours = try await timeAsync {
+                    try await db.register(byScore)
+                    var query = IndexQuery()
+                    query.limit = 0
+                    _ = try await db.query("by-score", query)
+                }
+                if selected.contains("index_build") { record("index_build", count: n, ours: ours, baseline: baseline) }
+            }
+            if selected.contains("range_query") {
+                let baseline = time { _ = raw.rangeQueries(ranges) }
+                let ours = try await timeAsync {
+                    for (low, high) in ranges {
+                        var query = IndexQuery()
+                        query.startKey = .integer(low)
+                        query.endKey = .integer(high)
+                        _ = try await db.query("by-score", query)
+                    }
+                }
+                record("range_query", count: ranges.count, ours: ours, baseline: baseline)
+            }
+            if selected.contains("reduce_sum") {
+                let sums = IndexDefinition(name: "score-sum", version: "1", reduce: .sum) { doc, emit in
+                    if let score = doc["score"] { emit(score, score) }
+                }
+                try await db.register(sums)
+                _ = try await db.query("score-sum")
+                let baseline = time { _ = raw.sum() }
+                let ours = try await timeAsync { _ = try await db.query("score-sum") }
+                record("reduce_sum", count: n, ours: ours, baseline: baseline)
+            }
+            if selected.contains("update") {
+                let baseline = time { raw.update(ids: updateIDs) }
+                let ours = try await timeAsync {
+                    for id in updateIDs {
+                        guard var doc = try await db.document(withID: id) else { continue }
+                        doc["age"] = .integer((doc.int(forKey: "age") ?? 0) + 1)
+                        _ = try await db.save(doc)
+                    }
+                }
+                record("update", count: updateIDs.count, ours: ours, baseline: baseline)
+            }
+            await db.close()
+
+            if selected.contains("insert_single") {
+                let count = n / 10
+                let raw2 = RawSQLiteBaseline(path: folder.appendingPathComponent("raw2.sqlite").path)
+                let db2 = try await Database.open(name: "bench2", directory: folder)
+                let baseline = time { raw2.insertSingle(ids: Array(corpus.ids.prefix(count)), bodies: Array(corpus.bodies.prefix(count))) }
+                let ours = try await timeAsync {
+                    for document in corpus.documents.prefix(count) { _ = try await db2.save(document) }
+                }
+                record("insert_single", count: count, ours: ours, baseline: baseline)
+                await db2.close()
+            }
+        }
+
+        for op in Benchmark.allOperations {
+            guard let entry = timings[op] else { continue }
+            let ours = median(entry.ours), baseline = median(entry.baseline)
+            let oursRate = Double(entry.count) / ours, baselineRate = Double(entry.count) / baseline
+            print("op=\(op) n=\(entry.count) secs=\(format(ours)) ops_per_sec=\(format(oursRate, digits: 0)) "
+                  + "baseline_ops_per_sec=\(format(baselineRate, digits: 0)) ratio=\(format(oursRate / baselineRate))")
+        }
+        print("peak_rss_mb=\(format(peakResidentMegabytes(), digits: 1))")
+    }
+}
+
+func time(_ body: () -> Void) -> Double {
+    let start = ContinuousClock.now
+    body()
+    return (ContinuousClock.now - start).seconds
+}
+
+func timeAsync(_ body: () async throws -> Void) async throws -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    return (ContinuousClock.now - start).seconds
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted[sorted.count / 2]
+}
+
+func format(_ value: Double, digits: Int = 3) -> String {
+    String(format: "%.\(digits)f", value)
+}
+
+/// The high-water mark of resident memory (Linux `VmHWM`), in MB.
+func peakResidentMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+    else { return 0 }
+    let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    return kilobytes / 1024
+}

@@ -1,0 +1,64 @@
+import DocStore
+
+/// A seeded pseudo-random generator, so every run benchmarks the same corpus.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The benchmark corpus: documents of 600–1000 bytes with the fields of a typical user record.
+struct Corpus {
+    let documents: [Document]
+    /// The same documents as serialized JSON bodies, for the raw-SQLite baseline.
+    let bodies: [[UInt8]]
+    let ids: [String]
+
+    static let words = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed", "do",
+                        "eiusmod", "tempor", "incididunt", "ut", "labore", "et", "dolore", "magna", "aliqua", "enim"]
+    static let tags = ["red", "green", "blue", "swift", "linux", "sync", "couch", "edge", "mobile", "server"]
+    static let cities = ["Paris", "Lyon", "Berlin", "Zürich", "Kraków", "Oslo", "Lisboa", "Québec", "Tokyo", "Seoul"]
+
+    init(count: Int, seed: UInt64 = 0xD0C5) {
+        var g = SplitMix64(seed: seed)
+        var documents: [Document] = []
+        var bodies: [[UInt8]] = []
+        var ids: [String] = []
+        documents.reserveCapacity(count)
+        for n in 0..<count {
+            let id = "user-\(String(n, radix: 36))-\(g.next() % 1_000_000)"
+            var body = JSONObject()
+            body["type"] = n % 5 == 0 ? "admin" : "user"
+            body["name"] = .string("\(Corpus.words[Int(g.next() % 20)].capitalized) \(Corpus.words[Int(g.next() % 20)].capitalized)")
+            body["email"] = .string("user\(n)@example.com")
+            body["age"] = .integer(18 + Int(g.next() % 70))
+            body["score"] = .integer(Int(g.next() % 1_000_000))
+            body["rating"] = .double(Double(g.next() % 50_000) / 10_000)
+            body["active"] = .bool(g.next() % 3 != 0)
+            body["created_at"] = .string("2026-\(1 + g.next() % 12)-\(1 + g.next() % 28)T10:\(g.next() % 60):00Z")
+            body["tags"] = .array((0..<(2 + Int(g.next() % 5))).map { _ in .string(Corpus.tags[Int(g.next() % 10)]) })
+            body["address"] = [
+                "street": .string("\(g.next() % 300) \(Corpus.words[Int(g.next() % 20)]) street"),
+                "city": .string(Corpus.cities[Int(g.next() % 10)]),
+                "geo": ["lat": .double(Double(Int(g.next() % 180_000)) / 1000 - 90), "lon": .double(Double(Int(g.next() % 360_000)) / 1000 - 180)],
+            ]
+            body["counts"] = ["views": .integer(Int(g.next() % 100_000)), "likes": .integer(Int(g.next() % 5_000)), "shares": .integer(Int(g.next() % 500))]
+            let length = 250 + Int(g.next() % 300)
+            var paragraph = ""
+            while paragraph.utf8.count < length { paragraph += Corpus.words[Int(g.next() % 20)] + " " }
+            body["bio"] = .string(paragraph)
+            documents.append(Document(id: id, body: body))
+            bodies.append(try! JSON.object(body).serialized())
+            ids.append(id)
+        }
+        self.documents = documents
+        self.bodies = bodies
+        self.ids = ids
+    }
+}
