@@ -185,6 +185,24 @@ final class JSONTests: XCTestCase {
         XCTAssertEqual(back["a"], [1, 2.5, "s", nil, true])
     }
 
+    /// Strings are scanned eight bytes at a time: put each special byte at every position of strings of
+    /// every length around those chunk boundaries.
+    func testSpecialBytesAtEveryPositionOfLongStrings() throws {
+        for length in 1...40 {
+            for position in 0..<length {
+                for special in ["\"", "\\", "\n", "\u{1}", "é", "😀"] {
+                    var characters = Array(repeating: "x", count: length)
+                    characters[position] = special
+                    let value = JSON.string(characters.joined())
+                    let text = try value.serialized()
+                    XCTAssertEqual(try JSON(parsing: text), value, "length \(length), \(special.debugDescription) at \(position)")
+                }
+            }
+            let raw = "\"" + String(repeating: "y", count: length) + "\u{7}\""
+            XCTAssertThrowsError(try JSON(parsing: raw), "unescaped control character after \(length) bytes")
+        }
+    }
+
     /// Random values survive serialize → parse unchanged (seeded, so failures reproduce).
     func testRandomValuesRoundTrip() throws {
         var generator = SplitMix64(seed: 0xD0C5_7031)

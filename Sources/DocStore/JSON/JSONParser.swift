@@ -1,3 +1,5 @@
+import OrderedCollections
+
 /// DocStore's JSON parser: one pass over UTF-8 bytes, no Foundation, no intermediate tokens.
 ///
 /// It accepts exactly RFC 8259 JSON and rejects, with the byte offset of the problem: trailing
@@ -21,6 +23,19 @@ public enum JSONParser {
     }
 }
 
+/// Whether any byte of `word` is `"`, `\\` or below 0x20 (exact, per byte).
+@inline(__always)
+func swarHasSpecialByte(_ word: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let quote = word ^ (ones &* 0x22)
+    let backslash = word ^ (ones &* 0x5C)
+    let hasQuote = (quote &- ones) & ~quote & highs
+    let hasBackslash = (backslash &- ones) & ~backslash & highs
+    let hasControl = (word &- ones &* 0x20) & ~word & highs
+    return (hasQuote | hasBackslash | hasControl) != 0
+}
+
 private let powersOfTen: [Double] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
@@ -31,6 +46,11 @@ struct JSONReader {
     var index = 0
     var depth = 0
     var scratch: [UInt8] = []
+    /// Members and elements of the containers being parsed, so that each array and object is
+    /// allocated once, at its final size, when it closes.
+    var keyStack: [String] = []
+    var keyOffsetStack: [Int] = []
+    var valueStack: [JSON] = []
 
     init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
@@ -93,15 +113,15 @@ struct JSONReader {
     mutating func readArray() throws -> JSON {
         try enterContainer()
         index += 1
-        var elements: [JSON] = []
         skipWhitespace()
         if index < buffer.count && buffer[index] == UInt8(ascii: "]") {
             index += 1
             depth -= 1
-            return .array(elements)
+            return .array([])
         }
+        let start = valueStack.count
         while true {
-            elements.append(try readValue())
+            valueStack.append(try readValue())
             skipWhitespace()
             guard index < buffer.count else { throw error("Unterminated array") }
             let byte = buffer[index]
@@ -111,35 +131,35 @@ struct JSONReader {
             throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
         }
         depth -= 1
+        let elements = Array(valueStack[start...])
+        valueStack.removeSubrange(start...)
         return .array(elements)
     }
 
     mutating func readObject() throws -> JSON {
         try enterContainer()
         index += 1
-        var object = JSONObject()
         skipWhitespace()
         if index < buffer.count && buffer[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object(JSONObject())
         }
+        let start = keyStack.count
+        let valueStart = valueStack.count
         while true {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
                 throw error("Expected a string key but found \(describeByte(at: index))")
             }
-            let keyOffset = index
-            let key = try readString()
+            keyOffsetStack.append(index)
+            keyStack.append(try readString())
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
                 throw error("Expected ':' but found \(describeByte(at: index))")
             }
             index += 1
-            let value = try readValue()
-            if !object.setReportingNew(value, forKey: key) {
-                throw error("Duplicate key \"\(key)\"", at: keyOffset)
-            }
+            valueStack.append(try readValue())
             skipWhitespace()
             guard index < buffer.count else { throw error("Unterminated object") }
             let byte = buffer[index]
@@ -149,7 +169,30 @@ struct JSONReader {
             throw error("Expected ',' or '}' but found \(describeByte(at: index - 1))", at: index - 1)
         }
         depth -= 1
+        let keys = keyStack[start...]
+        if let duplicate = firstDuplicate(keys) {
+            throw error("Duplicate key \"\(duplicate.key)\"", at: keyOffsetStack[start + duplicate.position])
+        }
+        let object = JSONObject(storage: OrderedDictionary(uncheckedUniqueKeys: keys, values: valueStack[valueStart...]))
+        keyStack.removeSubrange(start...)
+        keyOffsetStack.removeSubrange(start...)
+        valueStack.removeSubrange(valueStart...)
         return .object(object)
+    }
+
+    /// The first key that repeats an earlier one, with its position among `keys`.
+    private func firstDuplicate(_ keys: ArraySlice<String>) -> (key: String, position: Int)? {
+        if keys.count <= 8 {
+            var position = 0
+            for i in keys.indices {
+                for j in keys.startIndex..<i where keys[j] == keys[i] { return (keys[i], position) }
+                position += 1
+            }
+            return nil
+        }
+        var seen = Set<String>(minimumCapacity: keys.count)
+        for (position, key) in keys.enumerated() where !seen.insert(key).inserted { return (key, position) }
+        return nil
     }
 
     // MARK: Strings
@@ -159,6 +202,15 @@ struct JSONReader {
         index += 1
         let start = index
         var ascii = true
+        // Eight bytes at a time while none is a quote, a backslash or a control character.
+        if let base = buffer.baseAddress {
+            while index + 8 <= buffer.count {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                if swarHasSpecialByte(word) { break }
+                if word & 0x8080_8080_8080_8080 != 0 { ascii = false }
+                index += 8
+            }
+        }
         while index < buffer.count {
             let byte = buffer[index]
             if byte == UInt8(ascii: "\"") {

@@ -114,11 +114,20 @@ struct JSONWriter {
         string.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
             var runStart = 0
-            for k in 0..<utf8.count {
+            var k = 0
+            let count = utf8.count
+            while k < count {
+                // Skip eight plain bytes at a time.
+                if k + 8 <= count, let base = utf8.baseAddress,
+                    !swarHasSpecialByte(UnsafeRawPointer(base + k).loadUnaligned(as: UInt64.self)) {
+                    k += 8
+                    continue
+                }
                 let byte = utf8[k]
+                k += 1
                 guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                if runStart < k { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<k])) }
-                runStart = k + 1
+                if runStart < k - 1 { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<(k - 1)])) }
+                runStart = k
                 bytes.append(UInt8(ascii: "\\"))
                 switch byte {
                 case 0x22: bytes.append(0x22)
