@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
+        .library(name: "DocServer", targets: ["DocServer"]),
         .executable(name: "docstore", targets: ["docstore"]),
         .executable(name: "docstore-bench", targets: ["DocStoreBenchmarks"]),
     ],
@@ -13,6 +14,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -33,10 +37,22 @@ let package = Package(
                 .product(name: "Collections", package: "swift-collections"),
             ]
         ),
+        .target(
+            name: "DocServer",
+            dependencies: [
+                "DocStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         .executableTarget(
             name: "docstore",
             dependencies: [
                 "DocStore",
+                "DocServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -51,6 +67,10 @@ let package = Package(
         .testTarget(
             name: "DocStoreTests",
             dependencies: ["DocStore"]
+        ),
+        .testTarget(
+            name: "DocServerTests",
+            dependencies: ["DocStore", "DocServer"]
         ),
         .testTarget(
             name: "DocStoreCLITests",

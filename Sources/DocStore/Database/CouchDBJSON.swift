@@ -20,20 +20,25 @@ extension Document {
     }
 }
 
-extension AllDocumentsResult {
-    /// The `_all_docs` answer: `{"total_rows":…,"offset":…,"rows":[{"id","key","value":{"rev"},"doc"?}]}`.
+extension AllDocumentsRow {
+    /// One `_all_docs` row: `{"id","key","value":{"rev","deleted"?},"doc"?}` or `{"key","error"}`.
     public func couchDBJSON(includeDocuments: Bool) -> JSON {
-        let rowsJSON: [JSON] = rows.map { row in
-            if let error = row.error {
-                return ["key": .string(row.id), "error": .string(error)]
-            }
-            var value: JSONObject = ["rev": JSON(row.revision?.description ?? "")]
-            if row.isDeleted { value["deleted"] = true }
-            var object: JSONObject = ["id": .string(row.id), "key": .string(row.id), "value": .object(value)]
-            if includeDocuments { object["doc"] = row.document?.json() ?? .null }
-            return .object(object)
+        if let error {
+            return ["key": .string(id), "error": .string(error)]
         }
-        return ["total_rows": .integer(totalRows), "offset": .integer(offset), "rows": .array(rowsJSON)]
+        var value: JSONObject = ["rev": JSON(revision?.description ?? "")]
+        if isDeleted { value["deleted"] = true }
+        var object: JSONObject = ["id": .string(id), "key": .string(id), "value": .object(value)]
+        if includeDocuments { object["doc"] = document?.json() ?? .null }
+        return .object(object)
+    }
+}
+
+extension AllDocumentsResult {
+    /// The `_all_docs` answer: `{"total_rows":…,"offset":…,"rows":[…]}`.
+    public func couchDBJSON(includeDocuments: Bool) -> JSON {
+        ["total_rows": .integer(totalRows), "offset": .integer(offset),
+         "rows": .array(rows.map { $0.couchDBJSON(includeDocuments: includeDocuments) })]
     }
 }
 

@@ -28,12 +28,14 @@ extension Database {
     ///   - includeDocuments: include the winning revision's document (tombstones included).
     /// - Returns: the rows and the sequence to continue from.
     /// - Complexity: O(rows) — the feed is a range scan of the primary key.
-    public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false) async throws -> ChangesPage {
+    ///   - descending: newest change first (`lastSequence` is then the lowest sequence returned).
+    public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false,
+                        descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
         return try read { connection in
             let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, NULL, tree"
             let statement = try connection.prepare(
-                "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
+                "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(descending ? "DESC" : "") LIMIT ?")
             try statement.bind(since, at: 1)
             try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
             var changes: [Change] = []

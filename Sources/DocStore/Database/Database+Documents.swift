@@ -64,10 +64,14 @@ extension Database {
         return try await delete(id: document.id, revision: revision)
     }
 
-    /// Deletes the document `id` at `revision`.
+    /// Deletes the document `id` at `revision`. The tombstone keeps the revision's `channels`, so that
+    /// channel-limited readers and replications see the deletion.
     @discardableResult
     public func delete(id: String, revision: RevisionID) async throws -> Document {
         var tombstone = Document(id: id, revision: revision)
+        if let channels = try await document(withID: id, revision: revision)?["channels"] {
+            tombstone["channels"] = channels
+        }
         tombstone.isDeleted = true
         return try await writeOne(tombstone, policy: .update)
     }

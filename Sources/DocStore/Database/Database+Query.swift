@@ -6,6 +6,11 @@ extension Database {
         _ = try await indexWriter.register(index)
     }
 
+    /// The definition of the registered index `name`, or `nil`.
+    public func indexDefinition(named name: String) async throws -> IndexDefinition? {
+        try? await indexWriter.state(named: name).definition
+    }
+
     /// The names of the registered indexes.
     public var indexNames: [String] {
         get async { await indexWriter.names }

@@ -23,7 +23,7 @@ public struct Document: Sendable, Hashable {
         didSet { hasID = true }
     }
     /// Whether an id was given (an empty given id is an error, an absent one is generated).
-    var hasID: Bool
+    public internal(set) var hasID: Bool
     /// The revision this document was read at or saved as; `nil` for a document never saved.
     public internal(set) var revision: RevisionID?
     /// The body fields (everything but CouchDB's `_`-prefixed metadata).

@@ -1,0 +1,142 @@
+import Crypto
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Who is making a request.
+enum Principal: Sendable {
+    /// The server administrator (or anyone, when anonymous access is allowed).
+    case admin(name: String?)
+    /// A user with channel grants.
+    case user(ServerUser)
+
+    var isAdmin: Bool { if case .admin = self { return true } else { return false } }
+
+    var name: String? {
+        switch self {
+        case .admin(let name): return name
+        case .user(let user): return user.name
+        }
+    }
+
+    /// Whether this principal may read a document in `channels`.
+    func canRead(_ channels: [String]) -> Bool {
+        switch self {
+        case .admin: return true
+        case .user(let user): return user.canRead(channels)
+        }
+    }
+
+    func canWrite(_ channels: [String]) -> Bool {
+        switch self {
+        case .admin: return true
+        case .user(let user): return user.canWrite(channels)
+        }
+    }
+
+    /// Whether every document is readable (no per-document filtering needed).
+    var readsEverything: Bool {
+        switch self {
+        case .admin: return true
+        case .user(let user): return user.readChannels.contains("*")
+        }
+    }
+
+    var userContext: JSON {
+        switch self {
+        case .admin(let name): return ["name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
+        case .user(let user): return ["name": .string(user.name), "roles": [],
+                                      "channels": JSON(user.readChannels)]
+        }
+    }
+}
+
+/// Checks HTTP Basic credentials and `AuthSession` cookies, and makes session cookies.
+struct Authenticator: Sendable {
+    let configuration: ServerConfiguration
+    let users: UserStore
+    /// Signs session cookies; made at start, so restarting the server ends sessions.
+    let secret: SymmetricKey
+
+    init(configuration: ServerConfiguration, users: UserStore) {
+        self.configuration = configuration
+        self.users = users
+        self.secret = SymmetricKey(size: .bits256)
+    }
+
+    /// The principal of a request, `nil` if it carries no credentials.
+    /// - Throws: 401 for wrong credentials.
+    func principal(for request: CouchRequest) async throws -> Principal? {
+        if let authorization = request.header(.authorization) {
+            let parts = authorization.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "basic",
+                let decoded = Data(base64Encoded: String(parts[1])).flatMap({ String(data: $0, encoding: .utf8) }),
+                let colon = decoded.firstIndex(of: ":")
+            else { throw CouchError.unauthorized }
+            let name = String(decoded[..<colon]), password = String(decoded[decoded.index(after: colon)...])
+            guard let principal = try await check(name: name, password: password) else { throw CouchError.unauthorized }
+            return principal
+        }
+        if let token = cookie(named: "AuthSession", in: request.header(.cookie)), !token.isEmpty {
+            // An invalid or expired cookie is ignored (the request continues as anonymous), as CouchDB does.
+            return try await principal(forSession: token)
+        }
+        return nil
+    }
+
+    /// The principal for a name and password, if they match the administrator or a user.
+    func check(name: String, password: String) async throws -> Principal? {
+        if let admin = configuration.admin, admin.name == name {
+            let ok = constantTimeEqual(Array(admin.password.utf8), Array(password.utf8))
+            return ok ? .admin(name: name) : nil
+        }
+        return try await users.authenticate(name: name, password: password).map(Principal.user)
+    }
+
+    // MARK: Session cookies
+
+    /// `base64url(name:expiry:hmac)`; the HMAC covers the name, the expiry and the user's salt.
+    func makeSessionToken(for principal: Principal) async throws -> String {
+        let name = principal.name ?? ""
+        let expiry = Int(Date.now.timeIntervalSince1970) + Int(configuration.sessionLifetime.components.seconds)
+        let binding = principal.isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
+        let payload = "\(name):\(expiry)"
+        let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
+        let token = payload + ":" + hex(Array(mac))
+        return Data(token.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    private func principal(forSession token: String) async throws -> Principal? {
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else { return nil }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, let expiry = Int(parts[1]), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
+        let name = String(parts[0])
+        let isAdmin = configuration.admin?.name == name
+        let binding = isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
+        let payload = "\(name):\(expiry)"
+        let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
+        guard constantTimeEqual(Array(hex(Array(mac)).utf8), Array(parts[2].utf8)) else { return nil }
+        if isAdmin { return .admin(name: name) }
+        return try await users.user(named: name).map(Principal.user)
+    }
+
+    func cookie(named name: String, in header: String?) -> String? {
+        guard let header else { return nil }
+        for part in header.split(separator: ";") {
+            let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            if pair.count == 2, pair[0] == name { return String(pair[1]) }
+        }
+        return nil
+    }
+}
+
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for (x, y) in zip(a, b) { difference |= x ^ y }
+    return difference == 0
+}

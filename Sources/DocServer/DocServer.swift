@@ -1,0 +1,267 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// A CouchDB-compatible HTTP endpoint over the DocStore databases of one folder.
+///
+/// CouchDB's replicator, PouchDB, DocSync and any CouchDB client can read, write and replicate with it.
+/// Databases are the `<name>.sqlite` files of ``ServerConfiguration/dataDirectory``; users and their
+/// channel grants live in the server's own database (see ``UserStore``).
+///
+/// ```swift
+/// var configuration = ServerConfiguration(dataDirectory: URL(fileURLWithPath: "./docstore-data"))
+/// configuration.admin = ("admin", "secret")
+/// let server = try await DocServer(configuration: configuration)
+/// try await server.run()          // until SIGINT or SIGTERM
+/// ```
+public final class DocServer: Sendable {
+    /// The configuration the server runs with.
+    public let configuration: ServerConfiguration
+    /// The server's users.
+    public let users: UserStore
+    let registry: DatabaseRegistry
+    let authenticator: Authenticator
+    let logger: Logger
+    private let state = Mutex<(port: Int?, task: Task<Void, any Error>?)>((nil, nil))
+
+    /// Prepares a server: creates the data folder if needed and opens the user store.
+    /// - Parameter indexes: the natively registered indexes of each database, by database name; index
+    ///   `a/b` is served at `/db/_design/a/_view/b`.
+    public init(configuration: ServerConfiguration,
+                indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
+                logger: Logger = Logger(label: "docstore.server")) async throws {
+        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        self.configuration = configuration
+        self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
+        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes)
+        self.authenticator = Authenticator(configuration: configuration, users: users)
+        self.logger = logger
+    }
+
+    /// The port the server listens on, once started (useful with port 0).
+    public var port: Int? { state.withLock { $0.port } }
+
+    private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+        let responder = CallbackResponder<BasicRequestContext> { [self] request, context in
+            await self.respond(to: request, context: context)
+        }
+        return Application(
+            responder: responder,
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout.components.seconds)))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "DocStore"),
+            onServerRunning: { channel in onRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// Starts serving in the background and returns the port it listens on.
+    @discardableResult
+    public func start() async throws -> Int {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let application = makeApplication { port in
+            continuation.yield(port)
+            continuation.finish()
+        }
+        let task = Task { try await application.run() }
+        state.withLock { $0.task = task }
+        for await port in ports {
+            state.withLock { $0.port = port }
+            return port
+        }
+        _ = try await task.value
+        throw CouchError(.internalServerError, "server_error", "The server stopped before listening")
+    }
+
+    /// Stops a server started with ``start()`` and closes its databases.
+    public func stop() async {
+        let task = state.withLock { state -> Task<Void, any Error>? in
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        _ = try? await task?.value
+        await registry.closeAll()
+        await users.close()
+    }
+
+    /// Serves until the process receives SIGINT or SIGTERM: then in-flight requests finish and the
+    /// databases are closed.
+    public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let application = makeApplication { [self] port in
+            state.withLock { $0.port = port }
+            onListening(port)
+        }
+        try await application.runService()
+        await registry.closeAll()
+        await users.close()
+    }
+
+    // MARK: Requests
+
+    /// Answers one request; every failure becomes CouchDB's JSON error with its status.
+    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        let started = ContinuousClock.now
+        var request = request
+        let response: Response
+        do {
+            let buffer = try await request.collectBody(upTo: configuration.maximumBodySize)
+            let couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
+                                         headers: request.headers, body: Array(buffer.readableBytesView))
+            response = try await route(couch)
+        } catch let error as CouchError {
+            response = error.response
+        } catch let error as DocStoreError {
+            response = CouchError(error).response
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            response = CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes").response
+        } catch {
+            logger.error("unexpected error: \(error)")
+            response = CouchError(.internalServerError, "unknown_error", "\(error)").response
+        }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
+        return response
+    }
+
+    /// Dispatches on the decoded path segments, as CouchDB's URL layout.
+    func route(_ request: CouchRequest) async throws -> Response {
+        let segments = request.segments
+        // Public: welcome, health, session.
+        if segments.isEmpty { return try welcome(request) }
+        if segments == ["_up"] { return Response.json(["status": "ok"]) }
+        if segments == ["_session"] { return try await session(request) }
+        if segments == ["_uuids"] { return try uuids(request) }
+
+        guard let principal = try await authenticator.principal(for: request) ?? (configuration.allowAnonymous ? .admin(name: nil) : nil) else {
+            throw CouchError.authenticationRequired
+        }
+        if segments == ["_all_dbs"] {
+            guard request.method == .get else { throw CouchError.methodNotAllowed }
+            return Response.json(JSON(try registry.names()))
+        }
+        if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
+        if segments[0].hasPrefix("_") { throw CouchError.notFound("Unknown endpoint \(segments[0])") }
+
+        let name = segments[0]
+        if segments.count == 1 { return try await databaseRoute(name: name, request, principal: principal) }
+        let db = try await registry.database(named: name)
+        let rest = Array(segments.dropFirst())
+        switch rest[0] {
+        case "_all_docs": return try await allDocuments(db, request, principal: principal)
+        case "_bulk_docs": return try await bulkDocuments(db, request, principal: principal)
+        case "_bulk_get": return try await bulkGet(db, request, principal: principal)
+        case "_changes": return try await changes(db, request, principal: principal)
+        case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
+        case "_ensure_full_commit":
+            guard request.method == .post else { throw CouchError.methodNotAllowed }
+            return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
+        case "_compact":
+            guard principal.isAdmin else { throw CouchError.adminRequired }
+            guard request.method == .post else { throw CouchError.methodNotAllowed }
+            _ = try await db.compact()
+            return Response.json(["ok": true], status: .accepted)
+        case "_local":
+            guard rest.count >= 2 else { throw CouchError.notFound() }
+            return try await localDocument(db, id: rest[1...].joined(separator: "/"), request)
+        case "_design":
+            guard rest.count >= 2 else { throw CouchError.notFound() }
+            if rest.count == 4, rest[2] == "_view" {
+                return try await view(db, name: "\(rest[1])/\(rest[3])", request, principal: principal)
+            }
+            if rest.count == 2 { return try await documentRoute(db, id: "_design/\(rest[1])", request, principal: principal) }
+            throw CouchError.notFound()
+        default:
+            if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
+            if rest.count == 1 { return try await documentRoute(db, id: rest[0], request, principal: principal) }
+            return try await attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: principal)
+        }
+    }
+
+    private func welcome(_ request: CouchRequest) throws -> Response {
+        guard request.method == .get || request.method == .head else { throw CouchError.methodNotAllowed }
+        return Response.json([
+            "couchdb": "Welcome", "version": "3.3.3", "git_sha": "docstore",
+            "uuid": .string(registry.serverUUID), "features": ["access-ready"],
+            "vendor": ["name": "DocStore", "version": "0.1.0"],
+        ])
+    }
+
+    private func uuids(_ request: CouchRequest) throws -> Response {
+        let count = try request.int("count") ?? 1
+        guard count <= 1000 else { throw CouchError.forbidden("count parameter too large") }
+        let ids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
+        return Response.json(["uuids": .array(ids)])
+    }
+}
+
+/// The databases of the data folder, opened on first use.
+final class DatabaseRegistry: Sendable {
+    let directory: URL
+    let indexes: @Sendable (String) -> [IndexDefinition]
+    let serverUUID: String
+    private let opened = Mutex<[String: Database]>([:])
+
+    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition]) {
+        self.directory = directory
+        self.indexes = indexes
+        let uuidFile = UserStore.directory(for: directory).appendingPathComponent("server-uuid")
+        if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
+            serverUUID = existing
+        } else {
+            serverUUID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            try? FileManager.default.createDirectory(at: uuidFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try? serverUUID.write(to: uuidFile, atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// CouchDB's rule for database names (without `/`, which cannot name a file).
+    static func validate(_ name: String) throws {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-")
+        guard let first = name.first, first.isLetter, first.isLowercase, first.isASCII, name.count <= 200,
+            name.allSatisfy({ allowed.contains($0) })
+        else {
+            throw CouchError(.badRequest, "illegal_database_name",
+                             "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, and - are allowed. Must begin with a letter.")
+        }
+    }
+
+    func exists(_ name: String) -> Bool { Database.exists(name: name, directory: directory) }
+
+    func database(named name: String) async throws -> Database {
+        try DatabaseRegistry.validate(name)
+        guard exists(name) else { throw CouchError.notFound("Database does not exist.") }
+        return try await open(name)
+    }
+
+    func open(_ name: String) async throws -> Database {
+        var configuration = DatabaseConfiguration(name: name, directory: directory)
+        configuration.indexes = indexes(name)
+        let database = try await Database.open(configuration)
+        opened.withLock { $0[name] = database }
+        return database
+    }
+
+    /// Forgets a database that is being deleted.
+    func forget(_ name: String) { opened.withLock { _ = $0.removeValue(forKey: name) } }
+
+    func names() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasSuffix(".sqlite") }
+            .map { String($0.dropLast(7)) }
+            .filter { (try? DatabaseRegistry.validate($0)) != nil }
+            .sorted()
+    }
+
+    func closeAll() async {
+        let all = opened.withLock { state in
+            defer { state = [:] }
+            return Array(state.values)
+        }
+        for database in all { await database.close() }
+    }
+}

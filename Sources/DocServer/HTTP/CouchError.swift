@@ -1,0 +1,48 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An HTTP error with CouchDB's JSON body `{"error": …, "reason": …}`.
+public struct CouchError: Error, Sendable {
+    /// The HTTP status.
+    public let status: HTTPResponse.Status
+    /// CouchDB's error name (`not_found`, `conflict`, …).
+    public let error: String
+    /// The human reason.
+    public let reason: String
+
+    public init(_ status: HTTPResponse.Status, _ error: String, _ reason: String) {
+        self.status = status
+        self.error = error
+        self.reason = reason
+    }
+
+    /// The CouchDB answer for a DocStore error.
+    public init(_ error: DocStoreError) {
+        self.init(HTTPResponse.Status(code: error.httpStatus), error.couchDBError, error.reason)
+    }
+
+    static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }
+    static func notFound(_ reason: String = "missing") -> CouchError { CouchError(.notFound, "not_found", reason) }
+    static func forbidden(_ reason: String) -> CouchError { CouchError(.forbidden, "forbidden", reason) }
+    static let unauthorized = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
+    static let authenticationRequired = CouchError(.unauthorized, "unauthorized", "You are not authorized to access this db.")
+    static let adminRequired = CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
+    static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Only the methods of the CouchDB API are allowed here.")
+
+    var json: JSON { ["error": .string(error), "reason": .string(reason)] }
+
+    var response: Response { Response.json(json, status: status) }
+}
+
+extension Response {
+    /// A JSON response as CouchDB writes them (`application/json`, newline-terminated).
+    static func json(_ value: JSON, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
+        var bytes = (try? value.serialized()) ?? Array(value.description.utf8)
+        bytes.append(0x0A)
+        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "must-revalidate"]
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}

@@ -1,0 +1,90 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// A request as the CouchDB routes see it: method, percent-decoded path segments, query parameters,
+/// headers and the collected body.
+struct CouchRequest: Sendable {
+    let method: HTTPRequest.Method
+    /// Path segments, percent-decoded; `/db/a%2Fb` is `["db", "a/b"]`.
+    let segments: [String]
+    let query: [String: String]
+    let headers: HTTPFields
+    let body: [UInt8]
+
+    init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8]) throws {
+        self.method = method
+        self.headers = headers
+        self.body = body
+        var segments: [String] = []
+        for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let decoded = String(raw).removingPercentEncoding else {
+                throw CouchError.badRequest("Invalid percent-encoding in the path")
+            }
+            segments.append(decoded)
+        }
+        self.segments = segments
+        var query: [String: String] = [:]
+        for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+            guard let name, let value else { throw CouchError.badRequest("Invalid percent-encoding in the query string") }
+            query[name] = value
+        }
+        self.query = query
+    }
+
+    func header(_ name: HTTPField.Name) -> String? { headers[name] }
+
+    /// A Boolean query parameter (`true`/`false`).
+    func bool(_ name: String, default value: Bool = false) throws -> Bool {
+        guard let text = query[name] else { return value }
+        switch text {
+        case "true": return true
+        case "false": return false
+        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
+        }
+    }
+
+    /// A non-negative integer query parameter.
+    func int(_ name: String) throws -> Int? {
+        guard let text = query[name] else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer parameter \"\(name)\": \"\(text)\"")
+        }
+        return value
+    }
+
+    /// A JSON query parameter (`key="a"`, `keys=[…]`).
+    func json(_ name: String) throws -> JSON? {
+        guard let text = query[name] else { return nil }
+        do {
+            return try JSON(parsing: text)
+        } catch {
+            throw CouchError(.badRequest, "bad_request", "Invalid JSON in query parameter \"\(name)\"")
+        }
+    }
+
+    /// The body parsed as JSON.
+    func jsonBody() throws -> JSON {
+        guard !body.isEmpty else { throw CouchError.badRequest("Request body is empty; expected JSON") }
+        do {
+            return try JSON(parsing: body)
+        } catch let error as DocStoreError {
+            throw CouchError(.badRequest, "bad_request", "Request body is not valid JSON: \(error.reason)")
+        }
+    }
+
+    /// The body parsed as a JSON object.
+    func jsonObjectBody() throws -> JSONObject {
+        guard case .object(let object) = try jsonBody() else { throw CouchError.badRequest("Request body must be a JSON object") }
+        return object
+    }
+
+    /// Whether the client accepts `type` (e.g. `multipart/mixed`).
+    func accepts(_ type: String) -> Bool {
+        header(.accept)?.lowercased().contains(type) ?? false
+    }
+}

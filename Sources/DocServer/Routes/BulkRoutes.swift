@@ -1,0 +1,210 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+extension DocServer {
+    /// `POST /{db}/_bulk_docs`: `{"docs": […], "new_edits": true|false}`.
+    func bulkDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .post else { throw CouchError.methodNotAllowed }
+        let body = try request.jsonObjectBody()
+        guard case .array(let items)? = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
+        let newEdits = body["new_edits"]?.boolValue ?? true
+        var rows = [JSON?](repeating: nil, count: items.count)
+        var documents: [Document] = []
+        var positions: [Int] = []
+        for (position, item) in items.enumerated() {
+            do {
+                let document = try Document(json: item)
+                try await checkWrite(document, in: db, principal)
+                documents.append(document)
+                positions.append(position)
+            } catch let error as DocStoreError {
+                rows[position] = ["id": item["_id"] ?? .null, "error": .string(error.couchDBError), "reason": .string(error.reason)]
+            } catch let error as CouchError {
+                rows[position] = ["id": item["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
+            }
+        }
+        let results = newEdits ? try await db.save(documents) : try await db.insertRevisions(documents)
+        for (position, result) in zip(positions, results) {
+            // With new_edits=false CouchDB lists only the failures.
+            if !newEdits && result.isSuccess { continue }
+            rows[position] = result.couchDBJSON
+        }
+        return Response.json(.array(rows.compactMap { $0 }), status: .created)
+    }
+
+    /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`.
+    func bulkGet(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .post else { throw CouchError.methodNotAllowed }
+        let body = try request.jsonObjectBody()
+        guard case .array(let items)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
+        var base = try DocumentOptions(request)
+        base.revs = try request.bool("revs")
+        var results: [JSON] = []
+        for item in items {
+            guard case .object(let spec) = item, let id = spec["id"]?.stringValue else {
+                results.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request", "reason": "Missing id"]]]])
+                continue
+            }
+            var options = base
+            if case .array(let since)? = spec["atts_since"] {
+                options.attsSince = since.compactMap { $0.stringValue.flatMap(RevisionID.init) }
+            }
+            let revisionText = spec["rev"]?.stringValue
+            func failure(_ error: String, _ reason: String) -> JSON {
+                ["error": ["id": .string(id), "rev": revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]]
+            }
+            var docs: [JSON] = []
+            if let revisionText, RevisionID(revisionText) == nil {
+                docs.append(failure("bad_request", "Invalid rev format"))
+            } else {
+                var revisions: [RevisionID?] = [revisionText.flatMap(RevisionID.init)]
+                if options.latest, let requested = revisions[0], let tree = try await db.revisionTree(ofDocumentWithID: id),
+                    tree.contains(requested), !tree.isLeaf(requested) {
+                    revisions = leaves(descendingFrom: requested, in: tree)
+                }
+                for revision in revisions {
+                    guard let document = try await db.document(withID: id, revision: revision, includeRevisionHistory: true) else {
+                        docs.append(failure("not_found", revision == nil ? "missing" : "missing revision"))
+                        continue
+                    }
+                    guard principal.canRead(document.channels) else {
+                        docs.append(failure("forbidden", "You are not allowed to access this document."))
+                        continue
+                    }
+                    docs.append(["ok": try await documentJSON(db, document, options)])
+                }
+            }
+            results.append(["id": .string(id), "docs": .array(docs)])
+        }
+        return Response.json(["results": .array(results)])
+    }
+
+    /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
+    func allDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .get || request.method == .post || request.method == .head else { throw CouchError.methodNotAllowed }
+        func stringKey(_ names: String...) throws -> String? {
+            for name in names {
+                guard let value = try request.json(name) else { continue }
+                guard let text = value.stringValue else { throw CouchError(.badRequest, "query_parse_error", "\(name) must be a JSON string") }
+                return text
+            }
+            return nil
+        }
+        var query = AllDocumentsQuery()
+        query.startKey = try stringKey("startkey", "start_key", "startkey_docid", "start_key_doc_id")
+        query.endKey = try stringKey("endkey", "end_key", "endkey_docid", "end_key_doc_id")
+        if let key = try stringKey("key") { query.startKey = key; query.endKey = key }
+        query.inclusiveEnd = try request.bool("inclusive_end", default: true)
+        query.descending = try request.bool("descending")
+        query.limit = try request.int("limit")
+        query.skip = try request.int("skip") ?? 0
+        let includeDocs = try request.bool("include_docs")
+        var keys: [JSON]? = try request.json("keys")?.arrayValue
+        if request.method == .post, !request.body.isEmpty {
+            let body = try request.jsonObjectBody()
+            if let list = body["keys"] {
+                guard let array = list.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
+                keys = array
+            }
+        }
+        if let keys {
+            query.keys = try keys.map { key in
+                guard let text = key.stringValue else { throw CouchError.badRequest("keys must be strings") }
+                return text
+            }
+        }
+        let filtering = !principal.readsEverything
+        query.includeDocuments = includeDocs || filtering
+        let result = try await db.allDocuments(query)
+        var rows: [JSON] = []
+        for row in result.rows {
+            if filtering, let document = row.document, !principal.canRead(document.channels) { continue }
+            if filtering, row.document == nil, row.error == nil, !row.isDeleted { continue }
+            rows.append(row.couchDBJSON(includeDocuments: includeDocs))
+        }
+        return Response.json(["total_rows": .integer(result.totalRows), "offset": .integer(result.offset), "rows": .array(rows)])
+    }
+
+    /// `POST /{db}/_revs_diff`: `{"id": ["rev", …]}` → the revisions this database lacks.
+    func revisionsDiff(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .post else { throw CouchError.methodNotAllowed }
+        let body = try request.jsonObjectBody()
+        var offered: [(id: String, revisions: [RevisionID])] = []
+        for (id, value) in body {
+            guard let list = value.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
+            offered.append((id, try list.map { item in
+                guard let text = item.stringValue, let revision = RevisionID(text) else { throw CouchError.badRequest("Invalid rev format") }
+                return revision
+            }))
+        }
+        var answer = JSONObject()
+        for difference in try await db.missingRevisions(offered) {
+            var entry: JSONObject = ["missing": JSON(difference.missing.map(\.description))]
+            if !difference.possibleAncestors.isEmpty {
+                entry["possible_ancestors"] = JSON(difference.possibleAncestors.map(\.description))
+            }
+            answer[difference.id] = .object(entry)
+        }
+        return Response.json(.object(answer))
+    }
+
+    /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`.
+    func view(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
+        var query = IndexQuery()
+        query.includeOffset = true
+        query.key = try request.json("key")
+        query.keys = try request.json("keys")?.arrayValue
+        query.startKey = try request.json("startkey") ?? request.json("start_key")
+        query.endKey = try request.json("endkey") ?? request.json("end_key")
+        query.startKeyDocID = request.query["startkey_docid"] ?? request.query["start_key_doc_id"]
+        query.endKeyDocID = request.query["endkey_docid"] ?? request.query["end_key_doc_id"]
+        query.inclusiveEnd = try request.bool("inclusive_end", default: true)
+        query.descending = try request.bool("descending")
+        query.limit = try request.int("limit")
+        query.skip = try request.int("skip") ?? 0
+        query.includeDocs = try request.bool("include_docs")
+        if request.query["reduce"] != nil { query.reduce = try request.bool("reduce") }
+        query.group = try request.bool("group")
+        query.groupLevel = try request.int("group_level")
+        query.updateSeq = try request.bool("update_seq")
+        switch request.query["stale"] ?? request.query["update"] {
+        case "ok", "false": query.stale = .ok
+        case "update_after", "lazy": query.stale = .updateAfter
+        case nil, "true": break
+        case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
+        }
+        if request.method == .post, !request.body.isEmpty {
+            let body = try request.jsonObjectBody()
+            if let keys = body["keys"] {
+                guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
+                query.keys = array
+            }
+        }
+        let filtering = !principal.readsEverything
+        if filtering, query.reduce != false, try await db.indexDefinition(named: name)?.reduce != nil {
+            // A reduced value would mix in documents the user cannot read.
+            throw CouchError.forbidden("Reduced views are only available to users who can read every document; use reduce=false.")
+        }
+        let requestedDocs = query.includeDocs
+        if filtering { query.includeDocs = true }
+        var result: QueryResult
+        do {
+            result = try await db.query(name, query)
+        } catch let error as DocStoreError where error.code == .notFound {
+            throw CouchError.notFound("missing_named_view")
+        }
+        var json = result.couchDBJSON(includeDocs: requestedDocs)
+        if filtering {
+            let visible = result.rows.enumerated().filter { _, row in
+                guard let document = row.document else { return false }
+                return principal.canRead(document.channels)
+            }
+            let rows = json["rows"]!.arrayValue!
+            json["rows"] = .array(visible.map { rows[$0.offset] })
+        }
+        return Response.json(json)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// How a ``DocServer`` runs: where its databases live, where it listens, who may do what.
+public struct ServerConfiguration: Sendable {
+    /// The folder of the served databases: each `<name>.sqlite` in it is database `<name>`.
+    public var dataDirectory: URL
+    /// The address to bind; loopback by default.
+    public var host: String = "127.0.0.1"
+    /// The port; 0 picks a free one (see ``DocServer/port``).
+    public var port: Int = 5984
+    /// The administrator's name and password. Defaults to the `DOCSTORE_ADMIN` environment variable
+    /// (`name:password`) when set.
+    public var admin: (name: String, password: String)?
+    /// Whether requests without credentials are served, with administrator rights (CouchDB's "admin
+    /// party"). Off by default.
+    public var allowAnonymous = false
+    /// The largest request body accepted; larger ones get 413.
+    public var maximumBodySize = 64 * 1024 * 1024
+    /// Connections idle (or stalled mid-request) this long are closed.
+    public var idleTimeout: Duration = .seconds(30)
+    /// PBKDF2-SHA256 iterations for new password hashes.
+    public var passwordIterations = 100_000
+    /// How long a `_session` cookie stays valid.
+    public var sessionLifetime: Duration = .seconds(600)
+
+    /// A configuration serving the databases in `dataDirectory`.
+    public init(dataDirectory: URL) {
+        self.dataDirectory = dataDirectory
+        if let value = ProcessInfo.processInfo.environment["DOCSTORE_ADMIN"], let colon = value.firstIndex(of: ":") {
+            admin = (String(value[..<colon]), String(value[value.index(after: colon)...]))
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import ArgumentParser
+import DocServer
+import DocStore
+import Foundation
+import Logging
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the databases of a folder over the CouchDB HTTP API.",
+        discussion: """
+            Every NAME.sqlite in --data is database NAME. The folder is created on first run. Requests need \
+            credentials: the administrator (--admin NAME:PASSWORD or DOCSTORE_ADMIN) or a user made with \
+            `docstore user add`. Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
+            """)
+
+    @Option(help: "The data folder.")
+    var data: String = "./docstore-data"
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port (0 picks a free one).")
+    var port: Int = 5984
+
+    @Option(help: ArgumentHelp("The administrator, as NAME:PASSWORD.", valueName: "name:password"))
+    var admin: String?
+
+    @Flag(name: .customLong("allow-anonymous"), help: "Serve requests without credentials, with administrator rights.")
+    var allowAnonymous = false
+
+    @Option(name: .customLong("max-body-mb"), help: "The largest request body, in MB.")
+    var maxBodyMegabytes: Int = 64
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var configuration = ServerConfiguration(dataDirectory: URL(fileURLWithPath: data))
+        configuration.host = host
+        configuration.port = port
+        configuration.allowAnonymous = allowAnonymous
+        configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
+        if let admin {
+            guard let colon = admin.firstIndex(of: ":"), colon != admin.startIndex else {
+                fail("bad_request: --admin must be NAME:PASSWORD")
+            }
+            configuration.admin = (String(admin[..<colon]), String(admin[admin.index(after: colon)...]))
+        }
+        if configuration.admin == nil && !allowAnonymous {
+            FileHandle.standardError.write(Data("docstore: note: no administrator configured (--admin or DOCSTORE_ADMIN); only users added with `docstore user add` can sign in\n".utf8))
+        }
+        let server: DocServer
+        do {
+            server = try await DocServer(configuration: configuration)
+        } catch {
+            fail("cannot start: \(error)")
+        }
+        let host = self.host
+        let folder = configuration.dataDirectory.path
+        do {
+            try await server.run { port in
+                FileHandle.standardOutput.write(Data("DocStore is serving \(folder) at http://\(host):\(port)/\n".utf8))
+            }
+        } catch {
+            fail("server stopped: \(error)")
+        }
+        print("DocStore stopped; databases closed.")
+    }
+}
+
+struct User: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the users of a data folder served by `docstore serve`.",
+        subcommands: [Add.self, List.self, Remove.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a user, or replace its password and channels.")
+
+        @Option(help: "The data folder.")
+        var data: String = "./docstore-data"
+
+        @Argument(help: "The user name.")
+        var name: String
+
+        @Option(help: "The password (read from standard input when omitted).")
+        var password: String?
+
+        @Option(help: "Comma-separated channels the user may read and write; * for all.")
+        var channels: String?
+
+        @Option(name: .customLong("read"), help: "Comma-separated channels the user may read.")
+        var readChannels: String?
+
+        @Option(name: .customLong("write"), help: "Comma-separated channels the user may write.")
+        var writeChannels: String?
+
+        func run() async throws {
+            let password = self.password ?? readLine(strippingNewline: true) ?? ""
+            func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
+            let store = try await UserStore(dataDirectory: URL(fileURLWithPath: data))
+            do {
+                try await store.setUser(name: name, password: password, readChannels: list(channels) + list(readChannels),
+                                        writeChannels: list(channels) + list(writeChannels))
+            } catch let error as CouchError {
+                await store.close()
+                fail("\(error.error): \(error.reason)")
+            }
+            await store.close()
+            print(#"{"ok":true,"name":"\#(name)"}"#)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List users with their channels.")
+
+        @Option(help: "The data folder.")
+        var data: String = "./docstore-data"
+
+        func run() async throws {
+            let store = try await UserStore(dataDirectory: URL(fileURLWithPath: data))
+            for user in try await store.users() {
+                print(JSON.object(["name": .string(user.name), "read_channels": JSON(user.readChannels),
+                                   "write_channels": JSON(user.writeChannels)]).description)
+            }
+            await store.close()
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a user.")
+
+        @Option(help: "The data folder.")
+        var data: String = "./docstore-data"
+
+        @Argument(help: "The user name.")
+        var name: String
+
+        func run() async throws {
+            let store = try await UserStore(dataDirectory: URL(fileURLWithPath: data))
+            let removed = try await store.removeUser(name: name)
+            await store.close()
+            guard removed else { fail("not_found: no user named \(name)") }
+            print(#"{"ok":true}"#)
+        }
+    }
+}

@@ -1,0 +1,307 @@
+@testable import DocServer
+import DocStore
+import Foundation
+import XCTest
+
+final class ServerAPITests: XCTestCase {
+    private func serverWithDatabase(_ name: String = "db") async throws -> TestServer {
+        let server = try await TestServer(self)
+        let created = try await server.request("PUT", "/\(name)")
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created.json, ["ok": true])
+        return server
+    }
+
+    func testWelcomeUpAllDbsAndDatabaseLifecycle() async throws {
+        let server = try await TestServer(self)
+        let welcome = try await server.request("GET", "/", as: .none)
+        XCTAssertEqual(welcome.status, 200)
+        XCTAssertEqual(welcome.json["couchdb"], "Welcome")
+        XCTAssertEqual(welcome.json["vendor"]?["name"], "DocStore")
+        XCTAssertNotNil(welcome.json["version"]?.stringValue)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_up", as: .none).json, ["status": "ok"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_uuids?count=3", as: .none).json["uuids"]?.arrayValue?.count, 3)
+
+        await XCTAssertEqualAsync(try await server.request("PUT", "/alpha").status, 201)
+        let again = try await server.request("PUT", "/alpha")
+        XCTAssertEqual(again.status, 412)
+        XCTAssertEqual(again.json["error"], "file_exists")
+        let illegal = try await server.request("PUT", "/Bad%20Name")
+        XCTAssertEqual(illegal.status, 400)
+        XCTAssertEqual(illegal.json["error"], "illegal_database_name")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/beta").status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["alpha", "beta"])
+
+        let info = try await server.request("GET", "/alpha")
+        XCTAssertEqual(info.json["db_name"], "alpha")
+        XCTAssertEqual(info.json["doc_count"], 0)
+        XCTAssertEqual(info.json["instance_start_time"], "0")
+        let missing = try await server.request("GET", "/nope")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.json, ["error": "not_found", "reason": "Database does not exist."])
+
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").status, 404)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["alpha"])
+        let ensure = try await server.request("POST", "/alpha/_ensure_full_commit")
+        XCTAssertEqual(ensure.status, 201)
+        XCTAssertEqual(ensure.json["ok"], true)
+    }
+
+    func testDocumentCrudWithEtagsConflictsAndErrors() async throws {
+        let server = try await serverWithDatabase()
+        let put = try await server.request("PUT", "/db/doc1", json: ["name": "Ada"])
+        XCTAssertEqual(put.status, 201)
+        let rev1 = try XCTUnwrap(put.json["rev"]?.stringValue)
+        XCTAssertEqual(put.json["id"], "doc1")
+        XCTAssertEqual(put.header("ETag"), "\"\(rev1)\"")
+
+        let get = try await server.request("GET", "/db/doc1")
+        XCTAssertEqual(get.json, ["_id": "doc1", "_rev": .string(rev1), "name": "Ada"])
+        XCTAssertEqual(get.header("ETag"), "\"\(rev1)\"")
+
+        let conflict = try await server.request("PUT", "/db/doc1", json: ["name": "stale"])
+        XCTAssertEqual(conflict.status, 409)
+        XCTAssertEqual(conflict.json, ["error": "conflict", "reason": "Document update conflict."])
+        let update = try await server.request("PUT", "/db/doc1?rev=\(rev1)", json: ["name": "Ada L."])
+        XCTAssertEqual(update.status, 201)
+        let rev2 = update.json["rev"]!.stringValue!
+
+        let post = try await server.request("POST", "/db", json: ["generated": true])
+        XCTAssertEqual(post.status, 201)
+        XCTAssertEqual(post.json["id"]?.stringValue?.count, 32)
+
+        let old = try await server.request("GET", "/db/doc1?rev=\(rev1)&revs=true&revs_info=true")
+        XCTAssertEqual(old.json["name"], "Ada")
+        let current = try await server.request("GET", "/db/doc1?revs=true&revs_info=true")
+        XCTAssertEqual(current.json["_revisions"]?["start"], 2)
+        XCTAssertEqual(current.json["_revs_info"]?.arrayValue?.map { $0["status"]! }, ["available", "available"])
+
+        let deleted = try await server.request("DELETE", "/db/doc1?rev=\(rev2)")
+        XCTAssertEqual(deleted.status, 200)
+        XCTAssertEqual(deleted.json["ok"], true)
+        let gone = try await server.request("GET", "/db/doc1")
+        XCTAssertEqual(gone.status, 404)
+        XCTAssertEqual(gone.json, ["error": "not_found", "reason": "deleted"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/never").json, ["error": "not_found", "reason": "missing"])
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/never?rev=1-abc").status, 404)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/doc1").status, 409, "no rev")
+        let badID = try await server.request("PUT", "/db/_bad", json: [:])
+        XCTAssertEqual(badID.status, 400)
+        XCTAssertEqual(badID.json["error"], "illegal_docid")
+        let badField = try await server.request("PUT", "/db/x", json: ["_secret": 1])
+        XCTAssertEqual(badField.status, 400)
+        XCTAssertEqual(badField.json["error"], "doc_validation")
+    }
+
+    func testConflictsOpenRevsAndMultipart() async throws {
+        let server = try await serverWithDatabase()
+        let docs: JSON = ["new_edits": false, "docs": [
+            ["_id": "c", "_rev": "2-bbb", "_revisions": ["start": 2, "ids": ["bbb", "aaa"]], "side": "b"],
+            ["_id": "c", "_rev": "2-ccc", "_revisions": ["start": 2, "ids": ["ccc", "aaa"]], "side": "c"],
+        ]]
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: docs)
+        XCTAssertEqual(bulk.status, 201)
+        XCTAssertEqual(bulk.json, [], "new_edits=false lists only failures")
+
+        let winner = try await server.request("GET", "/db/c?conflicts=true")
+        XCTAssertEqual(winner.json["_rev"], "2-ccc")
+        XCTAssertEqual(winner.json["_conflicts"], ["2-bbb"])
+
+        let all = try await server.request("GET", "/db/c?open_revs=all&revs=true")
+        let revs = all.json.arrayValue?.compactMap { $0["ok"]?["_rev"]?.stringValue }.sorted()
+        XCTAssertEqual(revs, ["2-bbb", "2-ccc"])
+        XCTAssertEqual(all.json[0]?["ok"]?["_revisions"]?["ids"]?.arrayValue?.count, 2)
+
+        let some = try await server.request("GET", "/db/c?open_revs=%5B%222-bbb%22,%223-zzz%22%5D")
+        XCTAssertEqual(some.json, [["ok": ["_id": "c", "_rev": "2-bbb", "side": "b"]], ["missing": "3-zzz"]])
+
+        let latest = try await server.request("GET", "/db/c?open_revs=%5B%221-aaa%22%5D&latest=true")
+        XCTAssertEqual(latest.json.arrayValue?.count, 2, "latest=true replaces an ancestor by its leaves")
+
+        let multipart = try await server.request("GET", "/db/c?open_revs=all", headers: ["Accept": "multipart/mixed"])
+        let contentType = try XCTUnwrap(multipart.header("Content-Type"))
+        XCTAssertTrue(contentType.hasPrefix("multipart/mixed"), contentType)
+        let boundary = try XCTUnwrap(Multipart.boundary(from: contentType))
+        let parts = try Multipart.parse(Array(multipart.body), boundary: boundary)
+        XCTAssertEqual(parts.count, 2)
+        XCTAssertEqual(parts.map { try? JSON(parsing: $0.body)["_id"] }, ["c", "c"])
+
+        // Replicator-style push: PUT new_edits=false with multipart/related and a following attachment.
+        let boundaryOut = "abc123"
+        let json = #"{"_id":"m","_rev":"1-mmm","_revisions":{"start":1,"ids":["mmm"]},"_attachments":{"a.bin":{"content_type":"application/octet-stream","length":4,"follows":true,"digest":"md5-given","revpos":1}}}"#
+        var body = Array("--\(boundaryOut)\r\nContent-Type: application/json\r\n\r\n\(json)\r\n--\(boundaryOut)\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+        body += [0, 1, 2, 255]
+        body += Array("\r\n--\(boundaryOut)--".utf8)
+        let pushed = try await server.request("PUT", "/db/m?new_edits=false", body: Data(body),
+                                              contentType: "multipart/related; boundary=\"\(boundaryOut)\"")
+        XCTAssertEqual(pushed.status, 201, pushed.text)
+        let attachment = try await server.request("GET", "/db/m/a.bin")
+        XCTAssertEqual(Array(attachment.body), [0, 1, 2, 255])
+        let withData = try await server.request("GET", "/db/m?attachments=true")
+        XCTAssertEqual(withData.json["_attachments"]?["a.bin"]?["data"], "AAEC/w==")
+        XCTAssertEqual(withData.json["_attachments"]?["a.bin"]?["digest"], "md5-given")
+        let stubOnly = try await server.request("GET", "/db/m?attachments=true&atts_since=%5B%221-mmm%22%5D")
+        XCTAssertEqual(stubOnly.json["_attachments"]?["a.bin"]?["stub"], true, "atts_since: the peer has revpos 1 already")
+
+        let badMultipart = try await server.request("PUT", "/db/m2", body: Data("garbage".utf8), contentType: "multipart/related; boundary=x")
+        XCTAssertEqual(badMultipart.status, 400)
+        XCTAssertEqual(badMultipart.json["error"], "bad_request")
+    }
+
+    func testAttachmentsAsResourcesAndInline() async throws {
+        let server = try await serverWithDatabase()
+        let created = try await server.request("PUT", "/db/photo/image.png", body: Data([1, 2, 3]), contentType: "image/png")
+        XCTAssertEqual(created.status, 201)
+        let rev1 = created.json["rev"]!.stringValue!
+        let fetched = try await server.request("GET", "/db/photo/image.png")
+        XCTAssertEqual(Array(fetched.body), [1, 2, 3])
+        XCTAssertEqual(fetched.header("Content-Type"), "image/png")
+        let stub = try await server.request("GET", "/db/photo")
+        XCTAssertEqual(stub.json["_attachments"]?["image.png"]?["stub"], true)
+        XCTAssertEqual(stub.json["_attachments"]?["image.png"]?["length"], 3)
+        let stale = try await server.request("PUT", "/db/photo/second.txt", body: Data("x".utf8), contentType: "text/plain")
+        XCTAssertEqual(stale.status, 409)
+        let second = try await server.request("PUT", "/db/photo/dir/second.txt?rev=\(rev1)", body: Data("hi".utf8), contentType: "text/plain")
+        XCTAssertEqual(second.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/photo/dir/second.txt").text, "hi")
+        let removed = try await server.request("DELETE", "/db/photo/image.png?rev=\(second.json["rev"]!.stringValue!)")
+        XCTAssertEqual(removed.status, 200)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/photo/image.png").status, 404)
+
+        let inline = try await server.request("PUT", "/db/inline", json: ["_attachments": ["n.txt": ["content_type": "text/plain", "data": "aGVsbG8="]]])
+        XCTAssertEqual(inline.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/inline/n.txt").text, "hello")
+        let badStub = try await server.request("PUT", "/db/stub", json: ["_attachments": ["n.txt": ["stub": true, "digest": "md5-nothing"]]])
+        XCTAssertEqual(badStub.status, 412)
+        XCTAssertEqual(badStub.json["error"], "missing_stub")
+    }
+
+    func testBulkDocsBulkGetAllDocsRevsDiffAndLocal() async throws {
+        let server = try await serverWithDatabase()
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
+            ["_id": "a", "v": 1], ["_id": "b", "v": 2], ["_id": "_bad"], ["_id": "c", "v": 3],
+        ]])
+        XCTAssertEqual(bulk.status, 201)
+        XCTAssertEqual(bulk.json.arrayValue?.count, 4)
+        XCTAssertEqual(bulk.json[2]?["error"], "illegal_docid")
+        let revA = bulk.json[0]!["rev"]!.stringValue!
+
+        let allDocs = try await server.request("GET", "/db/_all_docs?include_docs=true&startkey=%22b%22")
+        XCTAssertEqual(allDocs.json["total_rows"], 3)
+        XCTAssertEqual(allDocs.json["offset"], 1)
+        XCTAssertEqual(allDocs.json["rows"]?.arrayValue?.map { $0["id"]! }, ["b", "c"])
+        XCTAssertEqual(allDocs.json["rows"]?[0]?["doc"]?["v"], 2)
+        let keys = try await server.request("POST", "/db/_all_docs", json: ["keys": ["c", "zz", "a"]])
+        XCTAssertEqual(keys.json["rows"]?.arrayValue?.map { $0["key"]! }, ["c", "zz", "a"])
+        XCTAssertEqual(keys.json["rows"]?[1]?["error"], "not_found")
+        let limited = try await server.request("GET", "/db/_all_docs?descending=true&limit=2")
+        XCTAssertEqual(limited.json["rows"]?.arrayValue?.map { $0["id"]! }, ["c", "b"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?limit=-1").status, 400)
+
+        let bulkGet = try await server.request("POST", "/db/_bulk_get?revs=true", json: ["docs": [
+            ["id": "a", "rev": .string(revA)], ["id": "a", "rev": "9-nope"], ["id": "missing"], ["id": "b"],
+        ]])
+        let results = try XCTUnwrap(bulkGet.json["results"]?.arrayValue)
+        XCTAssertEqual(results.count, 4)
+        XCTAssertEqual(results[0]["docs"]?[0]?["ok"]?["v"], 1)
+        XCTAssertEqual(results[0]["docs"]?[0]?["ok"]?["_revisions"]?["start"], 1)
+        XCTAssertEqual(results[1]["docs"]?[0]?["error"]?["error"], "not_found")
+        XCTAssertEqual(results[2]["docs"]?[0]?["error"]?["error"], "not_found")
+        XCTAssertEqual(results[3]["docs"]?[0]?["ok"]?["_id"], "b")
+
+        let diff = try await server.request("POST", "/db/_revs_diff", json: ["a": [.string(revA), "2-new"], "zz": ["1-x"]])
+        XCTAssertEqual(diff.json, ["a": ["missing": ["2-new"], "possible_ancestors": [.string(revA)]], "zz": ["missing": ["1-x"]]])
+
+        let local = try await server.request("PUT", "/db/_local/checkpoint", json: ["seq": 5])
+        XCTAssertEqual(local.json, ["ok": true, "id": "_local/checkpoint", "rev": "0-1"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/checkpoint").json, ["_id": "_local/checkpoint", "_rev": "0-1", "seq": 5])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/checkpoint", json: ["seq": 6]).status, 409)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/checkpoint", json: ["_rev": "0-1", "seq": 6]).json["rev"], "0-2")
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_local/checkpoint?rev=0-2").status, 200)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/checkpoint").status, 404)
+    }
+
+    func testChangesFeedsAndFilters() async throws {
+        let server = try await serverWithDatabase()
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
+            ["_id": "a", "type": "x", "channels": ["red"]], ["_id": "b", "type": "y", "channels": ["blue"]],
+            ["_id": "c", "type": "x", "tags": ["t1", "t2"], "channels": ["red", "blue"]],
+        ]])
+        let normal = try await server.request("GET", "/db/_changes?style=all_docs&include_docs=true")
+        XCTAssertEqual(normal.json["results"]?.arrayValue?.map { $0["id"]! }, ["a", "b", "c"])
+        XCTAssertEqual(normal.json["last_seq"], 3)
+        XCTAssertEqual(normal.json["results"]?[0]?["doc"]?["type"], "x")
+        let since = try await server.request("GET", "/db/_changes?since=2&limit=5")
+        XCTAssertEqual(since.json["results"]?.arrayValue?.map { $0["id"]! }, ["c"])
+        let limited = try await server.request("GET", "/db/_changes?limit=1")
+        XCTAssertEqual(limited.json["last_seq"], 1)
+        XCTAssertEqual(limited.json["pending"], 2)
+        let descending = try await server.request("GET", "/db/_changes?descending=true&limit=2")
+        XCTAssertEqual(descending.json["results"]?.arrayValue?.map { $0["id"]! }, ["c", "b"])
+
+        let ids = try await server.request("POST", "/db/_changes?filter=_doc_ids", json: ["doc_ids": ["c", "a"]])
+        XCTAssertEqual(ids.json["results"]?.arrayValue?.map { $0["id"]! }, ["a", "c"])
+        let selector = try await server.request("POST", "/db/_changes?filter=_selector", json: ["selector": ["type": "x", "tags": ["$elemMatch": ["$eq": "t2"]]]])
+        XCTAssertEqual(selector.json["results"]?.arrayValue?.map { $0["id"]! }, ["c"])
+        let either = try await server.request("POST", "/db/_changes?filter=_selector", json: ["selector": ["$or": [["_id": "a"], ["type": ["$in": ["y"]]]], "tags": ["$exists": false]]])
+        XCTAssertEqual(either.json["results"]?.arrayValue?.map { $0["id"]! }, ["a", "b"])
+        let channel = try await server.request("GET", "/db/_changes?filter=sync_gateway/bychannel&channels=blue")
+        XCTAssertEqual(channel.json["results"]?.arrayValue?.map { $0["id"]! }, ["b", "c"])
+        let inBody = try await server.request("POST", "/db/_changes", json: ["filter": "sync_gateway/bychannel", "channels": ["red"]])
+        XCTAssertEqual(inBody.json["results"]?.arrayValue?.map { $0["id"]! }, ["a", "c"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_changes?filter=nope/nope").status, 404)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_changes?filter=_selector", json: ["selector": ["a": ["$bogus": 1]]]).status, 400)
+        let now = try await server.request("GET", "/db/_changes?since=now")
+        XCTAssertEqual(now.json["results"], [])
+        XCTAssertEqual(now.json["last_seq"], 3)
+    }
+
+    func testLongpollAndContinuousDeliverLaterChanges() async throws {
+        let server = try await serverWithDatabase()
+        _ = try await server.request("PUT", "/db/first", json: [:])
+        async let longpoll = server.request("GET", "/db/_changes?feed=longpoll&since=1&timeout=10000")
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await server.request("PUT", "/db/second", json: [:])
+        let polled = try await longpoll
+        XCTAssertEqual(polled.json["results"]?.arrayValue?.map { $0["id"]! }, ["second"])
+
+        let emptyPoll = try await server.request("GET", "/db/_changes?feed=longpoll&since=now&timeout=200")
+        XCTAssertEqual(emptyPoll.json["results"], [], "a longpoll times out with no results")
+
+        async let continuous = server.request("GET", "/db/_changes?feed=continuous&since=2&heartbeat=200&timeout=1500")
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await server.request("PUT", "/db/third", json: ["written": "after the request began"])
+        let streamed = try await continuous
+        let lines = streamed.text.split(separator: "\n").map { (try? JSON(parsing: String($0))) ?? .null }
+        XCTAssertEqual(lines.first?["id"], "third")
+        XCTAssertEqual(lines.last?["last_seq"], 3)
+
+        async let events = server.request("GET", "/db/_changes?feed=eventsource&since=0&limit=2")
+        let eventText = try await events.text
+        XCTAssertTrue(eventText.hasPrefix("data: {\"seq\":1"), eventText)
+        XCTAssertTrue(eventText.contains("\nid: 2\n"), eventText)
+    }
+
+    func testViewsOfNativeIndexes() async throws {
+        let byType = IndexDefinition(name: "app/by-type", version: "1", reduce: .count) { doc, emit in
+            if let type = doc.type { emit(.string(type), nil) }
+        }
+        let server = try await TestServer(self, indexes: { _ in [byType] })
+        _ = try await server.request("PUT", "/db")
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "1", "type": "b"], ["_id": "2", "type": "a"], ["_id": "3", "type": "b"]]])
+        let grouped = try await server.request("GET", "/db/_design/app/_view/by-type?group=true")
+        XCTAssertEqual(grouped.json, ["rows": [["key": "a", "value": 1], ["key": "b", "value": 2]]])
+        let rows = try await server.request("GET", "/db/_design/app/_view/by-type?reduce=false&key=%22b%22&include_docs=true")
+        XCTAssertEqual(rows.json["total_rows"], 3)
+        XCTAssertEqual(rows.json["offset"], 1)
+        XCTAssertEqual(rows.json["rows"]?.arrayValue?.map { $0["id"]! }, ["1", "3"])
+        XCTAssertEqual(rows.json["rows"]?[0]?["doc"]?["type"], "b")
+        let posted = try await server.request("POST", "/db/_design/app/_view/by-type?reduce=false", json: ["keys": ["a"]])
+        XCTAssertEqual(posted.json["rows"]?.arrayValue?.map { $0["id"]! }, ["2"])
+        let reversed = try await server.request("GET", "/db/_design/app/_view/by-type?reduce=false&startkey=%22a%22&endkey=%22b%22&descending=true")
+        XCTAssertEqual(reversed.status, 400)
+        XCTAssertEqual(reversed.json["error"], "query_parse_error")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_view/missing").status, 404)
+    }
+}

@@ -1,0 +1,99 @@
+@testable import DocServer
+import DocStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+
+/// A DocServer on 127.0.0.1, port 0, over a temporary data folder, with an HTTP client for it.
+final class TestServer: Sendable {
+    let server: DocServer
+    let port: Int
+    let directory: URL
+    let session: URLSession
+    static let admin = (name: "admin", password: "admin-secret")
+
+    init(_ testCase: XCTestCase, configure: (inout ServerConfiguration) -> Void = { _ in },
+         indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] }) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("docserver-tests-\(UUID().uuidString)")
+        var configuration = ServerConfiguration(dataDirectory: directory)
+        configuration.port = 0
+        configuration.admin = TestServer.admin
+        configuration.passwordIterations = 1000
+        configure(&configuration)
+        server = try await DocServer(configuration: configuration, indexes: indexes)
+        port = try await server.start()
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpShouldSetCookies = false
+        sessionConfiguration.timeoutIntervalForRequest = 30
+        session = URLSession(configuration: sessionConfiguration)
+        let server = self.server, directory = self.directory
+        testCase.addTeardownBlock {
+            await server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    struct Reply {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+        var json: JSON { (try? JSON(parsing: body)) ?? .null }
+        var text: String { String(decoding: body, as: UTF8.self) }
+        func header(_ name: String) -> String? {
+            headers.first { $0.key.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    enum Credentials {
+        case admin
+        case user(String, String)
+        case none
+        case cookie(String)
+    }
+
+    /// Sends a request; `path` may include a query string and must be percent-encoded as a client would.
+    @discardableResult
+    func request(_ method: String, _ path: String, json: JSON? = nil, body: Data? = nil, contentType: String? = nil,
+                 headers: [String: String] = [:], as credentials: Credentials = .admin) async throws -> Reply {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        if let json {
+            request.httpBody = try json.serializedData()
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+            request.setValue(contentType ?? "application/octet-stream", forHTTPHeaderField: "Content-Type")
+        }
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        switch credentials {
+        case .admin: request.setValue(TestServer.basic(TestServer.admin.name, TestServer.admin.password), forHTTPHeaderField: "Authorization")
+        case .user(let name, let password): request.setValue(TestServer.basic(name, password), forHTTPHeaderField: "Authorization")
+        case .cookie(let cookie): request.setValue("AuthSession=\(cookie)", forHTTPHeaderField: "Cookie")
+        case .none: break
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await session.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }
+        return Reply(status: http.statusCode, headers: fields, body: data)
+    }
+
+    static func basic(_ name: String, _ password: String) -> String {
+        "Basic " + Data("\(name):\(password)".utf8).base64EncodedString()
+    }
+}
+
+/// `XCTAssertEqual` for expressions that `await`.
+func XCTAssertEqualAsync<T: Equatable>(_ expression: @autoclosure () async throws -> T,
+                                       _ expected: @autoclosure () async throws -> T, _ message: String = "",
+                                       file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        let (value, expectedValue) = (try await expression(), try await expected())
+        XCTAssertEqual(value, expectedValue, message, file: file, line: line)
+    } catch {
+        XCTFail("threw \(error) \(message)", file: file, line: line)
+    }
+}
