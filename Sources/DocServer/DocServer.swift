@@ -102,8 +102,9 @@ public final class DocServer: Sendable {
 
     // MARK: Requests
 
-    /// Answers one request; every failure becomes CouchDB's JSON error with its status.
-    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+    /// Answers one request with the CouchDB API; every failure becomes CouchDB's JSON error with its
+    /// status. Use it as (or inside) the responder of your own Hummingbird application to embed the server.
+    public func respond<Context: RequestContext>(to request: Request, context: Context) async -> Response {
         let started = ContinuousClock.now
         var request = request
         let response: Response
@@ -117,6 +118,8 @@ public final class DocServer: Sendable {
         } catch let error as DocStoreError {
             response = CouchError(error).response
         } catch let error as HTTPError where error.status == .contentTooLarge {
+            response = CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes").response
+        } catch is NIOTooManyBytesError {
             response = CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes").response
         } catch {
             logger.error("unexpected error: \(error)")

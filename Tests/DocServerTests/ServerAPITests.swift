@@ -67,6 +67,10 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(update.status, 201)
         let rev2 = update.json["rev"]!.stringValue!
 
+        let slashed = try await server.request("PUT", "/db/a%2Fb%20c", json: ["slash": true])
+        XCTAssertEqual(slashed.json["id"], "a/b c", "percent-encoded ids are decoded once")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a%2Fb%20c").json["slash"], true)
+
         let post = try await server.request("POST", "/db", json: ["generated": true])
         XCTAssertEqual(post.status, 201)
         XCTAssertEqual(post.json["id"]?.stringValue?.count, 32)
