@@ -69,6 +69,9 @@ struct CouchRequest: Sendable {
 
     /// The body parsed as JSON.
     func jsonBody() throws -> JSON {
+        if let type = header(.contentType)?.lowercased(), !type.contains("json"), !type.hasPrefix("text/plain") {
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
+        }
         guard !body.isEmpty else { throw CouchError.badRequest("Request body is empty; expected JSON") }
         do {
             return try JSON(parsing: body)

@@ -1,0 +1,68 @@
+import DocStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+
+/// `docstore serve` and `docstore user`, as a person runs them.
+final class ServeCommandTests: XCTestCase {
+    func testServeAnswersWelcomeAndStopsCleanlyOnInterrupt() async throws {
+        let dir = try makeTemporaryDirectory(self)
+        let added = try runDocstore(["user", "add", "alice", "--password", "pw", "--channels", "red"], in: dir)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        let listed = try runDocstore(["user", "list"], in: dir)
+        XCTAssertEqual(try JSON(parsing: listed.lines[0]), ["name": "alice", "read_channels": ["red"], "write_channels": ["red"]])
+
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("docstore")
+        process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"]
+        process.currentDirectoryURL = dir
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var output = ""
+        while !output.contains("\n") {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            output += String(decoding: chunk, as: UTF8.self)
+        }
+        let url = try XCTUnwrap(output.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        XCTAssertTrue(url.hasPrefix("http://127.0.0.1:"), output)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent("docstore-data").path), "data folder created")
+
+        let (data, _) = try await URLSession.shared.data(from: URL(string: url)!)
+        let welcome = try JSON(parsing: data)
+        XCTAssertEqual(welcome["couchdb"], "Welcome")
+        XCTAssertEqual(welcome["vendor"]?["name"], "DocStore")
+        var request = URLRequest(url: URL(string: url + "db")!)
+        request.httpMethod = "PUT"
+        request.setValue("Basic " + Data("admin:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let (_, created) = try await URLSession.shared.data(for: request)
+        XCTAssertEqual((created as! HTTPURLResponse).statusCode, 201)
+        var asAlice = URLRequest(url: URL(string: url + "db")!)
+        asAlice.setValue("Basic " + Data("alice:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let (_, aliceInfo) = try await URLSession.shared.data(for: asAlice)
+        XCTAssertEqual((aliceInfo as! HTTPURLResponse).statusCode, 200, "a user added with `docstore user add` can sign in")
+
+        process.interrupt()   // Ctrl-C
+        let rest = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationReason, .exit)
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertTrue(rest.contains("stopped"), rest)
+        // The database was closed properly: its WAL was checkpointed away, and it opens with its data.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("docstore-data/db.sqlite-wal").path))
+        let info = try runDocstore(["info", "--db", "docstore-data/db"], in: dir)
+        XCTAssertEqual(info.status, 0, info.stderr)
+
+        let removed = try runDocstore(["user", "remove", "alice"], in: dir)
+        XCTAssertEqual(removed.status, 0)
+        XCTAssertEqual(try runDocstore(["user", "remove", "alice"], in: dir).status, 1)
+        XCTAssertEqual(try runDocstore(["user", "list"], in: dir).stdout, "")
+        let bad = try runDocstore(["serve", "--admin", "nocolon"], in: dir)
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.stderr.contains("--admin must be NAME:PASSWORD"), bad.stderr)
+    }
+}
