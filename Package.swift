@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "DocStore", targets: ["DocStore"]),
         .library(name: "DocServer", targets: ["DocServer"]),
+        .library(name: "DocSync", targets: ["DocSync"]),
         .executable(name: "docstore", targets: ["docstore"]),
         .executable(name: "docstore-bench", targets: ["DocStoreBenchmarks"]),
     ],
@@ -48,11 +49,19 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
+        .target(
+            name: "DocSync",
+            dependencies: [
+                "DocStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "docstore",
             dependencies: [
                 "DocStore",
                 "DocServer",
+                "DocSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -71,6 +80,10 @@ let package = Package(
         .testTarget(
             name: "DocServerTests",
             dependencies: ["DocStore", "DocServer"]
+        ),
+        .testTarget(
+            name: "DocSyncTests",
+            dependencies: ["DocStore", "DocServer", "DocSync"]
         ),
         .testTarget(
             name: "DocStoreCLITests",

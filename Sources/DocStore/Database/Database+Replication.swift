@@ -6,6 +6,13 @@ public struct RevisionDifference: Sendable, Hashable {
     public let missing: [RevisionID]
     /// Leaf revisions this database has that could be ancestors of the missing ones.
     public let possibleAncestors: [RevisionID]
+
+    /// A difference, as a peer reports it.
+    public init(id: String, missing: [RevisionID], possibleAncestors: [RevisionID]) {
+        self.id = id
+        self.missing = missing
+        self.possibleAncestors = possibleAncestors
+    }
 }
 
 extension Database {

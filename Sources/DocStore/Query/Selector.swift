@@ -1,4 +1,3 @@
-import DocStore
 import Foundation
 
 /// A Mango selector, as CouchDB's `_find` and `_changes?filter=_selector` use.
@@ -6,12 +5,14 @@ import Foundation
 /// Supported: implicit equality (`{"type": "invoice"}`, nested objects as sub-fields, dotted paths),
 /// `$eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch`, and the
 /// combinators `$and $or $nor $not`. Comparisons use CouchDB collation.
-struct Selector: Sendable {
-    let root: JSON
+public struct Selector: Sendable, Hashable {
+    /// The selector JSON.
+    public let root: JSON
 
-    /// Validates a selector. - Throws: 400 for unknown operators or malformed arguments.
-    init(_ json: JSON) throws {
-        guard case .object = json else { throw CouchError.badRequest("The selector must be a JSON object") }
+    /// Validates a selector.
+    /// - Throws: ``DocStoreError/Code/badRequest`` for unknown operators or malformed arguments.
+    public init(_ json: JSON) throws {
+        guard case .object = json else { throw DocStoreError(.badRequest, "The selector must be a JSON object") }
         try Selector.validate(json)
         root = json
     }
@@ -24,37 +25,40 @@ struct Selector: Sendable {
         for (key, value) in object {
             switch key {
             case "$and", "$or", "$nor":
-                guard let list = value.arrayValue else { throw CouchError.badRequest("\(key) takes an array of selectors") }
+                guard let list = value.arrayValue else { throw DocStoreError(.badRequest, "\(key) takes an array of selectors") }
                 for item in list { try validate(item) }
             case "$not":
                 try validate(value)
             case "$in", "$nin", "$all":
-                guard value.arrayValue != nil else { throw CouchError.badRequest("\(key) takes an array") }
+                guard value.arrayValue != nil else { throw DocStoreError(.badRequest, "\(key) takes an array") }
             case "$exists":
-                guard value.boolValue != nil else { throw CouchError.badRequest("$exists takes a boolean") }
+                guard value.boolValue != nil else { throw DocStoreError(.badRequest, "$exists takes a boolean") }
             case "$size":
-                guard value.intValue != nil else { throw CouchError.badRequest("$size takes an integer") }
+                guard value.intValue != nil else { throw DocStoreError(.badRequest, "$size takes an integer") }
             case "$mod":
                 guard let pair = value.arrayValue, pair.count == 2, let divisor = pair[0].intValue, divisor != 0, pair[1].intValue != nil else {
-                    throw CouchError.badRequest("$mod takes [divisor, remainder] with a non-zero divisor")
+                    throw DocStoreError(.badRequest, "$mod takes [divisor, remainder] with a non-zero divisor")
                 }
             case "$regex":
                 guard let pattern = value.stringValue, (try? NSRegularExpression(pattern: pattern)) != nil else {
-                    throw CouchError.badRequest("$regex takes a valid regular expression")
+                    throw DocStoreError(.badRequest, "$regex takes a valid regular expression")
                 }
             case "$type":
-                guard value.stringValue != nil else { throw CouchError.badRequest("$type takes a type name") }
+                guard value.stringValue != nil else { throw DocStoreError(.badRequest, "$type takes a type name") }
             case "$elemMatch", "$allMatch":
                 try validate(value)
             default:
-                if key.hasPrefix("$"), !fieldOperators.contains(key) { throw CouchError.badRequest("Unknown operator \(key)") }
+                if key.hasPrefix("$"), !fieldOperators.contains(key) { throw DocStoreError(.badRequest, "Unknown operator \(key)") }
                 try validate(value)
             }
         }
     }
 
+    /// Whether `document` matches.
+    public func matches(_ document: Document) -> Bool { matches(document.json()) }
+
     /// Whether `document` (its CouchDB JSON) matches.
-    func matches(_ document: JSON) -> Bool { Selector.match(root, value: document) }
+    public func matches(_ document: JSON) -> Bool { Selector.match(root, value: document) }
 
     /// Whether `value` satisfies `condition` (an object of fields and operators).
     private static func match(_ condition: JSON, value: JSON?) -> Bool {

@@ -1,0 +1,104 @@
+import DocStore
+import Foundation
+
+/// A replication peer over a database of this process.
+struct LocalPeer: ReplicationPeer {
+    let database: Database
+
+    func identity() async throws -> String {
+        "local:" + (try await database.info().uuid)
+    }
+
+    func prepare(create: Bool) async throws {
+        if database.isClosed { throw ReplicationError(.databaseNotFound, "The local database \(database.name) is closed") }
+    }
+
+    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON) {
+        if filter.named != nil {
+            throw ReplicationError(.invalidConfiguration, "Server filter functions need a remote source")
+        }
+        let start = sequenceNumber(since) ?? 0
+        let commits = wait == nil ? nil : database.changeBatches()
+        var result = try await collect(after: start, limit: limit, filter: filter)
+        if result.rows.isEmpty, let commits, let wait {
+            if await waitForCommit(commits, timeout: wait) {
+                result = try await collect(after: start, limit: limit, filter: filter)
+            }
+        }
+        return result
+    }
+
+    private func collect(after start: Int64, limit: Int, filter: ChangesFilter) async throws -> (rows: [ChangeRow], last: JSON) {
+        let needDocuments = filter.channels != nil || filter.selector != nil
+        var cursor = start
+        var rows: [ChangeRow] = []
+        while rows.count < limit {
+            let page = try await database.changes(since: cursor, limit: max(limit, 100), includeDocuments: needDocuments)
+            for change in page.changes {
+                cursor = change.sequence
+                if let ids = filter.documentIDs, !ids.contains(change.id) { continue }
+                if let channels = filter.channels, !(change.document?.channels.contains(where: channels.contains) ?? false) { continue }
+                if let selector = filter.selector {
+                    guard let document = change.document, !document.isDeleted, selector.matches(document) else { continue }
+                }
+                rows.append(ChangeRow(sequence: .integer(Int(change.sequence)), id: change.id,
+                                      revisions: change.leafRevisions, deleted: change.isDeleted))
+                if rows.count >= limit { break }
+            }
+            if page.changes.count < max(limit, 100) { break }
+        }
+        return (rows, .integer(Int(cursor)))
+    }
+
+    func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
+        try await database.missingRevisions(offered)
+    }
+
+    func fetch(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
+        var documents: [Document] = []
+        for request in requests {
+            guard var document = try await database.document(withID: request.id, revision: request.revision,
+                                                             includeRevisionHistory: true) else { continue }
+            let history = [request.revision] + (document.revisionHistory ?? [])
+            let known = request.attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
+            for (name, attachment) in document.attachments where (attachment.revpos ?? Int.max) > known {
+                let data = try await database.attachmentData(attachment)
+                document.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
+                                                        digest: attachment.digest, revpos: attachment.revpos)
+            }
+            documents.append(document)
+        }
+        return documents
+    }
+
+    func store(_ documents: [Document]) async throws -> [(id: String, reason: String)] {
+        try await database.insertRevisions(documents, source: .replication).compactMap { result in
+            result.error.map { (result.id, $0.reason) }
+        }
+    }
+
+    func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)? {
+        try await database.localDocument(withID: id).map { ($0.body, $0.revision) }
+    }
+
+    func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String {
+        try await database.saveLocalDocument(withID: id, body: body, revision: revision)
+    }
+}
+
+/// Waits until a write commits or `timeout` passes; returns whether a write committed.
+func waitForCommit(_ commits: AsyncStream<[DocumentChange]>, timeout: Duration) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            var iterator = commits.makeAsyncIterator()
+            return await iterator.next() != nil
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return false
+        }
+        let first = await group.next() ?? false
+        group.cancelAll()
+        return first
+    }
+}

@@ -1,0 +1,126 @@
+import DocStore
+import Foundation
+
+/// One side of a replication: a local database or a remote CouchDB-compatible database URL.
+public enum ReplicationEndpoint: Sendable {
+    /// A database of this process.
+    case local(Database)
+    /// A remote database, e.g. `http://127.0.0.1:5984/notes`. Credentials in the URL's user info are
+    /// used as HTTP Basic authentication (and never enter the replication id).
+    case remote(URL)
+}
+
+/// Which way documents move between the local side (``ReplicationConfiguration/database``'s role is
+/// played by the source) and the target.
+public enum ReplicationDirection: String, Sendable {
+    /// Source → target.
+    case push
+    /// Target → source.
+    case pull
+    /// Both ways.
+    case pushAndPull
+}
+
+/// How requests to a remote endpoint authenticate.
+public enum ReplicationAuthentication: Sendable {
+    /// HTTP Basic with a name and password.
+    case basic(name: String, password: String)
+    /// A CouchDB `AuthSession` cookie.
+    case sessionCookie(String)
+    /// `Authorization: Bearer <token>`.
+    case bearer(String)
+}
+
+/// Everything a ``Replicator`` needs, in the spirit of Couchbase Lite's configuration.
+///
+/// ```swift
+/// var config = ReplicationConfiguration.repeatingBidirectional(with: URL(string: "https://sync.example.com/notes")!,
+///                                                              database: db)
+/// config.limitToChannels = ["user-42"]
+/// let replicator = Replicator(configuration: config)
+/// replicator.start()
+/// ```
+public struct ReplicationConfiguration: Sendable {
+    /// The source (for `pushAndPull`, the local side).
+    public var source: ReplicationEndpoint
+    /// The target (for `pushAndPull`, the remote side).
+    public var target: ReplicationEndpoint
+    /// Source → target, the reverse, or both.
+    public var direction: ReplicationDirection = .push
+    /// Keep replicating new changes until stopped.
+    public var continuous = false
+    /// Create the target database when it does not exist.
+    public var createTarget = false
+    /// Replicate only documents in these channels (their `channels` field). Against DocServer and Sync
+    /// Gateway this is the `sync_gateway/bychannel` filter; against CouchDB a `_selector` on `channels`.
+    public var limitToChannels: [String]?
+    /// Replicate only these documents.
+    public var documentIDs: [String]?
+    /// Replicate only documents matching this Mango selector.
+    public var selector: JSON?
+    /// A server-side filter function (`design/name`) of the source, with its parameters.
+    public var filterName: String?
+    /// Parameters of ``filterName``, also handed to ``pushFilter``.
+    public var filterParameters: [String: String] = [:]
+    /// Decides, for each document about to be pushed from a local source, whether it goes.
+    public var pushFilter: (@Sendable (Document, [String: String]) -> Bool)?
+    /// Runs on each document that a pull left in conflict; returns the revision to keep (the losers
+    /// are then deleted), or `nil` to leave the conflict.
+    public var conflictResolver: (@Sendable (_ winner: Document, _ conflicts: [Document]) -> Document?)?
+    /// Authentication for remote endpoints (overrides credentials in the URL).
+    public var authentication: ReplicationAuthentication?
+    /// Extra HTTP headers sent with every request.
+    public var headers: [String: String] = [:]
+    /// Changes handled per batch.
+    public var batchSize = 100
+    /// Requests allowed in flight at once per direction.
+    public var maximumRequestsInFlight = 4
+    /// How long a continuous replication's change feed waits for news before asking again.
+    public var heartbeat: Duration = .seconds(30)
+    /// How long one HTTP request may take.
+    public var requestTimeout: Duration = .seconds(60)
+    /// Retries after transient errors: first delay, doubling, up to the maximum delay; a one-shot
+    /// replication gives up after `maximumAttempts`.
+    public var retry = RetryPolicy()
+
+    /// Backoff after transient errors.
+    public struct RetryPolicy: Sendable {
+        public var initialDelay: Duration = .milliseconds(250)
+        public var maximumDelay: Duration = .seconds(300)
+        public var maximumAttempts = 5
+        public init() {}
+
+        /// The delay before retry number `attempt` (0-based).
+        public func delay(forAttempt attempt: Int) -> Duration {
+            let factor = 1 << min(attempt, 30)
+            let delay = initialDelay * factor
+            return delay < maximumDelay ? delay : maximumDelay
+        }
+    }
+
+    /// A configuration replicating `source` into `target`.
+    public init(source: ReplicationEndpoint, target: ReplicationEndpoint) {
+        self.source = source
+        self.target = target
+    }
+
+    /// Push and pull with a remote database, continuously.
+    public static func repeatingBidirectional(with url: URL, database: Database) -> ReplicationConfiguration {
+        var configuration = ReplicationConfiguration(source: .local(database), target: .remote(url))
+        configuration.direction = .pushAndPull
+        configuration.continuous = true
+        return configuration
+    }
+
+    /// Push and pull with a remote database once.
+    public static func oneTimeBidirectional(with url: URL, database: Database) -> ReplicationConfiguration {
+        var configuration = ReplicationConfiguration(source: .local(database), target: .remote(url))
+        configuration.direction = .pushAndPull
+        return configuration
+    }
+
+    /// Pull a remote database into a local one once.
+    public static func oneTimeServerToClient(with url: URL, database: Database) -> ReplicationConfiguration {
+        ReplicationConfiguration(source: .remote(url), target: .local(database))
+    }
+}

@@ -1,0 +1,298 @@
+@testable import DocServer
+import DocStore
+@testable import DocSync
+import Foundation
+import Synchronization
+import XCTest
+
+/// Replication between real databases: local files, and a DocServer on 127.0.0.1 port 0.
+final class ReplicationTests: XCTestCase {
+    private func makeDatabase(_ name: String) async throws -> Database {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-\(UUID().uuidString)")
+        let db = try await Database.open(name: name, directory: folder)
+        addTeardownBlock {
+            await db.close()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        return db
+    }
+
+    /// A server with database `remote`; returns the server, the database URL with admin credentials and
+    /// the server's own handle on that database.
+    private func makeServer() async throws -> (DocServer, URL, Database) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-server-\(UUID().uuidString)")
+        var configuration = ServerConfiguration(dataDirectory: folder)
+        configuration.port = 0
+        configuration.admin = ("admin", "pw")
+        configuration.passwordIterations = 1000
+        let server = try await DocServer(configuration: configuration)
+        let port = try await server.start()
+        let database = try await server.registry.open("remote")
+        addTeardownBlock {
+            await server.stop()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        return (server, URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!, database)
+    }
+
+    /// Same ids, same winning revisions, same leaf sets on both sides.
+    private func assertConverged(_ a: Database, _ b: Database, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let idsA = try await a.changes().changes.map(\.id).sorted()
+        let idsB = try await b.changes().changes.map(\.id).sorted()
+        XCTAssertEqual(idsA, idsB, "document ids", file: file, line: line)
+        for id in idsA {
+            let treeA = try await a.revisionTree(ofDocumentWithID: id)
+            let treeB = try await b.revisionTree(ofDocumentWithID: id)
+            XCTAssertEqual(treeA?.winner?.revision, treeB?.winner?.revision, "winner of \(id)", file: file, line: line)
+            XCTAssertEqual(Set(treeA?.leaves.map(\.revision) ?? []), Set(treeB?.leaves.map(\.revision) ?? []), "leaves of \(id)", file: file, line: line)
+        }
+    }
+
+    private func seed(_ db: Database, prefix: String, count: Int, attachments: Bool = false) async throws {
+        _ = try await db.save((0..<count).map { n in
+            var doc = Document(id: "\(prefix)\(n)", body: ["n": .integer(n), "side": .string(prefix)])
+            if attachments, n % 3 == 0 {
+                doc.attachments["file.bin"] = Attachment(data: Data((0..<(n + 10)).map { UInt8($0 % 256) }), contentType: "application/octet-stream")
+            }
+            return doc
+        })
+    }
+
+    func testLocalToLocalPushCopiesEverythingAndASecondRunTransfersNothing() async throws {
+        let source = try await makeDatabase("source")
+        let target = try await makeDatabase("target")
+        try await seed(source, prefix: "d", count: 250, attachments: true)
+        var doomed = try await source.document(withID: "d7")!
+        try await source.delete(doomed)
+        doomed = try await source.document(withID: "d8")!
+        doomed["edited"] = true
+        _ = try await source.save(doomed)
+
+        let replicator = Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .local(target)))
+        let status = try await replicator.run()
+        XCTAssertEqual(status.activity, .idle)
+        XCTAssertEqual(status.documentsWritten, 250)
+        try await assertConverged(source, target)
+        let copied = try await target.attachmentData(named: "file.bin", documentID: "d9")
+        XCTAssertEqual(copied.count, 19)
+        let deleted = try await target.document(withID: "d7")
+        XCTAssertNil(deleted)
+
+        let again = try await Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .local(target))).run()
+        XCTAssertEqual(again.changesProcessed, 0, "the checkpoint is used")
+        XCTAssertEqual(again.documentsWritten, 0)
+    }
+
+    func testPushPullAndBothWithDocServer() async throws {
+        let (_, url, remote) = try await makeServer()
+        let local = try await makeDatabase("local")
+        try await seed(local, prefix: "l", count: 120, attachments: true)
+        try await seed(remote, prefix: "r", count: 80)
+
+        var push = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        push.batchSize = 50
+        let pushed = try await Replicator(configuration: push).run()
+        XCTAssertEqual(pushed.documentsWritten, 120)
+        let remoteCount = try await remote.info().documentCount
+        XCTAssertEqual(remoteCount, 200)
+
+        let pulled = try await Replicator(configuration: .oneTimeServerToClient(with: url, database: local)).run()
+        XCTAssertEqual(pulled.documentsWritten, 80, "only what the local side lacks")
+        try await assertConverged(local, remote)
+        let attachment = try await remote.attachmentData(named: "file.bin", documentID: "l3")
+        XCTAssertEqual(attachment.count, 13)
+
+        // Both ways, with edits, deletions and a conflict made on both sides.
+        var mine = try await local.document(withID: "r1")!
+        mine["by"] = "local"
+        _ = try await local.save(mine)
+        var theirs = try await remote.document(withID: "r1")!
+        theirs["by"] = "remote"
+        theirs["extra"] = 1
+        _ = try await remote.save(theirs)
+        try await local.delete(try await local.document(withID: "l5")!)
+        _ = try await remote.save(Document(id: "new-remote", body: [:]))
+        let both = try await Replicator(configuration: .oneTimeBidirectional(with: url, database: local)).run()
+        XCTAssertGreaterThanOrEqual(both.documentsWritten, 4)
+        try await assertConverged(local, remote)
+        let conflicted = try await local.document(withID: "r1", includeConflicts: true)
+        XCTAssertEqual(conflicted?.conflicts.count, 1, "the conflict is kept on both sides")
+        let quiet = try await Replicator(configuration: .oneTimeBidirectional(with: url, database: local)).run()
+        XCTAssertEqual(quiet.documentsWritten, 0)
+
+        // CouchDB's checkpoint format on the target.
+        let checkpoints = try await remote.changes() // not in the feed
+        XCTAssertFalse(checkpoints.changes.contains { $0.id.hasPrefix("_local") })
+    }
+
+    func testContinuousReplicationCarriesLaterWritesBothWays() async throws {
+        let (_, url, remote) = try await makeServer()
+        let local = try await makeDatabase("live")
+        var configuration = ReplicationConfiguration.repeatingBidirectional(with: url, database: local)
+        configuration.heartbeat = .milliseconds(300)
+        let replicator = Replicator(configuration: configuration)
+        let pulledNotes = Mutex<[ChangeSource]>([])
+        let listener = Task {
+            for await batch in local.changeBatches() { pulledNotes.withLock { $0 += batch.map(\.source) } }
+        }
+        replicator.start()
+        _ = try await local.save(Document(id: "from-local", body: ["v": 1]))
+        _ = try await remote.save(Document(id: "from-remote", body: ["v": 2]))
+        func eventually(_ condition: () async throws -> Bool) async throws {
+            for _ in 0..<200 {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            XCTFail("condition not reached")
+        }
+        try await eventually { try await remote.document(withID: "from-local") != nil }
+        try await eventually { try await local.document(withID: "from-remote") != nil }
+        XCTAssertTrue(pulledNotes.withLock { $0.contains(.replication) }, "pulled writes are announced as replication")
+        XCTAssertNotEqual(replicator.status.activity, .error)
+        await replicator.stop()
+        XCTAssertEqual(replicator.status.activity, .stopped)
+        listener.cancel()
+    }
+
+    func testFiltersLimitWhatMoves() async throws {
+        let (_, url, remote) = try await makeServer()
+        let local = try await makeDatabase("filters")
+        _ = try await local.save([
+            Document(id: "red", body: ["channels": ["red"], "kind": "a"]), Document(id: "blue", body: ["channels": ["blue"], "kind": "b"]),
+            Document(id: "both", body: ["channels": ["red", "blue"], "kind": "a"]), Document(id: "none", body: ["kind": "c"]),
+        ])
+        var byChannel = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        byChannel.limitToChannels = ["red"]
+        try await Replicator(configuration: byChannel).run()
+        await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["both", "red"])
+
+        let pullTarget = try await makeDatabase("pulled")
+        var pullByChannel = ReplicationConfiguration(source: .remote(url), target: .local(pullTarget))
+        pullByChannel.limitToChannels = ["blue"]
+        try await Replicator(configuration: pullByChannel).run()
+        await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id), ["both"], "server-side bychannel filter")
+
+        let idsTarget = try await makeDatabase("ids")
+        var byIDs = ReplicationConfiguration(source: .local(local), target: .local(idsTarget))
+        byIDs.documentIDs = ["none", "blue"]
+        try await Replicator(configuration: byIDs).run()
+        await XCTAssertEqualAsync(try await idsTarget.changes().changes.map(\.id).sorted(), ["blue", "none"])
+
+        let selectorTarget = try await makeDatabase("selected")
+        var bySelector = ReplicationConfiguration(source: .remote(url), target: .local(selectorTarget))
+        bySelector.selector = ["kind": "a"]
+        try await Replicator(configuration: bySelector).run()
+        await XCTAssertEqualAsync(try await selectorTarget.changes().changes.map(\.id).sorted(), ["both", "red"])
+
+        let pushFiltered = try await makeDatabase("pushfiltered")
+        var byDelegate = ReplicationConfiguration(source: .local(local), target: .local(pushFiltered))
+        byDelegate.filterParameters = ["kind": "b"]
+        byDelegate.pushFilter = { document, parameters in document.string(forKey: "kind") == parameters["kind"] }
+        try await Replicator(configuration: byDelegate).run()
+        await XCTAssertEqualAsync(try await pushFiltered.changes().changes.map(\.id), ["blue"])
+
+        // A different filter is a different replication: it does not reuse the red checkpoint.
+        var blueToo = byChannel
+        blueToo.limitToChannels = ["blue"]
+        try await Replicator(configuration: blueToo).run()
+        await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["blue", "both", "red"])
+    }
+
+    func testAuthenticationFailureIsATypedError() async throws {
+        let (_, url, _) = try await makeServer()
+        let local = try await makeDatabase("auth")
+        _ = try await local.save(Document(id: "x", body: [:]))
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        configuration.authentication = .basic(name: "admin", password: "wrong")
+        let replicator = Replicator(configuration: configuration)
+        let delegate = RecordingReplicatorDelegate()
+        replicator.delegate = delegate
+        do {
+            try await replicator.run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .unauthorized)
+            XCTAssertEqual(error.httpStatus, 401)
+        }
+        XCTAssertEqual(replicator.status.activity, .error)
+        XCTAssertEqual(delegate.failures.withLock { $0.map(\.code) }, [.unauthorized])
+
+        var missing = ReplicationConfiguration(source: .local(local), target: .remote(url.appendingPathComponent("../nosuchdb").standardized))
+        missing.retry.maximumAttempts = 1
+        do {
+            try await Replicator(configuration: missing).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .databaseNotFound)
+        }
+        var created = missing
+        created.createTarget = true
+        try await Replicator(configuration: created).run()
+    }
+
+    func testConflictResolverRunsOnPulledConflicts() async throws {
+        let a = try await makeDatabase("a")
+        let b = try await makeDatabase("b")
+        let base = try await a.save(Document(id: "doc", body: ["v": 0]))
+        try await Replicator(configuration: ReplicationConfiguration(source: .local(a), target: .local(b))).run()
+        var onA = base
+        onA["v"] = 1
+        _ = try await a.save(onA)
+        var onB = try await b.document(withID: "doc")!
+        onB["v"] = 2
+        _ = try await b.save(onB)
+        var pull = ReplicationConfiguration(source: .local(a), target: .local(b))
+        pull.conflictResolver = { winner, conflicts in
+            ([winner] + conflicts).max { ($0.int(forKey: "v") ?? 0) < ($1.int(forKey: "v") ?? 0) }
+        }
+        try await Replicator(configuration: pull).run()
+        let resolved = try await b.document(withID: "doc", includeConflicts: true)!
+        XCTAssertEqual(resolved.conflicts, [])
+        XCTAssertEqual(resolved.int(forKey: "v"), 2, "the resolver kept the highest v")
+    }
+
+    func testReplicationIDsAndCheckpointRule() {
+        let base = ReplicationID.make(source: "a", target: "b", filter: ChangesFilter())
+        XCTAssertEqual(base, ReplicationID.make(source: "a", target: "b", filter: ChangesFilter()))
+        XCTAssertNotEqual(base, ReplicationID.make(source: "b", target: "a", filter: ChangesFilter()))
+        var channels = ChangesFilter()
+        channels.channels = ["x"]
+        XCTAssertNotEqual(base, ReplicationID.make(source: "a", target: "b", filter: channels))
+        var named = ChangesFilter()
+        named.named = ("app/f", ["k": "1"])
+        var otherParameters = named
+        otherParameters.named = ("app/f", ["k": "2"])
+        XCTAssertNotEqual(ReplicationID.make(source: "a", target: "b", filter: named),
+                          ReplicationID.make(source: "a", target: "b", filter: otherParameters))
+
+        let same = Checkpoint(sessionID: "s2", sourceLastSequence: 40, history: [])
+        XCTAssertEqual(Checkpoint.startSequence(source: same, target: same), 40)
+        let source = Checkpoint(sessionID: "s3", sourceLastSequence: 50,
+                                history: [["session_id": "s3", "recorded_seq": 50], ["session_id": "s1", "recorded_seq": 10]])
+        let target = Checkpoint(sessionID: "s2", sourceLastSequence: 30, history: [["session_id": "s1", "recorded_seq": 10]])
+        XCTAssertEqual(Checkpoint.startSequence(source: source, target: target), 10, "the newest common session")
+        XCTAssertEqual(Checkpoint.startSequence(source: source, target: nil), 0)
+        let policy = ReplicationConfiguration.RetryPolicy()
+        XCTAssertEqual(policy.delay(forAttempt: 0), .milliseconds(250))
+        XCTAssertEqual(policy.delay(forAttempt: 3), .seconds(2))
+        XCTAssertEqual(policy.delay(forAttempt: 40), .seconds(300))
+    }
+}
+
+final class RecordingReplicatorDelegate: ReplicatorDelegate {
+    let failures = Mutex<[ReplicationError]>([])
+    func replicationFailed(_ replicator: Replicator, error: ReplicationError) {
+        failures.withLock { $0.append(error) }
+    }
+}
+
+func XCTAssertEqualAsync<T: Equatable>(_ expression: @autoclosure () async throws -> T,
+                                       _ expected: @autoclosure () async throws -> T, _ message: String = "",
+                                       file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        let (value, expectedValue) = (try await expression(), try await expected())
+        XCTAssertEqual(value, expectedValue, message, file: file, line: line)
+    } catch {
+        XCTFail("threw \(error) \(message)", file: file, line: line)
+    }
+}
