@@ -13,7 +13,7 @@ struct DocStoreCommand: AsyncParsableCommand {
             for PATH = DIR/NAME (its file is DIR/NAME.sqlite). The default is ./docstore-data/default.
             """,
         subcommands: [Put.self, Get.self, Delete.self, All.self, Changes.self, Query.self, Info.self,
-                      Import.self, Export.self, Compact.self, Serve.self, User.self]
+                      Import.self, Export.self, Compact.self, Serve.self, User.self, Replicate.self]
     )
 }
 

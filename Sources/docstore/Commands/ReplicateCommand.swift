@@ -1,0 +1,111 @@
+import ArgumentParser
+import DocStore
+import DocSync
+import Foundation
+
+struct Replicate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replicate documents from SOURCE to TARGET with the CouchDB replication protocol.",
+        discussion: """
+            SOURCE and TARGET are database URLs (http://user:password@host:5984/db) or local databases \
+            (DIR/NAME, as --db). Exits with 0 only when the replication completed without document failures. \
+            With --continuous it keeps going until Ctrl-C.
+            """)
+
+    @Argument(help: "The source: a URL or a local DIR/NAME.")
+    var source: String
+
+    @Argument(help: "The target: a URL or a local DIR/NAME.")
+    var target: String
+
+    @Flag(name: .customLong("create-target"), help: "Create the target database if it does not exist.")
+    var createTarget = false
+
+    @Flag(help: "Keep replicating new changes until interrupted.")
+    var continuous = false
+
+    @Option(help: "Only documents in these comma-separated channels.")
+    var channels: String?
+
+    @Option(name: .customLong("doc-ids"), help: "Only these comma-separated document ids.")
+    var documentIDs: String?
+
+    @Option(help: "A server filter function of the source (design/name).")
+    var filter: String?
+
+    @Option(name: .customLong("param"), help: "A filter parameter as key=value (repeatable).")
+    var parameters: [String] = []
+
+    @Option(name: .customLong("batch-size"), help: "Changes per batch.")
+    var batchSize: Int = 100
+
+    func endpoint(_ text: String) async throws -> ReplicationEndpoint {
+        if text.hasPrefix("http://") || text.hasPrefix("https://") {
+            guard let url = URL(string: text) else { fail("bad_request: invalid URL \(text)") }
+            return .remote(url)
+        }
+        var options = DatabaseOptions()
+        options.db = text
+        do {
+            return .local(try await options.open())
+        } catch let error as DocStoreError {
+            fail("\(error.couchDBError): \(error.reason)")
+        }
+    }
+
+    func run() async throws {
+        var configuration = ReplicationConfiguration(source: try await endpoint(source), target: try await endpoint(target))
+        configuration.createTarget = createTarget
+        configuration.continuous = continuous
+        configuration.batchSize = max(1, batchSize)
+        configuration.limitToChannels = channels.map { $0.split(separator: ",").map(String.init) }
+        configuration.documentIDs = documentIDs.map { $0.split(separator: ",").map(String.init) }
+        configuration.filterName = filter
+        for parameter in parameters {
+            guard let equals = parameter.firstIndex(of: "=") else { fail("bad_request: --param must be key=value") }
+            configuration.filterParameters[String(parameter[..<equals])] = String(parameter[parameter.index(after: equals)...])
+        }
+        let replicator = Replicator(configuration: configuration)
+        let terminal = isatty(STDOUT_FILENO) != 0
+        let progress = Task {
+            for await status in replicator.statusChanges() {
+                let line = "changes=\(status.changesProcessed) written=\(status.documentsWritten) failed=\(status.documentWriteFailures) state=\(status.activity.rawValue)"
+                if terminal {
+                    let width = 30
+                    let filled = status.changesProcessed == 0 ? 0 : min(width, status.documentsWritten * width / max(status.changesProcessed, 1))
+                    let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+                    FileHandle.standardOutput.write(Data("\r\(bar) \(line)   ".utf8))
+                } else {
+                    FileHandle.standardOutput.write(Data("progress \(line)\n".utf8))
+                }
+            }
+        }
+        let final: ReplicatorStatus
+        if continuous {
+            signal(SIGINT, SIG_IGN)
+            let interrupts = DispatchSource.makeSignalSource(signal: SIGINT)
+            let (stream, continuation) = AsyncStream<Void>.makeStream()
+            interrupts.setEventHandler { continuation.yield() }
+            interrupts.resume()
+            replicator.start()
+            var iterator = stream.makeAsyncIterator()
+            _ = await iterator.next()
+            await replicator.stop()
+            interrupts.cancel()
+            final = replicator.status
+        } else {
+            do {
+                final = try await replicator.run()
+            } catch let error as ReplicationError {
+                await progress.value
+                if terminal { print() }
+                fail("replication_failed: \(error)")
+            }
+        }
+        await progress.value
+        if terminal { print() }
+        await Database.closeAll()
+        print(#"{"ok":\#(final.documentWriteFailures == 0),"changes":\#(final.changesProcessed),"docs_written":\#(final.documentsWritten),"doc_write_failures":\#(final.documentWriteFailures)}"#)
+        if final.documentWriteFailures > 0 { throw ExitCode(1) }
+    }
+}
