@@ -83,7 +83,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocSyncTests",
-            dependencies: ["DocStore", "DocServer", "DocSync"]
+            dependencies: ["DocStore", "DocServer", "DocSync", .product(name: "Hummingbird", package: "hummingbird")]
         ),
         .testTarget(
             name: "DocStoreCLITests",

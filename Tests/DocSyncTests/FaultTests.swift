@@ -1,0 +1,113 @@
+@testable import DocServer
+import DocStore
+@testable import DocSync
+import Foundation
+import XCTest
+
+/// Replication through a proxy that breaks requests: it must retry, and converge with nothing lost or
+/// duplicated.
+final class FaultTests: XCTestCase {
+    private func proxied(_ rules: [FaultProxy.Rule]) async throws -> (FaultProxy, URL, Database) {
+        let (_, url, remote) = try await makeServer()
+        let upstream = "http://127.0.0.1:\(url.port!)"
+        let proxy = FaultProxy(upstream: upstream, rules: rules)
+        let port = try await proxy.start()
+        addTeardownBlock { await proxy.stop() }
+        return (proxy, URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!, remote)
+    }
+
+    private func fastRetries(_ configuration: inout ReplicationConfiguration) {
+        configuration.retry.initialDelay = .milliseconds(10)
+        configuration.retry.maximumAttempts = 12
+        configuration.batchSize = 40
+        configuration.requestTimeout = .seconds(1)
+        configuration.heartbeat = .milliseconds(200)
+    }
+
+    func testPushSurvivesErrorsDroppedConnectionsAndStalls() async throws {
+        let (proxy, url, remote) = try await proxied([
+            .init(pathContains: "_revs_diff", fault: .status(503), remaining: 2),
+            .init(pathContains: "_bulk_docs", fault: .status(500), remaining: 1),
+            .init(pathContains: "_bulk_docs", fault: .cutResponse, remaining: 2),
+            .init(pathContains: "_local", fault: .cutResponse, remaining: 1),
+            .init(pathContains: "_revs_diff", fault: .stall(.seconds(3)), remaining: 1),
+        ])
+        let local = try await makeDatabase("push-faults")
+        try await seed(local, prefix: "p", count: 200, attachments: true)
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        fastRetries(&configuration)
+        let status = try await Replicator(configuration: configuration).run()
+        XCTAssertEqual(proxy.pendingFaults, 0, "every fault was met")
+        XCTAssertNil(status.error)
+        try await assertConverged(local, remote)
+        // Nothing duplicated: every document has exactly one revision, the one pushed.
+        for change in try await remote.changes().changes {
+            XCTAssertEqual(change.leafRevisions.count, 1, change.id)
+            XCTAssertEqual(change.revision.generation, 1, change.id)
+        }
+    }
+
+    func testPullSurvivesFaultsInChangesAndBulkGet() async throws {
+        let (proxy, url, remote) = try await proxied([
+            .init(pathContains: "_changes", fault: .cutResponse, remaining: 1),
+            .init(pathContains: "_changes", fault: .status(500), remaining: 1),
+            .init(pathContains: "_bulk_get", fault: .cutResponse, remaining: 2),
+            .init(pathContains: "_bulk_get", fault: .status(503), remaining: 1),
+            .init(pathContains: "_changes", fault: .stall(.seconds(3)), remaining: 1),
+        ])
+        try await seed(remote, prefix: "r", count: 150, attachments: true)
+        let local = try await makeDatabase("pull-faults")
+        var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
+        fastRetries(&configuration)
+        try await Replicator(configuration: configuration).run()
+        XCTAssertEqual(proxy.pendingFaults, 0)
+        try await assertConverged(local, remote)
+        let copied = try await local.attachmentData(named: "file.bin", documentID: "r12")
+        XCTAssertEqual(copied.count, 22)
+    }
+
+    func testOneShotGivesUpAfterItsAttemptsAndContinuousGoesOffline() async throws {
+        let (_, url, _) = try await proxied([.init(pathContains: "remote", fault: .status(503), remaining: 1000)])
+        let local = try await makeDatabase("offline")
+        var oneShot = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        fastRetries(&oneShot)
+        oneShot.retry.maximumAttempts = 3
+        do {
+            try await Replicator(configuration: oneShot).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.httpStatus, 503)
+            XCTAssertTrue(error.isTransient)
+        }
+        var continuous = oneShot
+        continuous.continuous = true
+        let replicator = Replicator(configuration: continuous)
+        replicator.start()
+        for _ in 0..<200 where replicator.status.activity != .offline { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(replicator.status.activity, .offline)
+        await replicator.stop()
+        XCTAssertEqual(replicator.status.activity, .stopped)
+    }
+
+    func testFiveThousandDocumentsWithAttachmentsOverHTTP() async throws {
+        let (_, serverURL, remote) = try await makeServer()
+        let local = try await makeDatabase("many")
+        _ = try await local.save((0..<5000).map { n in
+            var doc = Document(id: String(format: "m%05d", n), body: ["n": .integer(n)])
+            doc.attachments["a.txt"] = Attachment(data: Data("attachment \(n)".utf8), contentType: "text/plain")
+            return doc
+        })
+        var push = ReplicationConfiguration(source: .local(local), target: .remote(serverURL))
+        push.batchSize = 500
+        let pushed = try await Replicator(configuration: push).run()
+        XCTAssertEqual(pushed.documentsWritten, 5000)
+        let pulledBack = try await makeDatabase("many-back")
+        var pull = ReplicationConfiguration(source: .remote(serverURL), target: .local(pulledBack))
+        pull.batchSize = 500
+        try await Replicator(configuration: pull).run()
+        try await assertConverged(local, pulledBack)
+        try await assertConverged(local, remote)
+        let sample = try await pulledBack.attachmentData(named: "a.txt", documentID: "m04321")
+        XCTAssertEqual(String(decoding: sample, as: UTF8.self), "attachment 4321")
+    }
+}

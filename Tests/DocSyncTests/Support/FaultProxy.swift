@@ -1,0 +1,106 @@
+import DocStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// A proxy on 127.0.0.1 in front of a server that injects faults into chosen requests: an error status,
+/// a connection cut in the middle of the response, or a stall longer than the client's timeout.
+final class FaultProxy: Sendable {
+    enum Fault: Sendable {
+        case status(Int)
+        case cutResponse
+        case stall(Duration)
+    }
+
+    struct Rule: Sendable {
+        let pathContains: String
+        let fault: Fault
+        var remaining: Int
+    }
+
+    let upstream: String
+    private let rules: Mutex<[Rule]>
+    private let counts = Mutex<[String: Int]>([:])
+    private let session: URLSession
+    private let task = Mutex<Task<Void, any Error>?>(nil)
+
+    init(upstream: String, rules: [Rule]) {
+        self.upstream = upstream
+        self.rules = Mutex(rules)
+        session = URLSession(configuration: .ephemeral)
+    }
+
+    /// How many faults are still to be injected.
+    var pendingFaults: Int { rules.withLock { $0.reduce(0) { $0 + $1.remaining } } }
+
+    /// Requests seen per endpoint (the last path segment, e.g. `_changes`).
+    func requests(to endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
+
+    func start() async throws -> Int {
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let app = Application(
+            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in try await self.handle(request) },
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) })
+        task.withLock { $0 = Task { try await app.run() } }
+        var iterator = ports.makeAsyncIterator()
+        return await iterator.next() ?? 0
+    }
+
+    func stop() async {
+        let running = task.withLock { $0 }
+        running?.cancel()
+        _ = try? await running?.value
+    }
+
+    private func takeFault(for path: String) -> Fault? {
+        rules.withLock { rules in
+            guard let index = rules.firstIndex(where: { path.contains($0.pathContains) && $0.remaining > 0 }) else { return nil }
+            rules[index].remaining -= 1
+            return rules[index].fault
+        }
+    }
+
+    private func handle(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: 64 * 1024 * 1024)
+        let path = request.uri.path
+        let endpoint = String(path.split(separator: "/").last ?? "")
+        counts.withLock { $0[endpoint, default: 0] += 1 }
+        let fault = takeFault(for: path)
+        if case .status(let code)? = fault {
+            let json = Array(#"{"error":"injected","reason":"fault injected by the test proxy"}"#.utf8)
+            return Response(status: HTTPResponse.Status(code: code), headers: [.contentType: "application/json"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+        }
+        if case .stall(let duration)? = fault {
+            try await Task.sleep(for: duration)
+        }
+        var upstreamRequest = URLRequest(url: URL(string: upstream + path + (request.uri.query.map { "?" + $0 } ?? ""))!)
+        upstreamRequest.httpMethod = request.method.rawValue
+        for field in request.headers where [.authorization, .contentType, .accept, .cookie].contains(field.name) {
+            upstreamRequest.setValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        if body.readableBytes > 0 { upstreamRequest.httpBody = Data(body.readableBytesView) }
+        let (data, response) = try await session.data(for: upstreamRequest)
+        let http = response as! HTTPURLResponse
+        let contentType = http.value(forHTTPHeaderField: "Content-Type") ?? "application/json"
+        if case .cutResponse? = fault {
+            // Half the body, then the connection breaks (no Content-Length, so the client cannot
+            // take the truncated body for a complete one).
+            let half = ByteBuffer(bytes: data.prefix(max(1, data.count / 2)))
+            return Response(status: HTTPResponse.Status(code: http.statusCode), headers: [.contentType: contentType],
+                            body: ResponseBody { writer in
+                                try await writer.write(half)
+                                throw CancellationError()
+                            })
+        }
+        return Response(status: HTTPResponse.Status(code: http.statusCode), headers: [.contentType: contentType],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
