@@ -318,10 +318,7 @@ public final class Replicator: Sendable {
                 }
             }
             missingFound += requests.count
-            var documents: [Document] = []
-            for start in stride(from: 0, to: requests.count, by: configuration.batchSize) {
-                documents += try await source.fetch(Array(requests[start..<min(start + configuration.batchSize, requests.count)]))
-            }
+            var documents = try await fetchInParallel(requests, from: source)
             docsRead += documents.count
             if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
                 documents = documents.filter { pushFilter($0, configuration.filterParameters) }
@@ -342,6 +339,33 @@ public final class Replicator: Sendable {
                 $0.documentsWritten += batch.1
                 $0.documentWriteFailures += batch.2
             }
+        }
+    }
+
+    /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``
+    /// requests at once, keeping the order of `requests`.
+    private func fetchInParallel(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])],
+                                 from source: any ReplicationPeer) async throws -> [Document] {
+        guard !requests.isEmpty else { return [] }
+        let lanes = max(1, configuration.maximumRequestsInFlight)
+        let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
+        let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
+        if chunks.count == 1 { return try await source.fetch(chunks[0]) }
+        return try await withThrowingTaskGroup(of: (Int, [Document]).self) { group in
+            var results: [Int: [Document]] = [:]
+            var next = 0
+            func launch() {
+                let index = next
+                let chunk = chunks[index]
+                group.addTask { (index, try await source.fetch(chunk)) }
+                next += 1
+            }
+            while next < min(lanes, chunks.count) { launch() }
+            while let (index, documents) = try await group.next() {
+                results[index] = documents
+                if next < chunks.count { launch() }
+            }
+            return (0..<chunks.count).flatMap { results[$0] ?? [] }
         }
     }
 

@@ -50,8 +50,6 @@ final class SQLiteConnection: @unchecked Sendable {
         self.path = path
         sqlite3_busy_timeout(db, 10_000)
         sqlite3_extended_result_codes(db, 1)
-        // An 8 MB page cache per connection (SQLite's default is 2 MB).
-        sqlite3_exec(db, "PRAGMA cache_size = -8000", nil, nil, nil)
     }
 
     deinit {
