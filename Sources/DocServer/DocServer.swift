@@ -25,20 +25,26 @@ public final class DocServer: Sendable {
     public let users: UserStore
     let registry: DatabaseRegistry
     let authenticator: Authenticator
+    /// `_changes` filter functions registered in Swift, by name (`design/name`).
+    let filters: [String: ChangesFilterFunction]
     let logger: Logger
     private let state = Mutex<(port: Int?, task: Task<Void, any Error>?)>((nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
     /// - Parameter indexes: the natively registered indexes of each database, by database name; index
     ///   `a/b` is served at `/db/_design/a/_view/b`.
+    ///   - filters: `_changes` filter functions by name (`design/name`), used as
+    ///     `_changes?filter=design/name&param=…`: each gets the document and the request's parameters.
     public init(configuration: ServerConfiguration,
                 indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
+                filters: [String: ChangesFilterFunction] = [:],
                 logger: Logger = Logger(label: "docstore.server")) async throws {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
         self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
         self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes)
         self.authenticator = Authenticator(configuration: configuration, users: users)
+        self.filters = filters
         self.logger = logger
     }
 
@@ -201,6 +207,9 @@ public final class DocServer: Sendable {
         return Response.json(["uuids": .array(ids)])
     }
 }
+
+/// A `_changes` filter function: whether `document` passes, given the request's parameters.
+public typealias ChangesFilterFunction = @Sendable (_ document: Document, _ parameters: [String: String]) -> Bool
 
 /// The databases of the data folder, opened on first use.
 final class DatabaseRegistry: Sendable {

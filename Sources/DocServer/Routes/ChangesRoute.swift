@@ -23,8 +23,10 @@ struct ChangesRequest: Sendable {
     var selector: Selector?
     /// Only documents in one of these channels (`filter=sync_gateway/bychannel`).
     var channels: Set<String>?
+    /// A filter function registered in Swift, with the request's parameters.
+    var function: (filter: ChangesFilterFunction, parameters: [String: String])?
 
-    init(_ request: CouchRequest, currentSequence: Int64) throws {
+    init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
         if let text = request.query["feed"] {
             guard let feed = Feed(rawValue: text) else { throw CouchError.badRequest("Invalid feed: \(text)") }
             self.feed = feed
@@ -97,20 +99,24 @@ struct ChangesRequest: Sendable {
             else if let text = parameter("channels") { names = text.split(separator: ",").map(String.init) }
             guard !names.isEmpty else { throw CouchError.badRequest("filter=sync_gateway/bychannel needs channels") }
             channels = Set(names)
+        case let name? where filters[name] != nil:
+            var parameters = request.query
+            for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
+            function = (filters[name]!, parameters)
         case let other?:
-            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, sync_gateway/bychannel")
+            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, sync_gateway/bychannel and the registered filters")
         }
         if feed == .continuous || feed == .eventsource { descending = false }
     }
 
-    var needsDocuments: Bool { includeDocs || selector != nil || channels != nil }
+    var needsDocuments: Bool { includeDocs || selector != nil || channels != nil || function != nil }
 }
 
 extension DocServer {
     /// `GET|POST /{db}/_changes` in the normal, longpoll, continuous and eventsource feeds.
     func changes(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
-        let parameters = try ChangesRequest(request, currentSequence: await db.updateSequence)
+        let parameters = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
         switch parameters.feed {
         case .normal:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
@@ -210,6 +216,9 @@ extension DocServer {
         if let wanted = parameters.channels, !channels.contains(where: wanted.contains) { return nil }
         if let selector = parameters.selector {
             guard let document, !document.isDeleted, selector.matches(document.json()) else { return nil }
+        }
+        if let (function, arguments) = parameters.function {
+            guard let document, function(document, arguments) else { return nil }
         }
         var row = change.couchDBJSON(allLeaves: parameters.allLeaves)
         row["doc"] = nil

@@ -203,16 +203,21 @@ struct HTTPPeer: ReplicationPeer {
         return documents
     }
 
-    /// The fallback for servers without `_bulk_get`: `GET /db/id?rev=…&revs=true&attachments=true`.
+    /// The fallback for servers without `_bulk_get`:
+    /// `GET /db/id?open_revs=["rev"]&revs=true&latest=true&attachments=true`, answered as JSON.
     private func fetchOneByOne(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
         var documents: [Document] = []
         for request in requests {
-            var path = "/\(HTTPPeer.encode(request.id))?rev=\(request.revision)&revs=true&attachments=true"
+            let openRevs = HTTPPeer.encodeQuery(JSON([request.revision.description]).description)
+            var path = "/\(HTTPPeer.encode(request.id))?open_revs=\(openRevs)&revs=true&latest=true&attachments=true"
             if !request.attsSince.isEmpty {
                 path += "&atts_since=" + HTTPPeer.encodeQuery(JSON(request.attsSince.map(\.description)).description)
             }
             let (status, json) = try await self.request("GET", path, allow: [404])
-            if status == 200 { documents.append(try Document(json: json)) }
+            guard status == 200 else { continue }
+            for entry in json.arrayValue ?? [] {
+                if let ok = entry["ok"] { documents.append(try Document(json: ok)) }
+            }
         }
         return documents
     }

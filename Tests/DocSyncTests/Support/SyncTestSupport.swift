@@ -17,13 +17,13 @@ extension XCTestCase {
 
     /// A server with database `remote`; returns the server, the database URL with admin credentials and
     /// the server's own handle on that database.
-    func makeServer() async throws -> (DocServer, URL, Database) {
+    func makeServer(filters: [String: ChangesFilterFunction] = [:]) async throws -> (DocServer, URL, Database) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-server-\(UUID().uuidString)")
         var configuration = ServerConfiguration(dataDirectory: folder)
         configuration.port = 0
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
-        let server = try await DocServer(configuration: configuration)
+        let server = try await DocServer(configuration: configuration, filters: filters)
         let port = try await server.start()
         let database = try await server.registry.open("remote")
         addTeardownBlock {

@@ -1,0 +1,104 @@
+@testable import DocServer
+import DocStore
+@testable import DocSync
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import XCTest
+
+final class ProtocolDetailTests: XCTestCase {
+    func testServerFilterWithParameters() async throws {
+        let (_, url, remote) = try await makeServer(filters: [
+            "app/by-kind": { document, parameters in document.string(forKey: "kind") == parameters["kind"] },
+        ])
+        _ = try await remote.save([Document(id: "a1", body: ["kind": "a"]), Document(id: "b1", body: ["kind": "b"]),
+                                   Document(id: "b2", body: ["kind": "b"])])
+        let local = try await makeDatabase("filtered")
+        var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
+        configuration.filterName = "app/by-kind"
+        configuration.filterParameters = ["kind": "b"]
+        try await Replicator(configuration: configuration).run()
+        await XCTAssertEqualAsync(try await local.changes().changes.map(\.id), ["b1", "b2"])
+        configuration.filterParameters = ["kind": "a"]
+        try await Replicator(configuration: configuration).run()
+        await XCTAssertEqualAsync(try await local.changes().changes.map(\.id).sorted(), ["a1", "b1", "b2"],
+                                  "new parameters, new replication id: it starts from the beginning")
+        var unknown = configuration
+        unknown.filterName = "app/none"
+        do {
+            try await Replicator(configuration: unknown).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.httpStatus, 404)
+        }
+    }
+
+    func testFallbackToOpenRevsWithoutBulkGetAndRequestCounts() async throws {
+        let (_, serverURL, remote) = try await makeServer()
+        let proxy = FaultProxy(upstream: "http://127.0.0.1:\(serverURL.port!)",
+                               rules: [.init(pathContains: "_bulk_get", fault: .status(404), remaining: 1000)])
+        let port = try await proxy.start()
+        addTeardownBlock { await proxy.stop() }
+        let url = URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!
+        try await seed(remote, prefix: "o", count: 30, attachments: true)
+        let local = try await makeDatabase("fallback")
+        var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
+        configuration.batchSize = 10
+        try await Replicator(configuration: configuration).run()
+        try await assertConverged(local, remote)
+        let attachment = try await local.attachmentData(named: "file.bin", documentID: "o6")
+        XCTAssertEqual(attachment.count, 16)
+        XCTAssertGreaterThanOrEqual(proxy.requests(to: "_bulk_get"), 3, "tried _bulk_get first")
+
+        // A second run reads the checkpoint and one empty page of changes, and moves nothing.
+        let changesBefore = proxy.requests(to: "_changes")
+        let bulkGetBefore = proxy.requests(to: "_bulk_get")
+        let second = try await Replicator(configuration: configuration).run()
+        XCTAssertEqual(second.documentsWritten, 0)
+        XCTAssertEqual(proxy.requests(to: "_changes") - changesBefore, 1)
+        XCTAssertEqual(proxy.requests(to: "_bulk_get") - bulkGetBefore, 0)
+    }
+
+    func testSessionCookieAndBearerAuthenticationAndStreams() async throws {
+        let (_, url, remote) = try await makeServer()
+        var login = URLRequest(url: URL(string: "http://127.0.0.1:\(url.port!)/_session")!)
+        login.httpMethod = "POST"
+        login.httpBody = Data(#"{"name":"admin","password":"pw"}"#.utf8)
+        login.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let (_, response) = try await URLSession(configuration: .ephemeral).data(for: login)
+        let setCookie = try XCTUnwrap((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"))
+        let cookie = String(setCookie.dropFirst("AuthSession=".count).prefix { $0 != ";" })
+
+        let local = try await makeDatabase("cookie")
+        try await seed(local, prefix: "s", count: 12)
+        let plainURL = URL(string: "http://127.0.0.1:\(url.port!)/remote")!
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(plainURL))
+        configuration.authentication = .sessionCookie(cookie)
+        configuration.batchSize = 5
+        let replicator = Replicator(configuration: configuration)
+        let statuses = replicator.statusChanges()
+        let documents = replicator.replicatedDocuments()
+        let collectedStatuses = Task { await statuses.reduce(into: [ReplicatorActivity]()) { $0.append($1.activity) } }
+        let collectedDocuments = Task { await documents.reduce(into: [String]()) { $0 += $1.map(\.id) } }
+        try await replicator.run()
+        let activities = await collectedStatuses.value
+        let moved = await collectedDocuments.value
+        XCTAssertEqual(activities.first, .connecting)
+        XCTAssertTrue(activities.contains(.busy))
+        XCTAssertEqual(activities.last, .idle)
+        XCTAssertEqual(moved.sorted(), (0..<12).map { "s\($0)" }.sorted())
+        let count = try await remote.info().documentCount
+        XCTAssertEqual(count, 12)
+
+        var bearer = configuration
+        bearer.authentication = .bearer("not-a-token")
+        do {
+            try await Replicator(configuration: bearer).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .unauthorized)
+        }
+    }
+}
