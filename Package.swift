@@ -83,7 +83,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DocSyncTests",
-            dependencies: ["DocStore", "DocServer", "DocSync", .product(name: "Hummingbird", package: "hummingbird")]
+            dependencies: ["DocStore", "DocServer", "DocSync", .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DocStoreCLITests",

@@ -293,9 +293,25 @@ public final class Replicator: Sendable {
             history = checkpoint.history
         }
 
+        var feed: ChangeFeed?
+        defer { feed?.close() }
         while !Task.isCancelled {
-            let wait: Duration? = configuration.continuous ? configuration.heartbeat : nil
-            let (rows, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
+            let rows: [ChangeRow], last: JSON
+            if let current = feed {
+                guard let batch = try await current.next(maximum: configuration.batchSize) else {
+                    feed = nil   // the server ended the feed: read on from the checkpoint
+                    continue
+                }
+                rows = batch
+                last = batch.last?.sequence ?? since
+            } else {
+                let wait: Duration? = configuration.continuous ? configuration.heartbeat : nil
+                (rows, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
+                // Caught up in continuous mode: stream further changes as they happen, where the source can.
+                if configuration.continuous && rows.count < configuration.batchSize {
+                    feed = try await source.openContinuousFeed(since: last, filter: filter, heartbeat: configuration.heartbeat)
+                }
+            }
             if rows.isEmpty {
                 if last != since {
                     since = last
@@ -334,10 +350,12 @@ public final class Replicator: Sendable {
             since = last
             try await saveCheckpoint()
             let batch = (rows.count, documents.count - refused.count, refused.count)
+            let streaming = feed != nil
             update {
                 $0.changesProcessed += batch.0
                 $0.documentsWritten += batch.1
                 $0.documentWriteFailures += batch.2
+                if streaming { $0.activity = .idle }
             }
         }
     }

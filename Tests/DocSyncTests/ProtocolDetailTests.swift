@@ -2,6 +2,7 @@
 import DocStore
 @testable import DocSync
 import Foundation
+import Logging
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -100,5 +101,40 @@ final class ProtocolDetailTests: XCTestCase {
         } catch let error as ReplicationError {
             XCTAssertEqual(error.code, .unauthorized)
         }
+    }
+}
+
+final class ContinuousFeedTests: XCTestCase {
+    /// Once caught up, a continuous pull reads one streamed `_changes` feed: later changes arrive without
+    /// new `_changes` requests.
+    func testContinuousPullStreamsOneFeed() async throws {
+        let log = MessageLog()
+        let (_, url, remote) = try await makeServer(logger: Logger(label: "feed") { _ in CollectingLogHandler(log: log) })
+        func changesRequests() -> Int { log.count(containing: "/remote/_changes") }
+        try await seed(remote, prefix: "c", count: 5)
+        let local = try await makeDatabase("streamed")
+        var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
+        configuration.continuous = true
+        configuration.heartbeat = .seconds(5)
+        let replicator = Replicator(configuration: configuration)
+        replicator.start()
+        func eventually(_ condition: () async throws -> Bool) async throws {
+            for _ in 0..<300 {
+                if try await condition() { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            XCTFail("condition not reached")
+        }
+        try await eventually { try await local.info().documentCount == 5 }
+        try await Task.sleep(for: .milliseconds(200))
+        let before = changesRequests()
+        XCTAssertGreaterThan(before, 0, "the server's requests are being counted")
+        for n in 0..<3 {
+            _ = try await remote.save(Document(id: "later\(n)", body: [:]))
+            try await eventually { try await local.document(withID: "later\(n)") != nil }
+        }
+        XCTAssertEqual(changesRequests(), before, "later changes came over the open feed")
+        await replicator.stop()
+        XCTAssertEqual(replicator.status.activity, .stopped)
     }
 }

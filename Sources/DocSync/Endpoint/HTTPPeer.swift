@@ -125,16 +125,15 @@ struct HTTPPeer: ReplicationPeer {
         _ = try await request("PUT", "", allow: [412])
     }
 
-    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON) {
-        var query = ["style=all_docs", "limit=\(limit)"]
+    /// The query items and JSON body of a `_changes` request; parameters go in both, since CouchDB reads
+    /// the query string and Sync Gateway the body.
+    private func changesRequest(since: JSON, limit: Int?, filter: ChangesFilter) -> (query: [String], body: JSONObject) {
+        var query = ["style=all_docs"]
+        if let limit { query.append("limit=\(limit)") }
         switch since {
         case .integer(let n): query.append("since=\(n)")
         case .string(let text): query.append("since=\(HTTPPeer.encodeQuery(text))")
         default: query.append("since=\(HTTPPeer.encodeQuery(since.description))")
-        }
-        if let wait {
-            let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
-            query += ["feed=longpoll", "timeout=\(max(milliseconds, 100))"]
         }
         var body = JSONObject()
         if let ids = filter.documentIDs {
@@ -158,6 +157,35 @@ struct HTTPPeer: ReplicationPeer {
                 query.append("\(HTTPPeer.encodeQuery(key))=\(HTTPPeer.encodeQuery(value))")
                 body[key] = .string(value)
             }
+        }
+        return (query, body)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// A continuous `_changes` feed from `since`, read as it arrives, with heartbeats every `heartbeat`.
+    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed? {
+        var (query, body) = changesRequest(since: since, limit: nil, filter: filter)
+        query += ["feed=continuous", "heartbeat=\(max(HTTPPeer.milliseconds(heartbeat), 100))"]
+        guard let url = URL(string: databaseURL.absoluteString + "/_changes?" + query.joined(separator: "&")) else {
+            throw ReplicationError(.invalidConfiguration, "Bad _changes URL")
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSON.object(body).serializedData()
+        let feed = ChangeFeed()
+        feed.open(request, configuration: session.configuration)
+        return feed
+    }
+
+    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON) {
+        var (query, body) = changesRequest(since: since, limit: limit, filter: filter)
+        if let wait {
+            query += ["feed=longpoll", "timeout=\(max(HTTPPeer.milliseconds(wait), 100))"]
         }
         let (_, json) = try await request("POST", "/_changes?" + query.joined(separator: "&"), json: .object(body))
         guard let results = json["results"]?.arrayValue else {

@@ -50,6 +50,9 @@ struct LocalPeer: ReplicationPeer {
         return (rows, .integer(Int(cursor)))
     }
 
+    /// Local sources wait on the database's commit signal instead.
+    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed? { nil }
+
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
         try await database.missingRevisions(offered)
     }

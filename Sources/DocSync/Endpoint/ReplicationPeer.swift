@@ -24,6 +24,8 @@ protocol ReplicationPeer: Sendable {
     func prepare(create: Bool) async throws
     /// Changes after `since`, at most `limit`; with `wait`, blocks until there is one or `wait` passes.
     func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON)
+    /// A continuous feed of changes after `since`, if this side streams them (HTTP); `nil` otherwise.
+    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed?
     /// Which of the offered revisions this side lacks.
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference]
     /// The given revisions with their history and the attachment contents newer than `attsSince`.

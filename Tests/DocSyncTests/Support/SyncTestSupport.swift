@@ -2,6 +2,7 @@
 import DocStore
 @testable import DocSync
 import Foundation
+import Logging
 import XCTest
 
 extension XCTestCase {
@@ -17,13 +18,14 @@ extension XCTestCase {
 
     /// A server with database `remote`; returns the server, the database URL with admin credentials and
     /// the server's own handle on that database.
-    func makeServer(filters: [String: ChangesFilterFunction] = [:]) async throws -> (DocServer, URL, Database) {
+    func makeServer(filters: [String: ChangesFilterFunction] = [:],
+                    logger: Logger = Logger(label: "test.server")) async throws -> (DocServer, URL, Database) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-server-\(UUID().uuidString)")
         var configuration = ServerConfiguration(dataDirectory: folder)
         configuration.port = 0
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
-        let server = try await DocServer(configuration: configuration, filters: filters)
+        let server = try await DocServer(configuration: configuration, filters: filters, logger: logger)
         let port = try await server.start()
         let database = try await server.registry.open("remote")
         addTeardownBlock {
@@ -57,3 +59,27 @@ extension XCTestCase {
     }
 
 }
+
+/// Keeps the messages logged through it, for tests that count a server's requests.
+final class MessageLog: Sendable {
+    let messages = Mutex<[String]>([])
+    func count(containing text: String) -> Int { messages.withLock { $0.filter { $0.contains(text) }.count } }
+}
+
+struct CollectingLogHandler: LogHandler {
+    let log: MessageLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+             file: String, function: String, line: UInt) {
+        log.messages.withLock { $0.append(message.description) }
+    }
+}
+
+import Synchronization

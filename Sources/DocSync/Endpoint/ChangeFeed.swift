@@ -1,0 +1,134 @@
+import DocStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A continuous `_changes` feed read as it arrives: a `URLSessionDataDelegate` splits the response into
+/// lines (rows, empty heartbeat lines, a final `last_seq`), and ``next(maximum:)`` hands out the rows
+/// received so far, waiting when there are none.
+final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var rows: [ChangeRow] = []
+        var ended = false
+        var failure: ReplicationError?
+        var waiter: CheckedContinuation<Void, Never>?
+        var status = 0
+        var errorBody: [UInt8] = []
+    }
+
+    private let state = Mutex(State())
+    private let task = Mutex<URLSessionDataTask?>(nil)
+    private let session = Mutex<URLSession?>(nil)
+
+    /// Starts the request; the feed fills as the server writes.
+    func open(_ request: URLRequest, configuration: URLSessionConfiguration) {
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        let task = session.dataTask(with: request)
+        self.session.withLock { $0 = session }
+        self.task.withLock { $0 = task }
+        task.resume()
+    }
+
+    /// Stops reading.
+    func close() {
+        task.withLock { $0?.cancel() }
+        session.withLock { $0?.invalidateAndCancel() }
+        finish(nil)
+    }
+
+    /// Up to `maximum` rows; waits until at least one arrived. `nil` when the feed has ended.
+    /// - Throws: the error that broke the feed.
+    func next(maximum: Int) async throws -> [ChangeRow]? {
+        while true {
+            if Task.isCancelled {
+                close()
+                throw CancellationError()
+            }
+            let (rows, ended, failure): ([ChangeRow], Bool, ReplicationError?) = state.withLock { state in
+                let taken = Array(state.rows.prefix(maximum))
+                state.rows.removeFirst(taken.count)
+                return (taken, state.ended && state.rows.isEmpty, state.failure)
+            }
+            if !rows.isEmpty { return rows }
+            if let failure { throw failure }
+            if ended { return nil }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if !state.rows.isEmpty || state.ended { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                self.wake()
+            }
+        }
+    }
+
+    private func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    private func finish(_ failure: ReplicationError?) {
+        state.withLock { state in
+            if state.failure == nil { state.failure = failure }
+            state.ended = true
+        }
+        wake()
+    }
+
+    // MARK: URLSessionDataDelegate
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        state.withLock { $0.status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let isError = state.withLock { $0.status >= 400 }
+        if isError {
+            state.withLock { $0.errorBody.append(contentsOf: data.prefix(4096)) }
+            return
+        }
+        var parsed: [ChangeRow] = []
+        state.withLock { state in
+            state.buffer.append(contentsOf: data)
+            while let newline = state.buffer.firstIndex(of: 0x0A) {
+                let line = Array(state.buffer[..<newline])
+                state.buffer.removeSubrange(...newline)
+                guard !line.isEmpty, let json = try? JSON(parsing: line) else { continue }  // heartbeat
+                guard let id = json["id"]?.stringValue, let changes = json["changes"]?.arrayValue else { continue }
+                parsed.append(ChangeRow(sequence: json["seq"] ?? .null, id: id,
+                                        revisions: changes.compactMap { $0["rev"]?.stringValue.flatMap(RevisionID.init) },
+                                        deleted: json["deleted"]?.boolValue ?? false))
+            }
+            state.rows += parsed
+        }
+        if !parsed.isEmpty { wake() }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (status, body) = state.withLock { ($0.status, $0.errorBody) }
+        if status >= 400 {
+            let json = (try? JSON(parsing: body)) ?? .null
+            let reason = json["reason"]?.stringValue ?? "continuous _changes failed"
+            let code: ReplicationError.Code = status == 401 ? .unauthorized : status == 403 ? .forbidden : .badResponse
+            finish(ReplicationError(code, reason, httpStatus: status))
+        } else if let error {
+            finish(ReplicationError(.network, "continuous _changes: \(error.localizedDescription)", cause: error))
+        } else {
+            finish(nil)
+        }
+        session.finishTasksAndInvalidate()
+    }
+}
