@@ -50,3 +50,30 @@ func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
     testCase.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
     return url
 }
+
+/// Starts `docstore serve --port 0 --admin admin:pw` in `directory` and returns the process and the URL
+/// it prints (`http://127.0.0.1:PORT/`). The process is interrupted when the test ends.
+func launchServe(in directory: URL, _ testCase: XCTestCase) throws -> (Process, Pipe, String) {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent("docstore")
+    process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"]
+    process.currentDirectoryURL = directory
+    let stdout = Pipe()
+    process.standardOutput = stdout
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    var output = ""
+    while !output.contains("\n") {
+        let chunk = stdout.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        output += String(decoding: chunk, as: UTF8.self)
+    }
+    testCase.addTeardownBlock {
+        if process.isRunning {
+            process.interrupt()
+            process.waitUntilExit()
+        }
+    }
+    let url = output.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+    return (process, stdout, url)
+}

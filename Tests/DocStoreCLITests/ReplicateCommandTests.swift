@@ -6,27 +6,9 @@ import FoundationNetworking
 import XCTest
 
 final class ReplicateCommandTests: XCTestCase {
-    /// Starts `docstore serve` on a free port in `dir`; returns the process and its base URL.
+    /// Starts `docstore serve` on a free port in `dir`; returns the process and its base URL with credentials.
     private func serve(in dir: URL) throws -> (Process, String) {
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("docstore")
-        process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"]
-        process.currentDirectoryURL = dir
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var output = ""
-        while !output.contains("\n") {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            output += String(decoding: chunk, as: UTF8.self)
-        }
-        addTeardownBlock {
-            process.interrupt()
-            process.waitUntilExit()
-        }
-        let url = output.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines)
+        let (process, _, url) = try launchServe(in: dir, self)
         return (process, url.replacingOccurrences(of: "http://", with: "http://admin:pw@"))
     }
 

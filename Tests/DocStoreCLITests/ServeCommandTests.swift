@@ -14,21 +14,9 @@ final class ServeCommandTests: XCTestCase {
         let listed = try runDocstore(["user", "list"], in: dir)
         XCTAssertEqual(try JSON(parsing: listed.lines[0]), ["name": "alice", "read_channels": ["red"], "write_channels": ["red"]])
 
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("docstore")
-        process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"]
-        process.currentDirectoryURL = dir
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var output = ""
-        while !output.contains("\n") {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            output += String(decoding: chunk, as: UTF8.self)
-        }
-        let url = try XCTUnwrap(output.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let (process, stdout, launchedURL) = try launchServe(in: dir, self)
+        let output = launchedURL + "\n"
+        let url = launchedURL
         XCTAssertTrue(url.hasPrefix("http://127.0.0.1:"), output)
         XCTAssertTrue(FileManager.default.fileExists(atPath: dir.appendingPathComponent("docstore-data").path), "data folder created")
 

@@ -125,7 +125,7 @@ extension DocServer {
             // Subscribe before reading, so that a change between the read and the wait is not missed.
             let commits = db.changeBatches()
             var (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            if rows.isEmpty, await waitForCommit(commits, timeout: parameters.timeout) {
+            if rows.isEmpty, await commits.waitForNext(timeout: parameters.timeout) {
                 (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
             }
             return Response.json(try await changesBody(db, rows, last: last))
@@ -151,7 +151,7 @@ extension DocServer {
                     if sent >= limit { break }
                     if !rows.isEmpty { idle = .zero }
                     let wait = parameters.heartbeat ?? parameters.timeout
-                    if await waitForCommit(commits, timeout: wait) { continue }
+                    if await commits.waitForNext(timeout: wait) { continue }
                     if db.isClosed { break }
                     if parameters.heartbeat != nil {
                         try await writer.write(ByteBuffer(string: "\n"))
@@ -230,22 +230,5 @@ extension DocServer {
             row["doc"] = json
         }
         return row
-    }
-
-    /// Waits until a write commits or `timeout` passes; returns whether a write committed.
-    func waitForCommit(_ commits: AsyncStream<[DocumentChange]>, timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var iterator = commits.makeAsyncIterator()
-                return await iterator.next() != nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
     }
 }

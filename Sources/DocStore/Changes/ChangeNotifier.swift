@@ -60,3 +60,25 @@ final class ChangeNotifier: Sendable {
         subscribers.forEach { $0.finish() }
     }
 }
+
+extension AsyncStream where Element == [DocumentChange] {
+    /// Waits until the next batch of changes arrives or `timeout` passes; returns whether a batch came.
+    ///
+    /// Subscribe (``Database/changeBatches()``) *before* reading the state you are waiting to see change,
+    /// so that a commit in between is not missed.
+    public func waitForNext(timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var iterator = self.makeAsyncIterator()
+                return await iterator.next() != nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+}

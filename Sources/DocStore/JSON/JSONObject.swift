@@ -48,12 +48,6 @@ public struct JSONObject: Sendable, Hashable {
     /// Whether the object has a member named `key`.
     public func contains(key: String) -> Bool { storage.index(forKey: key) != nil }
 
-    /// Sets `value` for `key` and returns whether the key was new (the value is stored either way).
-    @inline(__always)
-    mutating func setReportingNew(_ value: JSON, forKey key: String) -> Bool {
-        storage.updateValue(value, forKey: key) == nil
-    }
-
     /// Reserves room for `n` members.
     public mutating func reserveCapacity(_ n: Int) { storage.reserveCapacity(n) }
 }

@@ -21,7 +21,7 @@ struct LocalPeer: ReplicationPeer {
         let commits = wait == nil ? nil : database.changeBatches()
         var result = try await collect(after: start, limit: limit, filter: filter)
         if result.rows.isEmpty, let commits, let wait {
-            if await waitForCommit(commits, timeout: wait) {
+            if await commits.waitForNext(timeout: wait) {
                 result = try await collect(after: start, limit: limit, filter: filter)
             }
         }
@@ -86,22 +86,5 @@ struct LocalPeer: ReplicationPeer {
 
     func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String {
         try await database.saveLocalDocument(withID: id, body: body, revision: revision)
-    }
-}
-
-/// Waits until a write commits or `timeout` passes; returns whether a write committed.
-func waitForCommit(_ commits: AsyncStream<[DocumentChange]>, timeout: Duration) async -> Bool {
-    await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            var iterator = commits.makeAsyncIterator()
-            return await iterator.next() != nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return false
-        }
-        let first = await group.next() ?? false
-        group.cancelAll()
-        return first
     }
 }

@@ -76,9 +76,8 @@ struct CollectingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        log.messages.withLock { $0.append(message.description) }
+    func log(event: LogEvent) {
+        log.messages.withLock { $0.append(event.message.description) }
     }
 }
 
