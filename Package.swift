@@ -69,6 +69,8 @@ let package = Package(
             name: "DocStoreBenchmarks",
             dependencies: [
                 "DocStore",
+                "DocSync",
+                "DocServer",
                 "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

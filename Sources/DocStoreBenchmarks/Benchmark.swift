@@ -1,5 +1,7 @@
 import ArgumentParser
+import DocServer
 import DocStore
+import DocSync
 import Foundation
 
 /// `docstore-bench`: each operation through DocStore and as raw SQLite C API work on a minimal schema,
@@ -20,7 +22,7 @@ struct Benchmark: AsyncParsableCommand {
     var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
-                                "index_build", "range_query", "reduce_sum"]
+                                "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http"]
 
     func validate() throws {
         guard n >= 100 else { throw ValidationError("--n must be at least 100") }
@@ -130,6 +132,31 @@ struct Benchmark: AsyncParsableCommand {
                     }
                 }
                 record("update", count: updateIDs.count, ours: ours, baseline: baseline)
+            }
+            if selected.contains("replicate_local") {
+                let baseline = time { _ = raw.copy(to: folder.appendingPathComponent("raw-copy.sqlite").path) }
+                let copy = try await Database.open(name: "copy", directory: folder)
+                var configuration = ReplicationConfiguration(source: .local(db), target: .local(copy))
+                configuration.batchSize = 500
+                let ours = try await timeAsync { try await Replicator(configuration: configuration).run() }
+                record("replicate_local", count: n, ours: ours, baseline: baseline)
+                await copy.close()
+            }
+            if selected.contains("replicate_http") {
+                let baseline = time { _ = raw.copy(to: folder.appendingPathComponent("raw-copy2.sqlite").path) }
+                var serverConfiguration = ServerConfiguration(dataDirectory: folder)
+                serverConfiguration.port = 0
+                serverConfiguration.allowAnonymous = true
+                let server = try await DocServer(configuration: serverConfiguration)
+                let port = try await server.start()
+                let pulled = try await Database.open(name: "pulled", directory: folder.appendingPathComponent("client"))
+                var configuration = ReplicationConfiguration(source: .remote(URL(string: "http://127.0.0.1:\(port)/bench")!),
+                                                             target: .local(pulled))
+                configuration.batchSize = 500
+                let ours = try await timeAsync { try await Replicator(configuration: configuration).run() }
+                record("replicate_http", count: n, ours: ours, baseline: baseline)
+                await pulled.close()
+                await server.stop()
             }
             await db.close()
 

@@ -155,6 +155,32 @@ final class RawSQLiteBaseline {
         return rows
     }
 
+    /// Copies every row into a new file at `path`: read and insert in one transaction.
+    func copy(to path: String) -> Int {
+        let target = RawSQLiteBaseline(path: path)
+        let read = prepare("SELECT id, rev, deleted, json FROM docs ORDER BY seq")
+        let insert = target.prepare("INSERT INTO docs (id, rev, deleted, json) VALUES (?, ?, ?, ?)")
+        target.exec("BEGIN IMMEDIATE")
+        var rows = 0
+        while sqlite3_step(read) == SQLITE_ROW {
+            for column in 0..<4 {
+                let index = Int32(column + 1)
+                switch sqlite3_column_type(read, Int32(column)) {
+                case SQLITE_INTEGER: sqlite3_bind_int64(insert, index, sqlite3_column_int64(read, Int32(column)))
+                case SQLITE_TEXT: sqlite3_bind_text(insert, index, sqlite3_column_text(read, Int32(column)), -1, transient)
+                default: sqlite3_bind_blob(insert, index, sqlite3_column_blob(read, Int32(column)), sqlite3_column_bytes(read, Int32(column)), transient)
+                }
+            }
+            precondition(sqlite3_step(insert) == SQLITE_DONE)
+            sqlite3_reset(insert)
+            rows += 1
+        }
+        target.exec("COMMIT")
+        sqlite3_finalize(read)
+        sqlite3_finalize(insert)
+        return rows
+    }
+
     func sum() -> Double {
         let statement = prepare("SELECT sum(key) FROM idx")
         precondition(sqlite3_step(statement) == SQLITE_ROW)
