@@ -75,22 +75,26 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "DocStoreTests",
-            dependencies: ["DocStore"]
+            dependencies: ["DocStore", "TestSupport"]
         ),
         .testTarget(
             name: "DocServerTests",
-            dependencies: ["DocStore", "DocServer"]
+            dependencies: ["DocStore", "DocServer", "TestSupport"]
         ),
         .testTarget(
             name: "DocSyncTests",
-            dependencies: ["DocStore", "DocServer", "DocSync", .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: ["DocStore", "DocServer", "DocSync", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "DocStoreCLITests",
-            dependencies: ["DocStore", "docstore"]
+            dependencies: ["DocStore", "docstore", "TestSupport"]
         ),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import TestSupport
 import XCTest
 
 /// The folder holding the built products (the `docstore` executable sits next to the test bundle).
@@ -43,13 +44,6 @@ func runDocstore(_ arguments: [String], input: String? = nil, in directory: URL)
                          stderr: String(decoding: err, as: UTF8.self))
 }
 
-func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("docstore-cli-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    testCase.addTeardownBlock { try? FileManager.default.removeItem(at: url) }
-    return url
-}
 
 /// Starts `docstore serve --port 0 --admin admin:pw` in `directory` and returns the process and the URL
 /// it prints (`http://127.0.0.1:PORT/`). The process is interrupted when the test ends.

@@ -235,13 +235,3 @@ final class RecordingReplicatorDelegate: ReplicatorDelegate {
     }
 }
 
-func XCTAssertEqualAsync<T: Equatable>(_ expression: @autoclosure () async throws -> T,
-                                       _ expected: @autoclosure () async throws -> T, _ message: String = "",
-                                       file: StaticString = #filePath, line: UInt = #line) async {
-    do {
-        let (value, expectedValue) = (try await expression(), try await expected())
-        XCTAssertEqual(value, expectedValue, message, file: file, line: line)
-    } catch {
-        XCTFail("threw \(error) \(message)", file: file, line: line)
-    }
-}

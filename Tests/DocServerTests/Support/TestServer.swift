@@ -4,6 +4,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+@_exported import TestSupport
 import XCTest
 
 /// A DocServer on 127.0.0.1, port 0, over a temporary data folder, with an HTTP client for it.
@@ -86,14 +87,3 @@ final class TestServer: Sendable {
     }
 }
 
-/// `XCTAssertEqual` for expressions that `await`.
-func XCTAssertEqualAsync<T: Equatable>(_ expression: @autoclosure () async throws -> T,
-                                       _ expected: @autoclosure () async throws -> T, _ message: String = "",
-                                       file: StaticString = #filePath, line: UInt = #line) async {
-    do {
-        let (value, expectedValue) = (try await expression(), try await expected())
-        XCTAssertEqual(value, expectedValue, message, file: file, line: line)
-    } catch {
-        XCTFail("threw \(error) \(message)", file: file, line: line)
-    }
-}

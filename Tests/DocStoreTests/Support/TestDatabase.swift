@@ -1,17 +1,8 @@
 import DocStore
 import Foundation
+@_exported import TestSupport
 import XCTest
 
-/// A temporary folder removed when the test ends.
-func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("docstore-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    testCase.addTeardownBlock {
-        try? FileManager.default.removeItem(at: url)
-    }
-    return url
-}
 
 /// Opens a fresh database in a temporary folder; it is closed and removed when the test ends.
 func makeDatabase(_ testCase: XCTestCase, name: String = "test",
@@ -60,14 +51,3 @@ func assertThrowsDocStoreErrorSync<T>(_ code: DocStoreError.Code, file: StaticSt
     }
 }
 
-/// `XCTAssertEqual` for expressions that `await`.
-func XCTAssertEqualAsync<T: Equatable>(_ expression: @autoclosure () async throws -> T,
-                                       _ expected: @autoclosure () async throws -> T, _ message: String = "",
-                                       file: StaticString = #filePath, line: UInt = #line) async {
-    do {
-        let (value, expectedValue) = (try await expression(), try await expected())
-        XCTAssertEqual(value, expectedValue, message, file: file, line: line)
-    } catch {
-        XCTFail("threw \(error) \(message)", file: file, line: line)
-    }
-}

@@ -3,6 +3,7 @@ import DocStore
 @testable import DocSync
 import Foundation
 import Logging
+@_exported import TestSupport
 import XCTest
 
 extension XCTestCase {
