@@ -124,9 +124,9 @@ public final class DocServer: Sendable {
         } catch let error as DocStoreError {
             response = CouchError(error).response
         } catch let error as HTTPError where error.status == .contentTooLarge {
-            response = CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes").response
+            response = tooLarge.response
         } catch is NIOTooManyBytesError {
-            response = CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes").response
+            response = tooLarge.response
         } catch {
             logger.error("unexpected error: \(error)")
             response = CouchError(.internalServerError, "unknown_error", "\(error)").response
@@ -135,6 +135,11 @@ public final class DocServer: Sendable {
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
         return response
+    }
+
+    /// The 413 answer for a body over ``ServerConfiguration/maximumBodySize``.
+    private var tooLarge: CouchError {
+        CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes")
     }
 
     /// Dispatches on the decoded path segments, as CouchDB's URL layout.

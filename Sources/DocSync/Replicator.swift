@@ -186,7 +186,7 @@ public final class Replicator: Sendable {
                 state.status.activity = .error
                 state.status.error = error
             } else {
-                state.status.activity = Task.isCancelled ? .stopped : (state.status.activity == .stopped ? .stopped : .idle)
+                state.status.activity = Task.isCancelled ? .stopped : .idle
             }
             defer {
                 state.statusSubscribers = [:]

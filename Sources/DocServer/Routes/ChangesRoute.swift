@@ -187,7 +187,11 @@ extension DocServer {
         var rows: [JSON] = []
         var cursor = since
         if parameters.descending {
-            let page = try await db.changes(since: since, limit: nil, includeDocuments: needDocuments, descending: true)
+            // Without filters every row is kept, so SQLite can stop at the limit.
+            let unfiltered = !filtering && parameters.documentIDs == nil && parameters.channels == nil
+                && parameters.selector == nil && parameters.function == nil
+            let page = try await db.changes(since: since, limit: unfiltered ? parameters.limit : nil,
+                                            includeDocuments: needDocuments, descending: true)
             for change in page.changes where rows.count < limit {
                 if let row = try await changeRow(db, change, parameters, principal: principal) { rows.append(row) }
             }

@@ -41,8 +41,8 @@ struct HTTPPeer: ReplicationPeer {
         let databaseURL = components.url!
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpShouldSetCookies = false
-        sessionConfiguration.timeoutIntervalForRequest = Double(configuration.requestTimeout.components.seconds)
-            + Double(configuration.heartbeat.components.seconds)
+        sessionConfiguration.timeoutIntervalForRequest = Double(milliseconds(configuration.requestTimeout)
+            + milliseconds(configuration.heartbeat)) / 1000
         let session = URLSession(configuration: sessionConfiguration)
         var root = components
         root.path = "/"
@@ -51,7 +51,7 @@ struct HTTPPeer: ReplicationPeer {
         if let rootURL = root.url {
             var request = URLRequest(url: rootURL)
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-            if let (data, response) = try? await session.data(for: request), (response as? HTTPURLResponse)?.statusCode == 200,
+            if let (data, response) = try? await session.response(for: request), (response as? HTTPURLResponse)?.statusCode == 200,
                 let welcome = try? JSON(parsing: data) {
                 let vendor = welcome["vendor"]?["name"]?.stringValue ?? ""
                 byFilter = vendor == "DocStore" || welcome["couchdb"] == nil || vendor.contains("Couchbase")
@@ -77,7 +77,7 @@ struct HTTPPeer: ReplicationPeer {
         }
         let data: Data, response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await session.response(for: request)
         } catch {
             throw ReplicationError(.network, "\(method) \(url.path): \(error.localizedDescription)", cause: error)
         }

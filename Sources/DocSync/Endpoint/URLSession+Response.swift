@@ -1,0 +1,56 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+extension URLSession {
+    /// The response to `request`, like `data(for:)`, but built on a completion-handler data task.
+    ///
+    /// FoundationNetworking's async `data(for:)` can deadlock in the Swift runtime when the awaiting task
+    /// is cancelled while the response completes (seen in this project's tests). Here cancellation only
+    /// schedules `cancel()` of the URL task on another queue, so the continuation is never resumed from
+    /// inside a cancellation handler.
+    func response(for request: URLRequest) async throws -> (Data, URLResponse) {
+        let holder = DataTaskHolder()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                let task = dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                holder.start(task)
+            }
+        } onCancel: {
+            DispatchQueue.global().async { holder.cancel() }
+        }
+    }
+}
+
+/// The data task of one request; a cancellation that arrives before the task exists cancels it at start.
+final class DataTaskHolder: Sendable {
+    // URLSessionDataTask is thread-safe for resume/cancel; the mutex only orders start and cancel.
+    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+
+    func start(_ task: URLSessionDataTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> URLSessionDataTask? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}
