@@ -17,6 +17,8 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
         var waiter: CheckedContinuation<Void, Never>?
         var status = 0
         var errorBody: [UInt8] = []
+        /// The task finished; cancelling it now would trap in FoundationNetworking.
+        var completed = false
     }
 
     private let state = Mutex(State())
@@ -34,8 +36,10 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
 
     /// Stops reading.
     func close() {
-        task.withLock { $0?.cancel() }
-        session.withLock { $0?.invalidateAndCancel() }
+        if !state.withLock({ $0.completed }) {
+            task.withLock { $0?.cancel() }
+            session.withLock { $0?.invalidateAndCancel() }
+        }
         finish(nil)
     }
 
@@ -118,7 +122,10 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (status, body) = state.withLock { ($0.status, $0.errorBody) }
+        let (status, body) = state.withLock { state in
+            state.completed = true
+            return (state.status, state.errorBody)
+        }
         if status >= 400 {
             let json = (try? JSON(parsing: body)) ?? .null
             let reason = json["reason"]?.stringValue ?? "continuous _changes failed"

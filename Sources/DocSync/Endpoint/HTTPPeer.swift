@@ -41,6 +41,10 @@ struct HTTPPeer: ReplicationPeer {
         let databaseURL = components.url!
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpShouldSetCookies = false
+        // No response cache: replication never reuses a response, and FoundationNetworking's cache
+        // lookup runs on a queue of its own, which lets a cancel race the task's completion and trap.
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.timeoutIntervalForRequest = Double(milliseconds(configuration.requestTimeout)
             + milliseconds(configuration.heartbeat)) / 1000
         let session = URLSession(configuration: sessionConfiguration)

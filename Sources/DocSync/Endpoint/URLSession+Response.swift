@@ -10,12 +10,14 @@ extension URLSession {
     /// FoundationNetworking's async `data(for:)` can deadlock in the Swift runtime when the awaiting task
     /// is cancelled while the response completes (seen in this project's tests). Here cancellation only
     /// schedules `cancel()` of the URL task on another queue, so the continuation is never resumed from
-    /// inside a cancellation handler.
+    /// inside a cancellation handler, and a task that has completed is never cancelled (FoundationNetworking
+    /// traps on that: "Trying to access a behaviour for a task that in not in the registry").
     func response(for request: URLRequest) async throws -> (Data, URLResponse) {
         let holder = DataTaskHolder()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
                 let task = dataTask(with: request) { data, response, error in
+                    holder.complete()
                     if let error {
                         continuation.resume(throwing: error)
                     } else if let response {
@@ -32,10 +34,11 @@ extension URLSession {
     }
 }
 
-/// The data task of one request; a cancellation that arrives before the task exists cancels it at start.
+/// The data task of one request; a cancellation that arrives before the task exists cancels it at start,
+/// one that arrives after it completed does nothing.
 final class DataTaskHolder: Sendable {
-    // URLSessionDataTask is thread-safe for resume/cancel; the mutex only orders start and cancel.
-    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+    // URLSessionDataTask is thread-safe for resume/cancel; the mutex only orders start, completion and cancel.
+    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool, completed: Bool)>((nil, false, false))
 
     func start(_ task: URLSessionDataTask) {
         let cancelled = state.withLock { state -> Bool in
@@ -46,10 +49,15 @@ final class DataTaskHolder: Sendable {
         if cancelled { task.cancel() }
     }
 
+    /// Called first thing in the completion handler.
+    func complete() {
+        state.withLock { $0.completed = true }
+    }
+
     func cancel() {
         let task = state.withLock { state -> URLSessionDataTask? in
             state.cancelled = true
-            return state.task
+            return state.completed ? nil : state.task
         }
         task?.cancel()
     }

@@ -28,6 +28,7 @@ final class TestServer: Sendable {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpShouldSetCookies = false
         sessionConfiguration.timeoutIntervalForRequest = 30
+        sessionConfiguration.urlCache = nil
         session = URLSession(configuration: sessionConfiguration)
         let server = self.server, directory = self.directory
         testCase.addTeardownBlock {

@@ -32,7 +32,9 @@ final class FaultProxy: Sendable {
     init(upstream: String, rules: [Rule]) {
         self.upstream = upstream
         self.rules = Mutex(rules)
-        session = URLSession(configuration: .ephemeral)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration)
     }
 
     /// How many faults are still to be injected.
