@@ -147,6 +147,45 @@ final class JSONTests: XCTestCase {
         }
     }
 
+    /// Duplicate keys are found whatever the path: plain ASCII keys (hashed), escaped spellings of the
+    /// same key, canonically equivalent non-ASCII keys, and objects too large for the pairwise check.
+    func testDuplicateKeysAreRejectedAtTheRepeatedKey() throws {
+        let many = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        let cases: [(String, Int)] = [
+            (#"{"a":1,"b":2,"a":3}"#, 13),
+            (#"{"a":1,"\u0061":2}"#, 7),
+            (#"{"K":1,"\u212A":2}"#, 7),
+            ("{\"é\":1,\"e\u{301}\":2}", 8),
+            ("{" + many + ",\"k7\":0}", 1 + many.utf8.count + 1),
+            (#"{"x":{"a":1},"y":{"b":1,"b":2}}"#, 24),
+        ]
+        for (text, offset) in cases {
+            let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: text) }
+            XCTAssertEqual(error?.byteOffset, offset, "offset for \(text.debugDescription): \(error?.reason ?? "")")
+            XCTAssertTrue(error?.reason.contains("Duplicate key") ?? false, error?.reason ?? "")
+        }
+        // The same keys in different objects, and keys that only share a hash prefix, are fine.
+        let nested = try JSON(parsing: #"{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}],"ab":1,"ba":2}"#)
+        XCTAssertEqual(nested["a"]?["a"]?["a"], .integer(1))
+        XCTAssertEqual(nested["b"]?[1]?["a"], .integer(2))
+        let wide = try JSON(parsing: "{" + many + "}")
+        XCTAssertEqual(wide.objectValue?.count, 40)
+        XCTAssertEqual(wide["k39"], .integer(39))
+        XCTAssertEqual(wide.objectValue?.keys.first, "k0")
+    }
+
+    /// Containers larger than the parser's initial stacks, nested and side by side.
+    func testLargeAndNestedContainersKeepEveryMember() throws {
+        let elements = (0..<1000).map { "[\($0),{\"v\":\"\(String(repeating: "s", count: $0 % 40))\"}]" }
+        let text = "{\"list\":[" + elements.joined(separator: ",") + "],\"after\":true}"
+        let value = try JSON(parsing: text)
+        XCTAssertEqual(value["list"]?.arrayValue?.count, 1000)
+        XCTAssertEqual(value["list"]?[999]?[0], .integer(999))
+        XCTAssertEqual(value["list"]?[39]?[1]?["v"]?.stringValue?.count, 39)
+        XCTAssertEqual(value["after"], .bool(true))
+        XCTAssertEqual(try value.serializedString(), text)
+    }
+
     func testInvalidUTF8IsRejected() {
         for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
             let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: bytes) }

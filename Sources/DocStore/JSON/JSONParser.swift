@@ -23,6 +23,70 @@ public enum JSONParser {
     }
 }
 
+/// A growable stack in manually managed memory, for the members of the containers being parsed.
+///
+/// Popping moves the top elements into a new array without retaining and releasing each one, which
+/// `Array.removeSubrange` cannot do. Noncopyable, so its memory is freed exactly once, on every path.
+struct ParseStack<Element>: ~Copyable {
+    private var base: UnsafeMutablePointer<Element>
+    private var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        base = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    @inline(__always)
+    mutating func push(_ element: consuming Element) {
+        if count == capacity { grow() }
+        (base + count).initialize(to: element)
+        count += 1
+    }
+
+    private mutating func grow() {
+        let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
+        larger.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = larger
+        capacity *= 2
+    }
+
+    subscript(position: Int) -> Element {
+        @inline(__always) get { base[position] }
+    }
+
+    /// Moves the elements from `start` to the top into a new array and pops them.
+    mutating func pop(from start: Int) -> ContiguousArray<Element> {
+        let moved = count - start
+        let source = base + start
+        count = start
+        return ContiguousArray(unsafeUninitializedCapacity: moved) { target, initialized in
+            target.baseAddress?.moveInitialize(from: source, count: moved)
+            initialized = moved
+        }
+    }
+
+    /// Drops the elements from `start` to the top.
+    mutating func drop(from start: Int) {
+        (base + start).deinitialize(count: count - start)
+        count = start
+    }
+}
+
+/// Where an object key starts in the input and a hash of its bytes, for the duplicate-key check.
+struct KeyInfo {
+    var offset: Int
+    /// FNV-1a of the key's bytes; 0 marks a key that is not plain ASCII (escaped or non-ASCII), for
+    /// which byte equality is not String equality.
+    var hash: UInt64
+}
+
 /// Whether any byte of `word` is `"`, `\\` or below 0x20 (exact, per byte).
 @inline(__always)
 func swarHasSpecialByte(_ word: UInt64) -> Bool {
@@ -41,16 +105,18 @@ private let powersOfTen: [Double] = [
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ]
 
-struct JSONReader {
+struct JSONReader: ~Copyable {
     let buffer: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
     var scratch: [UInt8] = []
     /// Members and elements of the containers being parsed, so that each array and object is
     /// allocated once, at its final size, when it closes.
-    var keyStack: [String] = []
-    var keyOffsetStack: [Int] = []
-    var valueStack: [JSON] = []
+    var keyStack = ParseStack<String>(capacity: 16)
+    var keyInfoStack = ParseStack<KeyInfo>(capacity: 16)
+    var valueStack = ParseStack<JSON>(capacity: 32)
+    /// Whether the last string read had neither escapes nor non-ASCII bytes.
+    var lastStringWasPlainASCII = false
 
     init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
@@ -121,7 +187,7 @@ struct JSONReader {
         }
         let start = valueStack.count
         while true {
-            valueStack.append(try readValue())
+            valueStack.push(try readValue())
             skipWhitespace()
             guard index < buffer.count else { throw error("Unterminated array") }
             let byte = buffer[index]
@@ -131,9 +197,7 @@ struct JSONReader {
             throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
         }
         depth -= 1
-        let elements = Array(valueStack[start...])
-        valueStack.removeSubrange(start...)
-        return .array(elements)
+        return .array(Array(valueStack.pop(from: start)))
     }
 
     mutating func readObject() throws -> JSON {
@@ -152,14 +216,16 @@ struct JSONReader {
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
                 throw error("Expected a string key but found \(describeByte(at: index))")
             }
-            keyOffsetStack.append(index)
-            keyStack.append(try readString())
+            let keyOffset = index
+            keyStack.push(try readString())
+            keyInfoStack.push(KeyInfo(offset: keyOffset,
+                                      hash: lastStringWasPlainASCII ? plainKeyHash(from: keyOffset + 1, to: index - 1) : 0))
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
                 throw error("Expected ':' but found \(describeByte(at: index))")
             }
             index += 1
-            valueStack.append(try readValue())
+            valueStack.push(try readValue())
             skipWhitespace()
             guard index < buffer.count else { throw error("Unterminated object") }
             let byte = buffer[index]
@@ -169,29 +235,46 @@ struct JSONReader {
             throw error("Expected ',' or '}' but found \(describeByte(at: index - 1))", at: index - 1)
         }
         depth -= 1
-        let keys = keyStack[start...]
-        if let duplicate = firstDuplicate(keys) {
-            throw error("Duplicate key \"\(duplicate.key)\"", at: keyOffsetStack[start + duplicate.position])
+        if let duplicate = firstDuplicateKey(from: start) {
+            throw error("Duplicate key \"\(keyStack[duplicate])\"", at: keyInfoStack[duplicate].offset)
         }
-        let object = JSONObject(storage: OrderedDictionary(uncheckedUniqueKeys: keys, values: valueStack[valueStart...]))
-        keyStack.removeSubrange(start...)
-        keyOffsetStack.removeSubrange(start...)
-        valueStack.removeSubrange(valueStart...)
+        keyInfoStack.drop(from: start)
+        let object = JSONObject(storage: OrderedDictionary(uncheckedUniqueKeys: keyStack.pop(from: start),
+                                                           values: valueStack.pop(from: valueStart)))
         return .object(object)
     }
 
-    /// The first key that repeats an earlier one, with its position among `keys`.
-    private func firstDuplicate(_ keys: ArraySlice<String>) -> (key: String, position: Int)? {
-        if keys.count <= 8 {
-            var position = 0
-            for i in keys.indices {
-                for j in keys.startIndex..<i where keys[j] == keys[i] { return (keys[i], position) }
-                position += 1
+    /// FNV-1a over the bytes of a key.
+    @inline(__always)
+    func plainKeyHash(from start: Int, to end: Int) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for k in start..<end { hash = (hash ^ UInt64(buffer[k])) &* 0x100_0000_01B3 }
+        return hash | 1  // never 0, which marks keys that are not plain ASCII
+    }
+
+    /// The stack position of the first key, among those from `start`, that repeats an earlier one.
+    ///
+    /// Plain ASCII keys are equal exactly when their bytes are, so their hashes are compared pairwise
+    /// and only equal hashes compare the strings. Other keys need `String` equality (canonical
+    /// equivalence, which the object's dictionary uses: U+212A KELVIN SIGN equals "K"), so a set decides.
+    private func firstDuplicateKey(from start: Int) -> Int? {
+        let end = keyStack.count
+        var plain = end - start <= 32
+        if plain {
+            for i in start..<end where keyInfoStack[i].hash == 0 {
+                plain = false
+                break
+            }
+        }
+        if plain {
+            for i in start..<end {
+                let hash = keyInfoStack[i].hash
+                for j in start..<i where keyInfoStack[j].hash == hash && keyStack[j] == keyStack[i] { return i }
             }
             return nil
         }
-        var seen = Set<String>(minimumCapacity: keys.count)
-        for (position, key) in keys.enumerated() where !seen.insert(key).inserted { return (key, position) }
+        var seen = Set<String>(minimumCapacity: end - start)
+        for i in start..<end where !seen.insert(keyStack[i]).inserted { return i }
         return nil
     }
 
@@ -216,9 +299,11 @@ struct JSONReader {
             if byte == UInt8(ascii: "\"") {
                 let bytes = UnsafeBufferPointer(rebasing: buffer[start..<index])
                 index += 1
+                lastStringWasPlainASCII = ascii
                 return try makeString(bytes, ascii: ascii, offset: start)
             }
             if byte == UInt8(ascii: "\\") {
+                lastStringWasPlainASCII = false
                 return try readEscapedString(start: start, ascii: ascii)
             }
             if byte < 0x20 { throw error("Unescaped control character in string") }
