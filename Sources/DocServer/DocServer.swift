@@ -258,6 +258,8 @@ final class DatabaseRegistry: Sendable {
     func open(_ name: String) async throws -> Database {
         var configuration = DatabaseConfiguration(name: name, directory: directory)
         configuration.indexes = indexes(name)
+        // As CouchDB: an old revision stays readable (`GET /db/doc?rev=`) until `_compact`.
+        configuration.keepsAncestorBodies = true
         let database = try await Database.open(configuration)
         opened.withLock { $0[name] = database }
         return database

@@ -45,7 +45,7 @@ final class AttachmentTests: XCTestCase {
     }
 
     func testStubsCarryAttachmentsAcrossUpdatesUntilRemovedAndCompacted() async throws {
-        let db = try await makeDatabase(self)
+        let db = try await makeDatabase(self) { $0.keepsAncestorBodies = true }
         var doc = Document(id: "d", body: ["v": 1])
         doc.attachments["keep.txt"] = Attachment(data: Data("keep".utf8), contentType: "text/plain")
         doc.attachments["drop.txt"] = Attachment(data: Data("drop".utf8), contentType: "text/plain")
@@ -75,6 +75,24 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(try storedContentCount(db), 1, "only the current content remains")
         let kept = try await db.attachmentData(named: "keep.txt", documentID: "d")
         XCTAssertEqual(kept, Data("kept, changed".utf8))
+    }
+
+    /// Without kept ancestor bodies an update drops the old revision's attachment references at once,
+    /// so the next compaction frees content no leaf uses.
+    func testReplacedContentIsFreedByCompactionByDefault() async throws {
+        let db = try await makeDatabase(self)
+        var doc = Document(id: "d", body: ["v": 1])
+        doc.attachments["a.txt"] = Attachment(data: Data("first".utf8), contentType: "text/plain")
+        _ = try await db.save(doc)
+        var edit = try await db.document(withID: "d")!
+        edit.attachments["a.txt"] = Attachment(data: Data("second".utf8), contentType: "text/plain")
+        _ = try await db.save(edit)
+        XCTAssertEqual(try storedContentCount(db), 2, "contents stay until compaction")
+        let dropped = try await db.compact()
+        XCTAssertEqual(dropped, 0, "no ancestor body was left to drop")
+        XCTAssertEqual(try storedContentCount(db), 1)
+        let current = try await db.attachmentData(named: "a.txt", documentID: "d")
+        XCTAssertEqual(current, Data("second".utf8))
     }
 
     func testUnknownStubIsRejected() async throws {

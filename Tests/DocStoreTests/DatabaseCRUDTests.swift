@@ -66,7 +66,7 @@ final class DatabaseCRUDTests: XCTestCase {
     }
 
     func testDeleteAndRecreate() async throws {
-        let db = try await makeDatabase(self)
+        let db = try await makeDatabase(self) { $0.keepsAncestorBodies = true }
         let doc = try await db.save(Document(id: "x", body: ["k": "v"]))
         let tombstone = try await db.delete(doc)
         XCTAssertTrue(tombstone.isDeleted)

@@ -8,7 +8,10 @@ final class MaintenanceTests: XCTestCase {
     }
 
     func testRevsLimitPrunesHistory() async throws {
-        let db = try await makeDatabase(self) { $0.revsLimit = 5 }
+        let db = try await makeDatabase(self) {
+            $0.revsLimit = 5
+            $0.keepsAncestorBodies = true
+        }
         var doc = try await db.save(Document(id: "p", body: ["n": 0]))
         var revisions = [doc.revision!]
         for n in 1..<20 {
@@ -30,8 +33,51 @@ final class MaintenanceTests: XCTestCase {
         XCTAssertEqual(diff.first?.missing, [revisions[0]])
     }
 
-    func testCompactionKeepsLeavesAndDropsAncestors() async throws {
+    /// By default only leaves keep a body: an edit drops its parent's body (and attachment references)
+    /// at once, on the winning branch and on a losing one, while conflicts keep theirs.
+    func testByDefaultOnlyLeavesKeepBodies() async throws {
         let db = try await makeDatabase(self)
+        var doc = try await db.save(Document(id: "d", body: ["v": 1]))
+        let first = doc.revision!
+        doc["v"] = 2
+        doc = try await db.save(doc)
+        let oldBody = try await db.document(withID: "d", revision: first)
+        XCTAssertNil(oldBody, "the ancestor's body is gone without compaction")
+        XCTAssertEqual(try storedBodies(db, "d"), 0)
+        let history = try await db.document(withID: "d", includeRevisionHistory: true)
+        XCTAssertEqual(history?.revisionHistory, [first], "the history itself is kept")
+
+        // A conflict from a peer keeps its body. Editing that losing branch drops its parent's body and
+        // makes it the winner (generation 3), so the former winner's body moves into revs.
+        var branch = Document(id: "d", revision: RevisionID("2-0000"), body: ["v": "branch"])
+        branch.revisionHistory = [first]
+        _ = try await db.insertRevisions([branch])
+        XCTAssertEqual(try storedBodies(db, "d"), 1)
+        var loser = try await db.document(withID: "d", revision: RevisionID("2-0000"))!
+        loser["v"] = "branch edited"
+        let edited = try await db.save(loser)
+        XCTAssertEqual(try storedBodies(db, "d"), 1, "only the former winner, now a conflict, is in revs")
+        let gone = try await db.document(withID: "d", revision: RevisionID("2-0000"))
+        XCTAssertNil(gone)
+        let winner = try await db.document(withID: "d", includeConflicts: true)!
+        XCTAssertEqual(winner.revision, edited.revision)
+        XCTAssertEqual(winner.string(forKey: "v"), "branch edited")
+        XCTAssertEqual(winner.conflicts, [doc.revision!])
+        let conflictBody = try await db.document(withID: "d", revision: doc.revision)
+        XCTAssertEqual(conflictBody?.int(forKey: "v"), 2)
+
+        // Resolving by deleting the conflict leaves a tombstone leaf; compaction finds nothing to drop.
+        try await db.delete(doc)
+        XCTAssertEqual(try storedBodies(db, "d"), 1, "the tombstone leaf's body")
+        let dropped = try await db.compact()
+        XCTAssertEqual(dropped, 0)
+        let resolved = try await db.document(withID: "d", includeConflicts: true)!
+        XCTAssertEqual(resolved.conflicts, [])
+        XCTAssertEqual(resolved.string(forKey: "v"), "branch edited")
+    }
+
+    func testCompactionKeepsLeavesAndDropsAncestors() async throws {
+        let db = try await makeDatabase(self) { $0.keepsAncestorBodies = true }
         var doc = try await db.save(Document(id: "c", body: ["v": 1]))
         let first = doc.revision!
         doc["v"] = 2

@@ -24,6 +24,16 @@ public struct DatabaseConfiguration: Sendable {
     public var revsLimit: Int
     /// The durability of commits.
     public var durability: Durability
+    /// Whether the bodies of revisions that an edit turns into ancestors are kept until
+    /// ``Database/compact()`` (CouchDB and PouchDB without auto-compaction), so that
+    /// ``Database/document(withID:revision:includeConflicts:includeRevisionHistory:)`` can still read them.
+    ///
+    /// Default `false`, as Couchbase Lite and PouchDB's `auto_compaction`: only leaf revisions (the
+    /// winner and conflicts) keep a body, which makes an update about twice as fast and keeps the
+    /// file from growing with every edit. The revision history itself is kept either way
+    /// (up to ``revsLimit``), so replication and conflict detection are unaffected. DocServer turns
+    /// this on for CouchDB compatibility.
+    public var keepsAncestorBodies: Bool
     /// How many idle reader connections to keep.
     public var maximumIdleReaders: Int
 
@@ -45,6 +55,7 @@ public struct DatabaseConfiguration: Sendable {
         self.dateFormat = .iso8601
         self.revsLimit = 1000
         self.durability = .normal
+        self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
     }
 

@@ -18,6 +18,7 @@ actor DatabaseWriter {
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
     let revsLimit: Int
+    let keepsAncestorBodies: Bool
     let idFactory: @Sendable () -> String
     private(set) var lastSequence: Int64
     private var isClosed = false
@@ -43,6 +44,7 @@ actor DatabaseWriter {
         self.connection = connection
         self.notifier = notifier
         self.revsLimit = configuration.revsLimit
+        self.keepsAncestorBodies = configuration.keepsAncestorBodies
         self.idFactory = configuration.idFactory
     }
 
@@ -226,11 +228,19 @@ actor DatabaseWriter {
         guard let winner = tree.winner else { throw DocStoreError(.storage, "Empty revision tree for \(id)") }
         var winnerBody = body
         if let existing {
+            // Leaves that this revision turned into ancestors lose their body unless ancestors keep theirs.
+            var formerLeaves: [RevisionID] = []
+            if !keepsAncestorBodies {
+                for leaf in existing.tree.leaves where tree.contains(leaf.revision) && !tree.isLeaf(leaf.revision) {
+                    formerLeaves.append(leaf.revision)
+                    try records.dropRevision(id: id, revision: leaf.revision)
+                }
+            }
             if winner.revision == existing.winner {
                 try records.storeRevisionBody(id: id, revision: revision, isDeleted: document.isDeleted, body: body)
                 winnerBody = existing.body
             } else {
-                if tree.contains(existing.winner) {
+                if tree.contains(existing.winner) && !formerLeaves.contains(existing.winner) {
                     try records.storeRevisionBody(id: id, revision: existing.winner, isDeleted: existing.isDeleted,
                                                   body: existing.body)
                 }
