@@ -163,6 +163,32 @@ final class RevisionTreeTests: XCTestCase {
         var wrongFormat = bytes
         wrongFormat[0] = 99
         XCTAssertThrowsError(try wrongFormat.withUnsafeBytes { try RevisionTree(decoding: $0) })
+        XCTAssertThrowsError(try wrongFormat.withUnsafeBytes { try RevisionTree.rankedLeaves(decoding: $0) })
+    }
+
+    /// The changes feed's leaves-only decoding agrees with decoding the whole tree, on every shape.
+    func testLeavesDecodedWithoutTheTreeMatchTheTree() throws {
+        let shapes = [
+            try tree((history("1-a"), false)),
+            try tree((history("3-c", "2-b", "1-a"), false)),
+            try tree((history("3-c", "2-b", "1-a"), false), (history("3-k", "2-j", "1-a"), true),
+                     (history("9-stemmed", "8-root"), false), (history("2-z", "1-a"), false)),
+            try tree((history("2-x", "1-a"), true), (history("2-y", "1-a"), true)),
+        ]
+        for t in shapes {
+            let bytes = t.encoded()
+            let leaves = try bytes.withUnsafeBytes { try RevisionTree.rankedLeaves(decoding: $0) }
+            XCTAssertEqual(leaves.map(\.revision), t.rankedLeaves.map(\.revision))
+            XCTAssertEqual(leaves.map(\.isDeleted), t.rankedLeaves.map(\.isDeleted))
+            XCTAssertEqual(leaves.first?.revision, t.winner?.revision)
+        }
+        // A child whose generation is not its parent's plus one is corrupt.
+        var bad = RevisionTree()
+        bad.addRevision(rev("1-a"), parent: nil, isDeleted: false)
+        bad.addRevision(rev("3-b"), parent: rev("1-a"), isDeleted: false)
+        let badBytes = bad.encoded()
+        XCTAssertThrowsError(try badBytes.withUnsafeBytes { try RevisionTree(decoding: $0) })
+        XCTAssertThrowsError(try badBytes.withUnsafeBytes { try RevisionTree.rankedLeaves(decoding: $0) })
     }
 
     private func permutations(_ items: [Int]) -> [[Int]] {

@@ -42,8 +42,7 @@ extension Database {
             var last = since
             while try statement.step() {
                 let sequence = statement.int64(0)
-                let tree = try statement.withBlob(5) { try RevisionTree(decoding: $0) }
-                let leaves = tree.rankedLeaves
+                let leaves = try statement.withBlob(5) { try RevisionTree.rankedLeaves(decoding: $0) }
                 guard let winner = leaves.first else { continue }
                 var document: Document? = nil
                 if includeDocuments {

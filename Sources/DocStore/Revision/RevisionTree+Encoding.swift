@@ -24,35 +24,69 @@ extension RevisionTree {
 
     /// Decodes a tree written by ``encoded()``.
     /// - Throws: ``DocStoreError/Code/storage`` if the bytes are not a valid tree.
+    /// - Complexity: O(n).
     init(decoding bytes: UnsafeRawBufferPointer) throws {
+        var loaded: [Node] = []
+        try RevisionTree.decodeNodes(bytes) { generation, digest, parent, isDeleted in
+            let digestString = String(decoding: digest, as: UTF8.self)
+            loaded.append(Node(revision: RevisionID(generation: generation, digest: digestString), parent: parent,
+                               isDeleted: isDeleted))
+        }
+        self.init(nodes: loaded)
+    }
+
+    /// The leaves of an encoded tree in CouchDB's order (``rankedLeaves``), without building the tree:
+    /// only the leaves' revision ids are made. The changes feed's per-row work.
+    /// - Complexity: O(n).
+    static func rankedLeaves(decoding bytes: UnsafeRawBufferPointer) throws -> [Node] {
+        // Two passes: which nodes have children, then the leaves.
+        var hasChildren: [Bool] = []
+        try decodeNodes(bytes) { _, _, parent, _ in
+            hasChildren.append(false)
+            if let parent { hasChildren[parent] = true }
+        }
+        var leaves: [Node] = []
+        var index = 0
+        try decodeNodes(bytes) { generation, digest, _, isDeleted in
+            defer { index += 1 }
+            guard !hasChildren[index] else { return }
+            let revision = RevisionID(generation: generation, digest: String(decoding: digest, as: UTF8.self))
+            leaves.append(Node(revision: revision, parent: nil, isDeleted: isDeleted))
+        }
+        if leaves.count > 1 { leaves.sort(by: RevisionTree.ranksAbove) }
+        return leaves
+    }
+
+    /// Walks the encoded nodes in order, checking the structure: each parent comes before its child,
+    /// whose generation is one more.
+    private static func decodeNodes(_ bytes: UnsafeRawBufferPointer,
+                                    _ body: (_ generation: Int, _ digest: UnsafeRawBufferPointer, _ parent: Int?,
+                                             _ isDeleted: Bool) throws -> Void) throws {
         var reader = ByteReader(bytes: bytes)
         func corrupt() -> DocStoreError { DocStoreError(.storage, "Corrupt revision tree in database") }
         guard try reader.byte() == RevisionTree.encodingFormat else { throw corrupt() }
         let count = Int(try reader.varint())
         guard count <= bytes.count else { throw corrupt() }
-        self.init()
-        var loaded: [Node] = []
-        loaded.reserveCapacity(count)
+        var generations: [Int] = []
+        generations.reserveCapacity(count)
         for i in 0..<count {
             let generation = Int(try reader.varint())
             let digestLength = Int(try reader.varint())
-            let digest = try reader.string(length: digestLength)
+            let digest = try reader.bytes(length: digestLength)
             let parentPlusOne = Int(try reader.varint())
             let flags = try reader.byte()
             guard generation >= 1, !digest.isEmpty, parentPlusOne <= i else { throw corrupt() }
             let parent = parentPlusOne == 0 ? nil : parentPlusOne - 1
-            loaded.append(Node(revision: RevisionID(generation: generation, digest: digest), parent: parent,
-                               isDeleted: flags & 1 != 0))
+            if let parent, generations[parent] + 1 != generation { throw corrupt() }
+            generations.append(generation)
+            try body(generation, digest, parent, flags & 1 != 0)
         }
-        self.init(nodes: loaded)
     }
 
+    /// A tree of nodes already in order (parents first, as ``decodeNodes(_:_:)`` checks).
     init(nodes: [Node]) {
         self.init()
-        for node in nodes {
-            let parentRevision = node.parent.map { nodes[$0].revision }
-            addRevision(node.revision, parent: parentRevision, isDeleted: node.isDeleted)
-        }
+        self.nodes = nodes
     }
 }
 
@@ -88,11 +122,11 @@ struct ByteReader {
         }
     }
 
-    mutating func string(length: Int) throws -> String {
+    mutating func bytes(length: Int) throws -> UnsafeRawBufferPointer {
         guard length >= 0, offset + length <= bytes.count else {
             throw DocStoreError(.storage, "Truncated data in database")
         }
         defer { offset += length }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
     }
 }

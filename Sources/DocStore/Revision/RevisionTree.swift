@@ -18,7 +18,7 @@ public struct RevisionTree: Sendable, Hashable {
     }
 
     /// All revisions, parents before children.
-    public private(set) var nodes: [Node] = []
+    public internal(set) var nodes: [Node] = []
 
     /// An empty tree.
     public init() {}
