@@ -62,14 +62,15 @@ struct ParseStack<Element>: ~Copyable {
     }
 
     /// Moves the elements from `start` to the top into a new array and pops them.
-    mutating func pop(from start: Int) -> ContiguousArray<Element> {
+    mutating func pop(from start: Int) -> [Element] {
         let moved = count - start
-        let source = base + start
         count = start
-        return ContiguousArray(unsafeUninitializedCapacity: moved) { target, initialized in
-            target.baseAddress?.moveInitialize(from: source, count: moved)
-            initialized = moved
-        }
+        // reserveCapacity and append are specialized; the unsafeUninitializedCapacity initializers call
+        // an unspecialized stdlib entry point that looks up generic metadata on every call.
+        var result: [Element] = []
+        result.reserveCapacity(moved)
+        for k in start..<start + moved { result.append((base + k).move()) }
+        return result
     }
 
     /// Drops the elements from `start` to the top.
@@ -197,7 +198,7 @@ struct JSONReader: ~Copyable {
             throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
         }
         depth -= 1
-        return .array(Array(valueStack.pop(from: start)))
+        return .array(valueStack.pop(from: start))
     }
 
     mutating func readObject() throws -> JSON {
