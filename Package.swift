@@ -14,7 +14,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -35,7 +34,6 @@ let package = Package(
                 "CSQLite",
                 "CICUCollation",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Collections", package: "swift-collections"),
             ]
         ),
         .target(

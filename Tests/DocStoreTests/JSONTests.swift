@@ -186,6 +186,50 @@ final class JSONTests: XCTestCase {
         XCTAssertEqual(try value.serializedString(), text)
     }
 
+    /// Objects below and above the size where a position table is kept behave the same under edits.
+    func testObjectMembersStayInOrderThroughEditsAtEverySize() throws {
+        for size in [0, 1, 15, 16, 17, 40] {
+            var object = JSONObject()
+            var expected: [(String, JSON)] = []
+            for k in 0..<size {
+                object["k\(k)"] = .integer(k)
+                expected.append(("k\(k)", .integer(k)))
+            }
+            // Replace in place, remove from the middle and the front, append again.
+            if size > 3 {
+                object["k2"] = "two"
+                expected[2].1 = "two"
+                XCTAssertEqual(object.removeValue(forKey: "k1"), .integer(1))
+                expected.remove(at: 1)
+                object["k0"] = nil
+                expected.remove(at: 0)
+                object["k1"] = true
+                expected.append(("k1", true))
+            }
+            XCTAssertNil(object.removeValue(forKey: "absent"))
+            XCTAssertEqual(object.keys, expected.map(\.0), "size \(size)")
+            XCTAssertEqual(object.values, expected.map(\.1), "size \(size)")
+            for (key, value) in expected { XCTAssertEqual(object[key], value, "size \(size), \(key)") }
+            XCTAssertEqual(object.count, expected.count)
+            XCTAssertEqual(object, JSONObject(expected))
+            XCTAssertEqual(Set([object, JSONObject(expected)]).count, 1)
+            let reparsed = try JSON(parsing: JSON.object(object).serialized())
+            XCTAssertEqual(reparsed.objectValue, object)
+            if expected.count > 1 {
+                XCTAssertNotEqual(object, JSONObject(expected.reversed()), "order matters")
+            }
+        }
+        // Keys compare as Swift strings, in small and large objects alike.
+        var small: JSONObject = ["K": 1]
+        small["\u{212A}"] = 2
+        XCTAssertEqual(small.count, 1)
+        XCTAssertEqual(small["K"], 2)
+        var large = JSONObject((0..<30).map { ("k\($0)", JSON.integer($0)) })
+        large["e\u{301}"] = 1
+        XCTAssertEqual(large["\u{E9}"], 1)
+        XCTAssertEqual(large.count, 31)
+    }
+
     func testInvalidUTF8IsRejected() {
         for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xE2, 0x82, 0x22]] {
             let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: bytes) }

@@ -78,7 +78,7 @@ public enum CollationKey {
             bytes.append(end)
         case .object(let object):
             bytes.append(Tag.unicode.object)
-            for (key, member) in object.storage {
+            for (key, member) in object {
                 appendUnicode(.string(key), to: &bytes)
                 appendUnicode(member, to: &bytes)
             }
@@ -96,7 +96,7 @@ public enum CollationKey {
         case .bool(true): bytes.append(Tag.raw.trueValue)
         case .object(let object):
             bytes.append(Tag.raw.object)
-            for (key, member) in object.storage {
+            for (key, member) in object {
                 appendRaw(.string(key), to: &bytes)
                 appendRaw(member, to: &bytes)
             }
@@ -177,7 +177,7 @@ public enum JSONCollator {
             }
             return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
         case (.object(let x), .object(let y)):
-            for ((kx, vx), (ky, vy)) in zip(x.storage, y.storage) {
+            for ((kx, vx), (ky, vy)) in zip(x, y) {
                 let ck = compareStrings(kx, ky, collation)
                 if ck != 0 { return ck }
                 let cv = compare(vx, vy, collation: collation)

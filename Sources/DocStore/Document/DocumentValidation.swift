@@ -15,7 +15,7 @@ enum DocumentValidation {
 
     /// Checks that no body member name begins with `_` (reserved for CouchDB metadata).
     static func validateBody(_ body: JSONObject) throws {
-        for key in body.storage.keys where key.utf8.first == UInt8(ascii: "_") {
+        for (key, _) in body where key.utf8.first == UInt8(ascii: "_") {
             throw DocStoreError(.invalidDocument, "Bad special document member: \(key)")
         }
     }

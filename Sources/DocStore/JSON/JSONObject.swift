@@ -1,65 +1,142 @@
-import OrderedCollections
-
 /// The members of a JSON object, in the order they were written or inserted.
 ///
 /// Order matters in DocStore: CouchDB's collation compares objects member by member in order, and a
 /// document read back from a CouchDB peer keeps its member order. Equality is therefore order-sensitive:
 /// `{"a":1,"b":2}` and `{"b":2,"a":1}` are different objects.
 ///
-/// - Complexity: lookup, insertion and removal by key are O(1) on average (small objects use a linear scan).
+/// Keys compare as Swift strings (canonical equivalence), so an object never holds two keys that are
+/// `==`; the parser rejects such input as duplicate keys.
+///
+/// - Complexity: the members are one array, searched linearly up to ``indexThreshold`` members; larger
+///   objects also keep a key → position table, for O(1) lookup on average. Appending is O(1);
+///   removing a member is O(n).
 public struct JSONObject: Sendable, Hashable {
-    @usableFromInline var storage: OrderedDictionary<String, JSON>
+    /// One member.
+    @usableFromInline struct Member: Sendable, Hashable {
+        @usableFromInline var key: String
+        @usableFromInline var value: JSON
+
+        @inlinable init(key: String, value: JSON) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// Objects with more members than this keep a position table.
+    @usableFromInline static let indexThreshold = 16
+
+    /// The members in order. One allocation per object, which parsing and freeing documents feel.
+    @usableFromInline private(set) var members: [Member]
+    /// Key → position in ``members``, only for objects larger than ``indexThreshold``.
+    @usableFromInline private(set) var positions: [String: Int]?
 
     /// An empty object.
-    public init() { storage = [:] }
+    public init() {
+        members = []
+        positions = nil
+    }
 
     /// An object with the given members in order.
     /// - Precondition: the keys are unique.
     public init<S: Sequence>(_ members: S) where S.Element == (String, JSON) {
-        storage = OrderedDictionary(uniqueKeysWithValues: members)
+        self.init()
+        for (key, value) in members {
+            precondition(index(forKey: key) == nil, "Duplicate key \"\(key)\" in JSONObject")
+            append(key, value)
+        }
     }
 
-    init(storage: OrderedDictionary<String, JSON>) { self.storage = storage }
+    /// An object of members whose keys are known to be unique (the parser checks them).
+    init(uniqueMembers: [Member]) {
+        members = uniqueMembers
+        positions = nil
+        if members.count > JSONObject.indexThreshold { rebuildPositions() }
+    }
+
+    private mutating func rebuildPositions() {
+        var table = [String: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { table[member.key] = position }
+        positions = table
+    }
+
+    @usableFromInline func index(forKey key: String) -> Int? {
+        if let positions { return positions[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    private mutating func append(_ key: String, _ value: JSON) {
+        members.append(Member(key: key, value: value))
+        if positions != nil {
+            positions![key] = members.count - 1
+        } else if members.count > JSONObject.indexThreshold {
+            rebuildPositions()
+        }
+    }
 
     /// The number of members.
-    public var count: Int { storage.count }
+    public var count: Int { members.count }
 
     /// Whether the object has no members.
-    public var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { members.isEmpty }
 
     /// The member keys, in order.
-    public var keys: [String] { Array(storage.keys) }
+    public var keys: [String] { members.map(\.key) }
 
     /// The member values, in key order.
-    public var values: [JSON] { Array(storage.values) }
+    public var values: [JSON] { members.map(\.value) }
 
     /// The value of member `key`; assigning `nil` removes the member, assigning a new key appends it.
     public subscript(key: String) -> JSON? {
-        get { storage[key] }
-        set { storage[key] = newValue }
+        get { index(forKey: key).map { members[$0].value } }
+        set {
+            guard let newValue else {
+                removeValue(forKey: key)
+                return
+            }
+            if let position = index(forKey: key) {
+                members[position].value = newValue
+            } else {
+                append(key, newValue)
+            }
+        }
     }
 
     /// Removes a member and returns its value.
     @discardableResult
     public mutating func removeValue(forKey key: String) -> JSON? {
-        storage.removeValue(forKey: key)
+        guard let position = index(forKey: key) else { return nil }
+        let removed = members.remove(at: position)
+        if positions != nil {
+            if members.count > JSONObject.indexThreshold { rebuildPositions() } else { positions = nil }
+        }
+        return removed.value
     }
 
     /// Whether the object has a member named `key`.
-    public func contains(key: String) -> Bool { storage.index(forKey: key) != nil }
+    public func contains(key: String) -> Bool { index(forKey: key) != nil }
 
     /// Reserves room for `n` members.
-    public mutating func reserveCapacity(_ n: Int) { storage.reserveCapacity(n) }
+    public mutating func reserveCapacity(_ n: Int) { members.reserveCapacity(n) }
+
+    /// Order-sensitive: the same keys with the same values in the same order.
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.members == rhs.members }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(members) }
 }
 
 extension JSONObject: Sequence {
     /// Iterates the members in order as `(key, value)` pairs.
     public struct Iterator: IteratorProtocol {
-        var base: OrderedDictionary<String, JSON>.Iterator
-        public mutating func next() -> (key: String, value: JSON)? { base.next() }
+        var base: IndexingIterator<[Member]>
+        public mutating func next() -> (key: String, value: JSON)? {
+            guard let member = base.next() else { return nil }
+            return (member.key, member.value)
+        }
     }
 
-    public func makeIterator() -> Iterator { Iterator(base: storage.makeIterator()) }
+    public func makeIterator() -> Iterator { Iterator(base: members.makeIterator()) }
+
+    public var underestimatedCount: Int { members.count }
 }
 
 extension JSONObject: ExpressibleByDictionaryLiteral {
@@ -94,8 +171,8 @@ extension JSONObject: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingName.self)
-        for (key, value) in storage {
-            try container.encode(value, forKey: CodingName(stringValue: key))
+        for member in members {
+            try container.encode(member.value, forKey: CodingName(stringValue: member.key))
         }
     }
 }

@@ -1,5 +1,3 @@
-import OrderedCollections
-
 /// DocStore's JSON parser: one pass over UTF-8 bytes, no Foundation, no intermediate tokens.
 ///
 /// It accepts exactly RFC 8259 JSON and rejects, with the byte offset of the problem: trailing
@@ -113,7 +111,7 @@ struct JSONReader: ~Copyable {
     var scratch: [UInt8] = []
     /// Members and elements of the containers being parsed, so that each array and object is
     /// allocated once, at its final size, when it closes.
-    var keyStack = ParseStack<String>(capacity: 16)
+    var memberStack = ParseStack<JSONObject.Member>(capacity: 16)
     var keyInfoStack = ParseStack<KeyInfo>(capacity: 16)
     var valueStack = ParseStack<JSON>(capacity: 32)
     /// Whether the last string read had neither escapes nor non-ASCII bytes.
@@ -210,23 +208,24 @@ struct JSONReader: ~Copyable {
             depth -= 1
             return .object(JSONObject())
         }
-        let start = keyStack.count
-        let valueStart = valueStack.count
+        let start = memberStack.count
         while true {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
                 throw error("Expected a string key but found \(describeByte(at: index))")
             }
             let keyOffset = index
-            keyStack.push(try readString())
-            keyInfoStack.push(KeyInfo(offset: keyOffset,
-                                      hash: lastStringWasPlainASCII ? plainKeyHash(from: keyOffset + 1, to: index - 1) : 0))
+            let key = try readString()
+            let keyInfo = KeyInfo(offset: keyOffset,
+                                  hash: lastStringWasPlainASCII ? plainKeyHash(from: keyOffset + 1, to: index - 1) : 0)
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
                 throw error("Expected ':' but found \(describeByte(at: index))")
             }
             index += 1
-            valueStack.push(try readValue())
+            // Both stacks grow together, after the value, so nested objects see them aligned.
+            memberStack.push(JSONObject.Member(key: key, value: try readValue()))
+            keyInfoStack.push(keyInfo)
             skipWhitespace()
             guard index < buffer.count else { throw error("Unterminated object") }
             let byte = buffer[index]
@@ -237,12 +236,10 @@ struct JSONReader: ~Copyable {
         }
         depth -= 1
         if let duplicate = firstDuplicateKey(from: start) {
-            throw error("Duplicate key \"\(keyStack[duplicate])\"", at: keyInfoStack[duplicate].offset)
+            throw error("Duplicate key \"\(memberStack[duplicate].key)\"", at: keyInfoStack[duplicate].offset)
         }
         keyInfoStack.drop(from: start)
-        let object = JSONObject(storage: OrderedDictionary(uncheckedUniqueKeys: keyStack.pop(from: start),
-                                                           values: valueStack.pop(from: valueStart)))
-        return .object(object)
+        return .object(JSONObject(uniqueMembers: memberStack.pop(from: start)))
     }
 
     /// FNV-1a over the bytes of a key.
@@ -259,7 +256,7 @@ struct JSONReader: ~Copyable {
     /// and only equal hashes compare the strings. Other keys need `String` equality (canonical
     /// equivalence, which the object's dictionary uses: U+212A KELVIN SIGN equals "K"), so a set decides.
     private func firstDuplicateKey(from start: Int) -> Int? {
-        let end = keyStack.count
+        let end = memberStack.count
         var plain = end - start <= 32
         if plain {
             for i in start..<end where keyInfoStack[i].hash == 0 {
@@ -270,12 +267,12 @@ struct JSONReader: ~Copyable {
         if plain {
             for i in start..<end {
                 let hash = keyInfoStack[i].hash
-                for j in start..<i where keyInfoStack[j].hash == hash && keyStack[j] == keyStack[i] { return i }
+                for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key == memberStack[i].key { return i }
             }
             return nil
         }
         var seen = Set<String>(minimumCapacity: end - start)
-        for i in start..<end where !seen.insert(keyStack[i]).inserted { return i }
+        for i in start..<end where !seen.insert(memberStack[i].key).inserted { return i }
         return nil
     }
 

@@ -44,12 +44,12 @@ struct JSONWriter {
     mutating func writeObject(_ object: JSONObject) throws {
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for (key, value) in object.storage {
+        for member in object.members {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            writeString(key)
+            writeString(member.key)
             bytes.append(UInt8(ascii: ":"))
-            try write(value)
+            try write(member.value)
         }
         bytes.append(UInt8(ascii: "}"))
     }
@@ -59,11 +59,11 @@ struct JSONWriter {
         guard !extra.isEmpty else { return try writeObject(object) }
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for (key, value) in object.storage {
+        for member in object.members {
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
-            writeKey(key)
-            try write(value)
+            writeKey(member.key)
+            try write(member.value)
         }
         for (key, value) in extra {
             if !first { bytes.append(UInt8(ascii: ",")) }
