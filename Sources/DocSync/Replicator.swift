@@ -155,9 +155,13 @@ public final class Replicator: Sendable {
 
     private func runAll() async {
         let configuration = self.configuration
+        var peers: [any ReplicationPeer] = []
+        defer { peers.forEach { $0.close() } }
         do {
             let local = try await Replicator.peer(configuration.source, configuration)
+            peers.append(local)
             let remote = try await Replicator.peer(configuration.target, configuration)
+            peers.append(remote)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if configuration.direction != .pull {
                     group.addTask { try await self.runWithRetries(source: local, target: remote, flow: .push, sourceIsLocal: configuration.source.isLocal) }

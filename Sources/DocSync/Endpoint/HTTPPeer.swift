@@ -64,6 +64,12 @@ struct HTTPPeer: ReplicationPeer {
         return HTTPPeer(databaseURL: databaseURL, session: session, headers: headers, channelsByFilter: byFilter)
     }
 
+    /// Lets running requests finish, then frees the session: a URL session that is never invalidated
+    /// stays alive with its connections and buffers (one per replication run, in a long-lived process).
+    func close() {
+        session.finishTasksAndInvalidate()
+    }
+
     // MARK: Requests
 
     /// Sends a request to `path` under the database URL (already percent-encoded, query included).

@@ -36,6 +36,12 @@ protocol ReplicationPeer: Sendable {
     func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)?
     /// Writes the checkpoint; returns its new revision.
     func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String
+    /// Releases what the peer holds (an HTTP peer's URL session) once the replication has ended.
+    func close()
+}
+
+extension ReplicationPeer {
+    func close() {}
 }
 
 /// Compares two sequences as the integers DocStore and DocServer use, or leaves them opaque.
