@@ -76,6 +76,38 @@ final class IndexLifecycleTests: XCTestCase {
         await db.close()
     }
 
+    /// A first build skips deleting rows of documents it has not indexed yet; documents rewritten while
+    /// it runs are read again and must replace, not add to, their rows.
+    func testDocumentsWrittenDuringTheFirstBuildKeepOneRowEach() async throws {
+        let calls = Counter()
+        let db = try await makeDatabase(self) { $0.indexes = [self.countingIndex(calls)] }
+        let count = 6_000
+        _ = try await db.save((0..<count).map { Document(id: String(format: "d%05d", $0), body: ["score": .integer($0)]) })
+        // Rewrite documents from every part of the feed while the build runs, twice each.
+        async let build = db.query("by-score")
+        for round in 1...2 {
+            for n in stride(from: 0, to: count, by: 150) {
+                var doc = try await db.document(withID: String(format: "d%05d", n))!
+                doc["score"] = .integer(-n - round * 100_000)
+                _ = try await db.save(doc)
+            }
+        }
+        _ = try await build
+        var all = IndexQuery()
+        all.reduce = false
+        let rows = try await db.query("by-score", all).rows
+        XCTAssertEqual(rows.count, count, "one row per document")
+        XCTAssertEqual(Set(rows.compactMap(\.documentID)).count, count)
+        for row in rows {
+            let id = row.documentID ?? ""
+            let n = Int(id.dropFirst()) ?? -1
+            let expected = n % 150 == 0 ? -n - 200_000 : n
+            XCTAssertEqual(row.key, .integer(expected), id)
+        }
+        let total = try await db.query("by-score")
+        XCTAssertEqual(total.rows.first?.value, .integer(count))
+    }
+
     func testFailingMapFunctionsAreReportedWithoutCorruptingTheIndex() async throws {
         struct Refused: Error {}
         let picky = IndexDefinition(name: "picky", version: "1") { doc, emit in

@@ -10,8 +10,12 @@ actor IndexWriter {
     let connection: SQLiteConnection
     private var states: [String: IndexState] = [:]
     private var isClosed = false
-    /// Documents mapped per transaction.
+    /// Documents read and mapped at a time.
     static let batchSize = 500
+    /// Windows written per transaction: a large catch-up (a new or rebuilt index) commits every
+    /// 10 000 documents rather than every window, since each commit rewrites every B-tree page the
+    /// window touched — with random keys, most of the index.
+    static let windowsPerTransaction = 20
 
     init(fileURL: URL, definitions: [IndexDefinition]) throws {
         let connection = try SQLiteConnection(path: fileURL.path)
@@ -21,6 +25,7 @@ actor IndexWriter {
             _ = try mode.step()
             connection.resetActiveStatements()
             try connection.execute("PRAGMA synchronous = NORMAL")
+            try connection.execute("PRAGMA cache_size = -16384")
             try IndexSchema.prepare(connection)
             var states: [String: IndexState] = [:]
             for definition in definitions {
@@ -131,15 +136,33 @@ actor IndexWriter {
     func update(_ name: String, documents: ReaderPool) throws -> IndexState {
         var state = try state(named: name)
         do {
-            while true {
-                let window = try readWindow(after: state.lastSequence, documents: documents)
-                guard window.upper > state.lastSequence else { break }
-                let mapped = window.documents.map { entry in
-                    map(entry.document, id: entry.id, definition: state.definition)
+            // From an empty index, a document at or below the database's current sequence is read
+            // once in this catch-up, so deleting its previous rows can be skipped. A write during the
+            // catch-up moves a document above that sequence, where it may be read a second time.
+            let freshUpTo = state.lastSequence == 0 && state.rowCount == 0
+                ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM docs") ?? 0 } : 0
+            var finished = false
+            while !finished {
+                var committed = state
+                try connection.transaction(immediate: true) {
+                    for _ in 0..<IndexWriter.windowsPerTransaction {
+                        let window = try readWindow(after: committed.lastSequence, documents: documents)
+                        guard window.upper > committed.lastSequence else {
+                            finished = true
+                            break
+                        }
+                        let mapped = window.documents.map { entry in
+                            map(entry.document, id: entry.id, definition: committed.definition)
+                        }
+                        try write(window: window, mapped: mapped, state: &committed, freshUpTo: freshUpTo)
+                        if window.documents.count < IndexWriter.batchSize {
+                            finished = true
+                            break
+                        }
+                    }
                 }
-                try write(window: window, mapped: mapped, state: &state)
+                state = committed
                 states[name] = state
-                if window.documents.count < IndexWriter.batchSize { break }
             }
         } catch {
             throw Database.storageError(error)
@@ -212,11 +235,12 @@ actor IndexWriter {
         }
     }
 
-    private func write(window: Window, mapped: [MappedDocument], state: inout IndexState) throws {
+    /// Writes one window's rows, inside the caller's transaction.
+    private func write(window: Window, mapped: [MappedDocument], state: inout IndexState, freshUpTo: Int64) throws {
         let table = state.table
         let indexID = state.id
         var rowCount = state.rowCount
-        try connection.transaction(immediate: true) {
+        do {
             let deleteRows = "DELETE FROM \(table) WHERE doc_id = ?"
             for id in window.purged {
                 try connection.run(deleteRows, [.text(id)])
@@ -226,12 +250,15 @@ actor IndexWriter {
             let insert = try connection.prepare(
                 "INSERT OR REPLACE INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
             for (entry, document) in zip(window.documents, mapped) {
-                try connection.run(deleteRows, [.text(entry.id)])
-                rowCount -= Int64(connection.changes)
+                let isNew = entry.sequence <= freshUpTo
+                if !isNew {
+                    try connection.run(deleteRows, [.text(entry.id)])
+                    rowCount -= Int64(connection.changes)
+                }
                 if let failure = document.failure {
                     try connection.run("INSERT OR REPLACE INTO map_errors (index_id, doc_id, message) VALUES (?, ?, ?)",
                                        [.integer(indexID), .text(entry.id), .text(failure)])
-                } else {
+                } else if !isNew {
                     try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(entry.id)])
                 }
                 guard !document.rows.isEmpty else { continue }
