@@ -191,6 +191,79 @@ final class IndexQueryTests: XCTestCase {
         await XCTAssertEqualAsync(try await db.query("count", groupedKeys).rows.map(\.key), ["y", "x"])
     }
 
+    /// The whole-index `.sum` and `.count` the index writer keeps agree with the SQL aggregate (forced by
+    /// a range covering every key) through inserts, updates, deletions, purges, doubles, non-numbers
+    /// and 64-bit overflow.
+    func testMaintainedWholeIndexTotalsMatchTheRows() async throws {
+        let sum = IndexDefinition(name: "sum", version: "1", reduce: .sum) { doc, emit in
+            if let v = doc["v"] { emit(.integer(doc.int(forKey: "k") ?? 0), v) }
+        }
+        let count = IndexDefinition(name: "count", version: "1", reduce: .count) { doc, emit in
+            if let v = doc["v"] { emit(.integer(doc.int(forKey: "k") ?? 0), v) }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [sum, count] }
+        func check(_ expectedSum: JSON?, _ expectedCount: Int, _ message: String) async throws {
+            var everything = IndexQuery()
+            everything.startKey = .integer(Int.min)
+            everything.endKey = .integer(Int.max)
+            for name in ["sum", "count"] {
+                let whole = try await db.query(name)
+                let ranged = try await db.query(name, everything)
+                XCTAssertEqual(whole.rows.map(\.value), ranged.rows.map(\.value), "\(name): \(message)")
+            }
+            let total = try await db.query("sum").rows.first?.value
+            XCTAssertEqual(total, expectedSum, message)
+            let rows = try await db.query("count").rows.first?.value
+            XCTAssertEqual(rows, expectedCount == 0 ? nil : .integer(expectedCount), message)
+        }
+        try await check(nil, 0, "empty index: no row")
+        var docs = try await db.save((1...50).map { Document(id: "d\($0)", body: ["k": .integer($0), "v": .integer($0)]) })
+            .map { try $0.result.get() }
+        try await check(1275, 50, "first build")
+        docs[0]["v"] = 1000
+        docs[0] = try await db.save(docs[0])
+        try await db.delete(docs[1])
+        try await check(.integer(1275 - 1 + 1000 - 2), 49, "an update and a deletion")
+        _ = try await db.purge(documentIDs: ["d3"])
+        try await check(.integer(1275 - 1 + 1000 - 2 - 3), 48, "a purge")
+        _ = try await db.save(Document(id: "big", body: ["k": 0, "v": .integer(Int.max)]))
+        let overflowed = try await db.query("sum").rows.first?.value
+        XCTAssertEqual(overflowed?.doubleValue ?? 0, Double(Int.max) + 2269, accuracy: 1e6, "past 64 bits: the SQL path")
+        try await db.delete(try await db.document(withID: "big")!)
+        _ = try await db.save(Document(id: "half", body: ["k": 0, "v": 0.5]))
+        try await check(.double(2269.5), 49, "a double: the SQL path")
+        try await db.delete(try await db.document(withID: "half")!)
+        _ = try await db.save(Document(id: "text", body: ["k": 0, "v": "x"]))
+        await assertThrowsDocStoreError(.reduceFailure) { try await db.query("sum") }
+        try await db.delete(try await db.document(withID: "text")!)
+        let back = try await db.query("sum").rows.first?.value
+        XCTAssertEqual(back?.doubleValue, 2269, "the SQL path again after the overflow")
+    }
+
+    /// An index file from before the totals were kept gets them computed when it is registered.
+    func testTotalsOfAnOlderIndexFileAreComputedOnOpen() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let sum = IndexDefinition(name: "sum", version: "1", reduce: .sum) { doc, emit in emit(.string(doc.id), doc["v"]) }
+        var configuration = DatabaseConfiguration(name: "old", directory: directory)
+        configuration.indexes = [sum]
+        var db = try await Database.open(configuration)
+        _ = try await db.save((1...10).map { Document(id: "d\($0)", body: ["v": .integer($0 * $0)]) })
+        await XCTAssertEqualAsync(try await db.query("sum").rows.first?.value, 385)
+        await db.close()
+        let file = SQLiteConnection.self
+        let raw = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
+        try raw.execute("UPDATE indexes SET int_sum = NULL, other_values = NULL")
+        raw.close()
+        db = try await Database.open(configuration)
+        _ = try await db.save(Document(id: "d11", body: ["v": 121]))
+        await XCTAssertEqualAsync(try await db.query("sum").rows.first?.value, 506)
+        await db.close()
+        let check = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
+        XCTAssertEqual(try check.scalarInt("SELECT int_sum FROM indexes WHERE name = 'sum'"), 506)
+        XCTAssertEqual(try check.scalarInt("SELECT other_values FROM indexes WHERE name = 'sum'"), 0)
+        check.close()
+    }
+
     func testReduceOptionErrors() async throws {
         let db = try await numbersDatabase()
         let mapOnly = IndexDefinition(name: "map-only", version: "1") { doc, emit in emit(.string(doc.id), nil) }

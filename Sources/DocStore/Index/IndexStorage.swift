@@ -7,7 +7,7 @@ import Foundation
 enum IndexSchema {
     /// 'DocI' in ASCII.
     static let applicationID: Int64 = 0x446F_6349
-    static let currentVersion: Int64 = 1
+    static let currentVersion: Int64 = 2
 
     static func fileURL(for databaseFile: URL) -> URL {
         URL(fileURLWithPath: databaseFile.path + "-idx")
@@ -32,7 +32,13 @@ enum IndexSchema {
             message TEXT NOT NULL,
             PRIMARY KEY (index_id, doc_id)
         ) STRICT, WITHOUT ROWID;
+        """,
+        // Version 2: whole-index aggregates kept up to date by every index write, so that a `.sum` or
+        // `.count` over the whole index reads one row. NULL means not known (computed at registration).
         """
+        ALTER TABLE indexes ADD COLUMN int_sum INTEGER;
+        ALTER TABLE indexes ADD COLUMN other_values INTEGER;
+        """,
     ]
 
     /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
@@ -83,5 +89,21 @@ struct IndexState: Sendable {
     let definition: IndexDefinition
     var lastSequence: Int64
     var rowCount: Int64
+    /// The exact sum of the rows' integer values; `nil` when unknown (it overflowed 64 bits).
+    var integerSum: Int64? = 0
+    /// How many rows have a value that is not an integer (a double or not a number).
+    var otherValues: Int64 = 0
     var table: String { IndexSchema.rowsTable(id) }
+
+    /// Accounts for a row added (`sign` 1) or removed (`sign` -1) with this value.
+    mutating func account(integer: Int?, sign: Int64) {
+        guard let integer else {
+            otherValues += sign
+            return
+        }
+        guard let sum = integerSum else { return }
+        let (product, overflow1) = Int64(integer).multipliedReportingOverflow(by: sign)
+        let (total, overflow2) = sum.addingReportingOverflow(product)
+        integerSum = overflow1 || overflow2 ? nil : total
+    }
 }

@@ -57,31 +57,52 @@ actor IndexWriter {
         let collatorVersion = definition.collation == .unicode ? CollationKey.unicodeVersion : "raw"
         return try connection.transaction(immediate: true) {
             let statement = try connection.prepare(
-                "SELECT id, version, collation, collator_version, last_seq, row_count FROM indexes WHERE name = ?")
+                "SELECT id, version, collation, collator_version, last_seq, row_count, int_sum, other_values FROM indexes WHERE name = ?")
             try statement.bind(definition.name, at: 1)
             if try statement.step() {
                 let id = statement.int64(0)
                 let unchanged = statement.text(1) == definition.version && statement.text(2) == definition.collation.rawValue
                     && statement.text(3) == collatorVersion
-                let state = IndexState(id: id, definition: definition, lastSequence: statement.int64(4), rowCount: statement.int64(5))
+                var state = IndexState(id: id, definition: definition, lastSequence: statement.int64(4), rowCount: statement.int64(5))
+                let aggregatesKnown = !statement.isNull(7)
+                state.integerSum = statement.isNull(6) ? nil : statement.int64(6)
+                state.otherValues = aggregatesKnown ? statement.int64(7) : 0
                 statement.reset()
-                if unchanged { return state }
+                if unchanged {
+                    if !aggregatesKnown { try computeAggregates(&state, on: connection) }
+                    return state
+                }
                 try connection.execute("DROP TABLE IF EXISTS \(IndexSchema.rowsTable(id))")
                 try connection.execute(IndexSchema.createRowsTable(id))
                 try connection.run("DELETE FROM map_errors WHERE index_id = ?", [.integer(id)])
                 try connection.run(
-                    "UPDATE indexes SET version = ?, collation = ?, collator_version = ?, last_seq = 0, row_count = 0 WHERE id = ?",
+                    "UPDATE indexes SET version = ?, collation = ?, collator_version = ?, last_seq = 0, row_count = 0, int_sum = 0, other_values = 0 WHERE id = ?",
                     [.text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion), .integer(id)])
                 return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
             }
             statement.reset()
             try connection.run(
-                "INSERT INTO indexes (name, version, collation, collator_version, last_seq, row_count) VALUES (?, ?, ?, ?, 0, 0)",
+                "INSERT INTO indexes (name, version, collation, collator_version, last_seq, row_count, int_sum, other_values) VALUES (?, ?, ?, ?, 0, 0, 0, 0)",
                 [.text(definition.name), .text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion)])
             let id = try connection.scalarInt("SELECT last_insert_rowid()")!
             try connection.execute(IndexSchema.createRowsTable(id))
             return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
         }
+    }
+
+    /// Computes the whole-index aggregates of an index written before they were kept (one scan).
+    private static func computeAggregates(_ state: inout IndexState, on connection: SQLiteConnection) throws {
+        let table = state.table
+        state.otherValues = try connection.scalarInt("SELECT count(*) FROM \(table) WHERE value_is_int = 0") ?? 0
+        do {
+            // SQLite's sum() of integers is exact and fails on overflow.
+            state.integerSum = try connection.scalarInt(
+                "SELECT coalesce(sum(CAST(value_json AS INTEGER)), 0) FROM \(table) WHERE value_is_int = 1")
+        } catch {
+            state.integerSum = nil
+        }
+        try connection.run("UPDATE indexes SET int_sum = ?, other_values = ? WHERE id = ?",
+                           [state.integerSum.map { .integer($0) } ?? .null, .integer(state.otherValues), .integer(state.id)])
     }
 
     /// Registers (or re-registers) an index while the database is open.
@@ -121,7 +142,8 @@ actor IndexWriter {
         let keyJSON: [UInt8]
         let valueJSON: [UInt8]
         let valueNumber: Double?
-        let valueIsInteger: Bool
+        /// The value when it is an integer (exact, unlike ``valueNumber``).
+        let valueInteger: Int?
     }
 
     private struct Window {
@@ -222,10 +244,10 @@ actor IndexWriter {
                 } catch {
                     throw DocStoreError(.indexFailure, "map function emitted a value JSON cannot represent: \(key) → \(value)")
                 }
-                let isInteger: Bool
-                if case .integer = value { isInteger = true } else { isInteger = false }
+                var integer: Int? = nil
+                if case .integer(let n) = value { integer = n }
                 rows.append(EncodedRow(key: CollationKey.encode(key, collation: definition.collation), keyJSON: keyJSON,
-                                       valueJSON: valueJSON, valueNumber: value.doubleValue, valueIsInteger: isInteger))
+                                       valueJSON: valueJSON, valueNumber: value.doubleValue, valueInteger: integer))
             }
             return MappedDocument(id: id, rows: rows, failure: nil)
         } catch let error as DocStoreError {
@@ -239,22 +261,29 @@ actor IndexWriter {
     private func write(window: Window, mapped: [MappedDocument], state: inout IndexState, freshUpTo: Int64) throws {
         let table = state.table
         let indexID = state.id
-        var rowCount = state.rowCount
+        var updated = state
         do {
-            let deleteRows = "DELETE FROM \(table) WHERE doc_id = ?"
+            // Removes a document's rows, taking their values out of the aggregates.
+            let deleteRows = try connection.prepare("DELETE FROM \(table) WHERE doc_id = ? RETURNING value_is_int, value_json")
+            func removeRows(of id: String) throws {
+                deleteRows.reset()
+                try deleteRows.bind(id, at: 1)
+                while try deleteRows.step() {
+                    updated.rowCount -= 1
+                    let integer = deleteRows.int64(0) == 1 ? Int(deleteRows.text(1)) : nil
+                    if deleteRows.int64(0) == 1 && integer == nil { updated.integerSum = nil }
+                    updated.account(integer: integer, sign: -1)
+                }
+            }
             for id in window.purged {
-                try connection.run(deleteRows, [.text(id)])
-                rowCount -= Int64(connection.changes)
+                try removeRows(of: id)
                 try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(id)])
             }
             let insert = try connection.prepare(
-                "INSERT OR REPLACE INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                "INSERT INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
             for (entry, document) in zip(window.documents, mapped) {
                 let isNew = entry.sequence <= freshUpTo
-                if !isNew {
-                    try connection.run(deleteRows, [.text(entry.id)])
-                    rowCount -= Int64(connection.changes)
-                }
+                if !isNew { try removeRows(of: entry.id) }
                 if let failure = document.failure {
                     try connection.run("INSERT OR REPLACE INTO map_errors (index_id, doc_id, message) VALUES (?, ?, ?)",
                                        [.integer(indexID), .text(entry.id), .text(failure)])
@@ -272,15 +301,17 @@ actor IndexWriter {
                     try insert.bind(blob: row.keyJSON, at: 5)
                     try insert.bind(blob: row.valueJSON, at: 6)
                     if let number = row.valueNumber { try insert.bind(number, at: 7) } else { try insert.bindNull(at: 7) }
-                    try insert.bind(row.valueIsInteger ? 1 : 0, at: 8)
+                    try insert.bind(row.valueInteger != nil ? 1 : 0, at: 8)
                     _ = try insert.step()
+                    updated.rowCount += 1
+                    updated.account(integer: row.valueInteger, sign: 1)
                 }
-                rowCount += Int64(document.rows.count)
             }
-            try connection.run("UPDATE indexes SET last_seq = ?, row_count = ? WHERE id = ?",
-                               [.integer(window.upper), .integer(rowCount), .integer(indexID)])
+            updated.lastSequence = window.upper
+            try connection.run("UPDATE indexes SET last_seq = ?, row_count = ?, int_sum = ?, other_values = ? WHERE id = ?",
+                               [.integer(updated.lastSequence), .integer(updated.rowCount),
+                                updated.integerSum.map { .integer($0) } ?? .null, .integer(updated.otherValues), .integer(indexID)])
         }
-        state.lastSequence = window.upper
-        state.rowCount = rowCount
+        state = updated
     }
 }

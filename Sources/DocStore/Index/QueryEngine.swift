@@ -197,8 +197,24 @@ struct QueryEngine {
         return try streamingReduce(reduce)
     }
 
+    /// The reduce of the whole index from the aggregates the index writer keeps, when they answer it.
+    private func maintainedTotal(_ reduce: ReduceFunction) -> JSON? {
+        switch reduce {
+        case .count: return .integer(Int(state.rowCount))
+        case .sum:
+            guard state.otherValues == 0, let sum = state.integerSum else { return nil }
+            return .integer(Int(sum))
+        default: return nil
+        }
+    }
+
     /// Built-in reduces as SQL aggregates, over the whole range or per exact key.
     private func sqlReduce(_ reduce: ReduceFunction) throws -> [(key: JSON, value: JSON, documentID: String?)] {
+        // Over the whole index, `.count` and an all-integer `.sum` are kept by the index writer.
+        if grouping == .all, query.keys == nil, bounds.lower == nil, bounds.upper == nil, let total = maintainedTotal(reduce) {
+            let rows: [(key: JSON, value: JSON, documentID: String?)] = state.rowCount > 0 ? [(.null, total, nil)] : []
+            return Array(rows.dropFirst(query.skip).prefix(query.limit ?? Int.max))
+        }
         let aggregates: String
         switch reduce {
         case .count: aggregates = "count(*), 0, 0, 0, 0, 0, 1"
