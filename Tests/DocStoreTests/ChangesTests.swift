@@ -32,6 +32,24 @@ final class ChangesFeedTests: XCTestCase {
         await assertThrowsDocStoreError(.badRequest) { try await db.changes(limit: -1) }
     }
 
+    /// `pending` is exact from every starting point, whichever way it is counted (short and long spans).
+    func testPendingCountsTheDocumentsAfterEverySequence() async throws {
+        let db = try await makeDatabase(self)
+        var saved = try await db.save((0..<60).map { Document(id: "d\($0)", body: ["n": .integer($0)]) })
+            .map { try $0.result.get() }
+        for k in stride(from: 0, to: 60, by: 7) {
+            saved[k]["n"] = .integer(-k)
+            saved[k] = try await db.save(saved[k])
+        }
+        try await db.delete(saved[3])
+        let feed = try await db.changes().changes.map(\.sequence)
+        let last = await db.updateSequence
+        for since in Int64(0)...last + 1 {
+            let pending = try await db.pendingChangeCount(since: since)
+            XCTAssertEqual(pending, feed.filter { $0 > since }.count, "since \(since)")
+        }
+    }
+
     func testDeletionsStayInTheFeedWithDocuments() async throws {
         let db = try await makeDatabase(self)
         let doc = try await db.save(Document(id: "gone", body: ["x": 1]))

@@ -61,9 +61,20 @@ extension Database {
     }
 
     /// How many documents changed after `since` (CouchDB's `pending`).
-    /// - Complexity: O(rows counted), a range of the primary key.
+    ///
+    /// A short range is counted on the table itself; a long one (over a fifth of all sequences) by a
+    /// scan of the narrow id index, about five times cheaper per row than the table's wide rows.
+    /// - Complexity: O(min(rows after `since`, all rows)).
     public func pendingChangeCount(since: Int64) async throws -> Int {
-        try read { Int(try $0.scalarInt("SELECT count(*) FROM docs WHERE seq > ?", [.integer(since)]) ?? 0) }
+        let last = await writer.lastSequence
+        return try read { connection in
+            let span = last - since
+            guard span > 0 else { return 0 }
+            let sql = span * 5 > last
+                ? "SELECT count(*) FROM docs INDEXED BY sqlite_autoindex_docs_1 WHERE seq > ?"
+                : "SELECT count(*) FROM docs WHERE seq > ?"
+            return Int(try connection.scalarInt(sql, [.integer(since)]) ?? 0)
+        }
     }
 
     /// The sequence of the latest change (CouchDB's `update_seq`).
