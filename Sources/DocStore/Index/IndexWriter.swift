@@ -153,7 +153,6 @@ actor IndexWriter {
     }
 
     /// Brings index `name` up to date with every document committed so far and returns its state.
-    /// `onMap` is told how many documents were mapped (for tests and statistics).
     @discardableResult
     func update(_ name: String, documents: ReaderPool) throws -> IndexState {
         var state = try state(named: name)
@@ -163,28 +162,29 @@ actor IndexWriter {
             // catch-up moves a document above that sequence, where it may be read a second time.
             let freshUpTo = state.lastSequence == 0 && state.rowCount == 0
                 ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM docs") ?? 0 } : 0
-            var finished = false
-            while !finished {
+            // The first window is read before taking the index file's write lock, so an index that is
+            // current costs one read.
+            var window = try readWindow(after: state.lastSequence, documents: documents)
+            while window.upper > state.lastSequence {
                 var committed = state
+                var next = window
                 try connection.transaction(immediate: true) {
-                    for _ in 0..<IndexWriter.windowsPerTransaction {
-                        let window = try readWindow(after: committed.lastSequence, documents: documents)
-                        guard window.upper > committed.lastSequence else {
-                            finished = true
-                            break
-                        }
-                        let mapped = window.documents.map { entry in
+                    for written in 1...IndexWriter.windowsPerTransaction {
+                        let mapped = next.documents.map { entry in
                             map(entry.document, id: entry.id, definition: committed.definition)
                         }
-                        try write(window: window, mapped: mapped, state: &committed, freshUpTo: freshUpTo)
-                        if window.documents.count < IndexWriter.batchSize {
-                            finished = true
-                            break
+                        try write(window: next, mapped: mapped, state: &committed, freshUpTo: freshUpTo)
+                        guard next.documents.count == IndexWriter.batchSize else {
+                            next = Window()  // a short window was the last one
+                            return
                         }
+                        next = try readWindow(after: committed.lastSequence, documents: documents)
+                        if next.upper <= committed.lastSequence || written == IndexWriter.windowsPerTransaction { return }
                     }
                 }
                 state = committed
                 states[name] = state
+                window = next
             }
         } catch {
             throw Database.storageError(error)
