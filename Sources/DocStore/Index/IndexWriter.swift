@@ -270,9 +270,13 @@ actor IndexWriter {
                 try deleteRows.bind(id, at: 1)
                 while try deleteRows.step() {
                     updated.rowCount -= 1
-                    let integer = deleteRows.int64(0) == 1 ? Int(deleteRows.text(1)) : nil
-                    if deleteRows.int64(0) == 1 && integer == nil { updated.integerSum = nil }
-                    updated.account(integer: integer, sign: -1)
+                    if deleteRows.int64(0) == 0 {
+                        updated.account(integer: nil, sign: -1)
+                    } else if let integer = Int(deleteRows.text(1)) {
+                        updated.account(integer: integer, sign: -1)
+                    } else {
+                        updated.integerSum = nil  // an integer row whose text does not read back: sum unknown
+                    }
                 }
             }
             for id in window.purged {
