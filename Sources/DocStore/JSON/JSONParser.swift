@@ -257,14 +257,7 @@ struct JSONReader: ~Copyable {
     /// equivalence, which the object's dictionary uses: U+212A KELVIN SIGN equals "K"), so a set decides.
     private func firstDuplicateKey(from start: Int) -> Int? {
         let end = memberStack.count
-        var plain = end - start <= 32
-        if plain {
-            for i in start..<end where keyInfoStack[i].hash == 0 {
-                plain = false
-                break
-            }
-        }
-        if plain {
+        if end - start <= 32 && !(start..<end).contains(where: { keyInfoStack[$0].hash == 0 }) {
             for i in start..<end {
                 let hash = keyInfoStack[i].hash
                 for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key == memberStack[i].key { return i }

@@ -39,19 +39,18 @@ extension RevisionTree {
     /// only the leaves' revision ids are made. The changes feed's per-row work.
     /// - Complexity: O(n).
     static func rankedLeaves(decoding bytes: UnsafeRawBufferPointer) throws -> [Node] {
-        // Two passes: which nodes have children, then the leaves.
+        // One pass keeps each node's digest bytes (a view of `bytes`); ids are made for leaves only.
+        var nodes: [(generation: Int, digest: UnsafeRawBufferPointer, isDeleted: Bool)] = []
         var hasChildren: [Bool] = []
-        try decodeNodes(bytes) { _, _, parent, _ in
+        try decodeNodes(bytes) { generation, digest, parent, isDeleted in
+            nodes.append((generation, digest, isDeleted))
             hasChildren.append(false)
             if let parent { hasChildren[parent] = true }
         }
         var leaves: [Node] = []
-        var index = 0
-        try decodeNodes(bytes) { generation, digest, _, isDeleted in
-            defer { index += 1 }
-            guard !hasChildren[index] else { return }
-            let revision = RevisionID(generation: generation, digest: String(decoding: digest, as: UTF8.self))
-            leaves.append(Node(revision: revision, parent: nil, isDeleted: isDeleted))
+        for (node, hasChild) in zip(nodes, hasChildren) where !hasChild {
+            let revision = RevisionID(generation: node.generation, digest: String(decoding: node.digest, as: UTF8.self))
+            leaves.append(Node(revision: revision, parent: nil, isDeleted: node.isDeleted))
         }
         if leaves.count > 1 { leaves.sort(by: RevisionTree.ranksAbove) }
         return leaves
