@@ -174,6 +174,12 @@ final class RevisionTreeTests: XCTestCase {
             try tree((history("3-c", "2-b", "1-a"), false), (history("3-k", "2-j", "1-a"), true),
                      (history("9-stemmed", "8-root"), false), (history("2-z", "1-a"), false)),
             try tree((history("2-x", "1-a"), true), (history("2-y", "1-a"), true)),
+            // Two roots, each a linear history: not one history, although every node has a parent before it.
+            try tree((history("2-b", "1-a"), false), (history("5-e", "4-d"), false)),
+            // A branch point at the last node but one, and a deleted linear history.
+            try tree((history("3-c", "2-b", "1-a"), false), (history("2-x", "1-a"), false)),
+            try tree((history("4-\(String(repeating: "f", count: 32))", "3-\(String(repeating: "0", count: 32))",
+                              "2-B", "1-a"), true)),
         ]
         for t in shapes {
             let bytes = t.encoded()
@@ -181,6 +187,11 @@ final class RevisionTreeTests: XCTestCase {
             XCTAssertEqual(leaves.map(\.revision), t.rankedLeaves.map(\.revision))
             XCTAssertEqual(leaves.map(\.isDeleted), t.rankedLeaves.map(\.isDeleted))
             XCTAssertEqual(leaves.first?.revision, t.winner?.revision)
+            // The changes feed's form: the winner, then the other leaves in the same order.
+            let split = try XCTUnwrap(try bytes.withUnsafeBytes { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
+            XCTAssertEqual(split.winner.revision, t.winner?.revision)
+            XCTAssertEqual(split.winner.isDeleted, t.winner?.isDeleted)
+            XCTAssertEqual([split.winner.revision] + split.others, t.rankedLeaves.map(\.revision))
         }
         // A child whose generation is not its parent's plus one is corrupt.
         var bad = RevisionTree()
@@ -189,6 +200,7 @@ final class RevisionTreeTests: XCTestCase {
         let badBytes = bad.encoded()
         XCTAssertThrowsError(try badBytes.withUnsafeBytes { try RevisionTree(decoding: $0) })
         XCTAssertThrowsError(try badBytes.withUnsafeBytes { try RevisionTree.rankedLeaves(decoding: $0) })
+        XCTAssertThrowsError(try badBytes.withUnsafeBytes { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
     }
 
     private func permutations(_ items: [Int]) -> [[Int]] {

@@ -28,12 +28,15 @@ public struct Change: Sendable, Hashable {
     public let id: String
     /// The winning revision.
     public let revision: RevisionID
-    /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
-    public let leafRevisions: [RevisionID]
+    /// The other leaf revisions (conflicts and deleted branches), in CouchDB's order.
+    let otherLeaves: [RevisionID]
     /// Whether the winning revision is a deletion.
     public let isDeleted: Bool
     /// The winning revision's document, when asked for.
     public let document: Document?
+
+    /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
+    public var leafRevisions: [RevisionID] { [revision] + otherLeaves }
 }
 
 /// A page of the changes feed.

@@ -106,7 +106,7 @@ extension Database {
             var rows: [AllDocumentsRow] = []
             while try statement.step() {
                 let id = statement.text(1)
-                guard let revision = RevisionID(statement.text(2)) else {
+                guard let revision = statement.revision(2) else {
                     throw DocStoreError(.storage, "Corrupt revision id of \(id)")
                 }
                 var document: Document? = nil

@@ -39,21 +39,24 @@ extension Database {
             try statement.bind(since, at: 1)
             try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
             var changes: [Change] = []
+            // A page's usual size is known; growing a large array of rows step by step costs copies.
+            changes.reserveCapacity(min(limit ?? 1024, 1024))
             var last = since
             while try statement.step() {
                 let sequence = statement.int64(0)
-                let leaves = try statement.withBlob(5) { try RevisionTree.rankedLeaves(decoding: $0) }
-                guard let winner = leaves.first else { continue }
+                guard let (winner, others) = try statement.withBlob(5, { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
+                else { continue }
+                let id = statement.text(1)
                 var document: Document? = nil
                 if includeDocuments {
                     document = try statement.withBlob(4) { body in
-                        try Database.makeDocument(id: statement.text(1), revision: winner.revision, isDeleted: winner.isDeleted,
+                        try Database.makeDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
                                                   body: body, sequence: sequence, created: statement.double(6),
                                                   updated: statement.double(7))
                     }
                 }
-                changes.append(Change(sequence: sequence, id: statement.text(1), revision: winner.revision,
-                                      leafRevisions: leaves.map(\.revision), isDeleted: winner.isDeleted, document: document))
+                changes.append(Change(sequence: sequence, id: id, revision: winner.revision, otherLeaves: others,
+                                      isDeleted: winner.isDeleted, document: document))
                 last = sequence
             }
             return ChangesPage(changes: changes, lastSequence: last)

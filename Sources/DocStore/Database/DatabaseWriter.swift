@@ -134,7 +134,7 @@ actor DatabaseWriter {
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try encodeBody(&document, generation: generation, keepRevpos: false, records: records)
         let revision = RevisionID(generation: generation,
-                                  digest: revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body))
+                                  digest16: revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body))
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
         document.revision = revision
         document.revisionHistory = nil
@@ -201,12 +201,15 @@ actor DatabaseWriter {
 
     /// Deterministic revision hash: MD5 of the parent revision, the deletion flag and the stored body,
     /// so that two peers making the identical edit produce the identical revision.
-    private func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> String {
+    private func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> Insecure.MD5Digest {
         var md5 = Insecure.MD5()
-        md5.update(data: Array((parent?.description ?? "").utf8))
-        md5.update(data: [0, isDeleted ? 1 : 0])
-        md5.update(data: body)
-        return hexString(md5.finalize())
+        if let parent {
+            var text = parent.description
+            text.withUTF8 { md5.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        }
+        withUnsafeBytes(of: (UInt8(0), UInt8(isDeleted ? 1 : 0))) { md5.update(bufferPointer: $0) }
+        body.withUnsafeBytes { md5.update(bufferPointer: $0) }
+        return md5.finalize()
     }
 
     /// Writes a revision whose place in `tree` is already decided: stems the tree, stores attachment
@@ -337,19 +340,6 @@ actor DatabaseWriter {
         try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return dropped
     }
-}
-
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-/// Lowercase hex of a digest.
-func hexString<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(32)
-    for byte in digest {
-        bytes.append(hexDigits[Int(byte >> 4)])
-        bytes.append(hexDigits[Int(byte & 0x0F)])
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }
 
 #if DEBUG

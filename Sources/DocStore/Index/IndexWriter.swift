@@ -204,7 +204,7 @@ actor IndexWriter {
                 let seq = statement.int64(0)
                 let id = statement.text(1)
                 var document: Document? = nil
-                if statement.int64(3) == 0, let revision = RevisionID(statement.text(2)) {
+                if statement.int64(3) == 0, let revision = statement.revision(2) {
                     document = try? statement.withBlob(4) { body in
                         try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
                                                   created: statement.double(5), updated: statement.double(6))

@@ -2,36 +2,86 @@
 /// for each edit) and `hash` identifies the content.
 ///
 /// Ordering follows CouchDB: by generation, then by the hash compared as bytes.
+///
+/// The hash DocStore and CouchDB write — 32 lowercase hex digits — is held as two integers, so that
+/// making, comparing and hashing such an id allocates nothing; any other hash a peer writes is held
+/// as text.
 public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConvertible, Codable {
     /// The generation, 1 or more.
     public let generation: Int
+    private let storage: Digest
+
+    /// The hash: 32 lowercase hex digits as a 128-bit number (the canonical form: such a hash is
+    /// never held as text, so equal ids always have equal storage), or any other text.
+    private enum Digest: Sendable, Hashable {
+        case hex(UInt64, UInt64)
+        case text(String)
+    }
+
     /// The part after the dash; DocStore writes 32 lowercase hex digits, peers may write anything.
-    public let digest: String
+    public var digest: String {
+        switch storage {
+        case .text(let text):
+            return text
+        case .hex(let high, let low):
+            return String(unsafeUninitializedCapacity: 32) { buffer in
+                RevisionID.writeHex(high, low, into: UnsafeMutableRawBufferPointer(buffer))
+                return 32
+            }
+        }
+    }
 
     /// Creates a revision id from its parts.
     /// - Precondition: `generation >= 1` and `digest` is non-empty.
     public init(generation: Int, digest: String) {
         precondition(generation >= 1 && !digest.isEmpty, "invalid revision id")
         self.generation = generation
-        self.digest = digest
+        var digest = digest
+        self.storage = digest.withUTF8 { RevisionID.parseHex(UnsafeRawBufferPointer($0)) } ?? .text(digest)
+    }
+
+    /// A revision id whose hash is given as bytes (e.g. a view of a stored revision tree).
+    /// - Precondition: `generation >= 1` and `digest` is non-empty.
+    init(generation: Int, digestBytes digest: UnsafeRawBufferPointer) {
+        precondition(generation >= 1 && !digest.isEmpty, "invalid revision id")
+        self.generation = generation
+        self.storage = RevisionID.parseHex(digest) ?? .text(String(decoding: digest, as: UTF8.self))
+    }
+
+    /// A revision id whose hash is the lowercase hex of 16 digest bytes (e.g. an MD5).
+    init<D: Sequence>(generation: Int, digest16 bytes: D) where D.Element == UInt8 {
+        precondition(generation >= 1, "invalid revision id")
+        var high: UInt64 = 0, low: UInt64 = 0, count = 0
+        for byte in bytes {
+            if count < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+            count += 1
+        }
+        precondition(count == 16, "a 16-byte digest is required")
+        self.generation = generation
+        self.storage = .hex(high, low)
     }
 
     /// Parses `"N-hash"`; returns `nil` unless N is a positive decimal integer and the hash is non-empty
     /// printable ASCII without spaces.
     public init?(_ description: String) {
-        let utf8 = description.utf8
-        guard let dash = utf8.firstIndex(of: UInt8(ascii: "-")), dash != utf8.startIndex else { return nil }
+        var description = description
+        guard let parsed = description.withUTF8({ RevisionID(utf8: UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses `"N-hash"` from UTF-8 bytes, as ``init(_:)``.
+    init?(utf8 bytes: UnsafeRawBufferPointer) {
+        guard let dash = bytes.firstIndex(of: UInt8(ascii: "-")), dash != 0 else { return nil }
         var generation = 0
-        for byte in utf8[..<dash] {
+        for byte in bytes[..<dash] {
             guard byte >= 48 && byte <= 57, generation < 100_000_000 else { return nil }
             generation = generation * 10 + Int(byte - 48)
         }
-        let digestBytes = utf8[utf8.index(after: dash)...]
-        guard generation >= 1, !digestBytes.isEmpty, digestBytes.count <= 256,
-            digestBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        let digest = UnsafeRawBufferPointer(rebasing: bytes[(dash + 1)...])
+        guard generation >= 1, !digest.isEmpty, digest.count <= 256,
+            digest.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { return nil }
-        self.generation = generation
-        self.digest = String(decoding: digestBytes, as: UTF8.self)
+        self.init(generation: generation, digestBytes: digest)
     }
 
     /// Parses a revision id, throwing ``DocStoreError/Code/invalidRevision`` if it is malformed.
@@ -43,20 +93,57 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     }
 
     /// `"N-hash"`.
-    public var description: String { "\(generation)-\(digest)" }
+    public var description: String {
+        guard case .hex = storage else { return "\(generation)-\(digest)" }
+        return withDescriptionBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of ``description``, without making a `String` for a hex hash.
+    func withDescriptionBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard case .hex(let high, let low) = storage else {
+            var text = description
+            return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        }
+        // Up to 20 digits of the generation, the dash and 32 hex digits.
+        var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+        return try withUnsafeMutableBytes(of: &scratch) { buffer in
+            var value = UInt64(generation), count = 0
+            repeat {
+                count += 1
+                value /= 10
+            } while value > 0
+            value = UInt64(generation)
+            for i in stride(from: count - 1, through: 0, by: -1) {
+                buffer[i] = UInt8(truncatingIfNeeded: value % 10) + 48
+                value /= 10
+            }
+            buffer[count] = UInt8(ascii: "-")
+            RevisionID.writeHex(high, low, into: UnsafeMutableRawBufferPointer(rebasing: buffer[(count + 1)...]))
+            return try body(UnsafeRawBufferPointer(rebasing: buffer[..<(count + 33)]))
+        }
+    }
+
+    /// Calls `body` with the hash's UTF-8 bytes, without making a `String` for a hex hash.
+    func withDigestBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch storage {
+        case .text(var text):
+            return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        case .hex(let high, let low):
+            var hex: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            return try withUnsafeMutableBytes(of: &hex) { buffer in
+                RevisionID.writeHex(high, low, into: buffer)
+                return try body(UnsafeRawBufferPointer(buffer))
+            }
+        }
+    }
 
     public static func < (lhs: RevisionID, rhs: RevisionID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
+        if case .hex(let lh, let ll) = lhs.storage, case .hex(let rh, let rl) = rhs.storage {
+            // Lowercase hex digits sort as bytes in the order of the numbers they spell.
+            return lh != rh ? lh < rh : ll < rl
+        }
         return lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)
-    }
-
-    public static func == (lhs: RevisionID, rhs: RevisionID) -> Bool {
-        lhs.generation == rhs.generation && lhs.digest.utf8.elementsEqual(rhs.digest.utf8)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(generation)
-        hasher.combine(digest)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -67,5 +154,36 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
+    }
+
+    // MARK: Hex
+
+    private static let hexDigits: (UInt64, UInt64) = (0x3736_3534_3332_3130, 0x6665_6463_6261_3938)  // "0123456789abcdef"
+
+    /// Writes 32 lowercase hex digits of `high` then `low` at the start of `buffer`.
+    private static func writeHex(_ high: UInt64, _ low: UInt64, into buffer: UnsafeMutableRawBufferPointer) {
+        withUnsafeBytes(of: hexDigits) { digits in
+            for i in 0..<16 {
+                buffer[i] = digits[Int(truncatingIfNeeded: high >> (60 - 4 * UInt64(i))) & 0xF]
+                buffer[16 + i] = digits[Int(truncatingIfNeeded: low >> (60 - 4 * UInt64(i))) & 0xF]
+            }
+        }
+    }
+
+    /// The 128-bit value of exactly 32 lowercase hex digits, or `nil` for any other text.
+    private static func parseHex(_ bytes: UnsafeRawBufferPointer) -> Digest? {
+        guard bytes.count == 32 else { return nil }
+        var high: UInt64 = 0, low: UInt64 = 0
+        for i in 0..<32 {
+            let byte = bytes[i]
+            let nibble: UInt8
+            switch byte {
+            case 48...57: nibble = byte - 48
+            case 97...102: nibble = byte - 87
+            default: return nil
+            }
+            if i < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+        }
+        return .hex(high, low)
     }
 }

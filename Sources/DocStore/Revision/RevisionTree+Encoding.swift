@@ -13,9 +13,10 @@ extension RevisionTree {
         appendVarint(UInt64(nodes.count), to: &bytes)
         for node in nodes {
             appendVarint(UInt64(node.revision.generation), to: &bytes)
-            let digest = node.revision.digest.utf8
-            appendVarint(UInt64(digest.count), to: &bytes)
-            bytes.append(contentsOf: digest)
+            node.revision.withDigestBytes { digest in
+                appendVarint(UInt64(digest.count), to: &bytes)
+                bytes.append(contentsOf: digest)
+            }
             appendVarint(UInt64(node.parent.map { $0 + 1 } ?? 0), to: &bytes)
             bytes.append(node.isDeleted ? 1 : 0)
         }
@@ -28,8 +29,7 @@ extension RevisionTree {
     init(decoding bytes: UnsafeRawBufferPointer) throws {
         var loaded: [Node] = []
         try RevisionTree.decodeNodes(bytes) { generation, digest, parent, isDeleted in
-            let digestString = String(decoding: digest, as: UTF8.self)
-            loaded.append(Node(revision: RevisionID(generation: generation, digest: digestString), parent: parent,
+            loaded.append(Node(revision: RevisionID(generation: generation, digestBytes: digest), parent: parent,
                                isDeleted: isDeleted))
         }
         self.init(nodes: loaded)
@@ -49,11 +49,34 @@ extension RevisionTree {
         }
         var leaves: [Node] = []
         for (node, hasChild) in zip(nodes, hasChildren) where !hasChild {
-            let revision = RevisionID(generation: node.generation, digest: String(decoding: node.digest, as: UTF8.self))
+            let revision = RevisionID(generation: node.generation, digestBytes: node.digest)
             leaves.append(Node(revision: revision, parent: nil, isDeleted: node.isDeleted))
         }
         if leaves.count > 1 { leaves.sort(by: RevisionTree.ranksAbove) }
         return leaves
+    }
+
+    /// The winning leaf of an encoded tree and the other leaves in CouchDB's order, as
+    /// ``rankedLeaves(decoding:)``; a history without branches (the common case) allocates nothing.
+    /// Returns `nil` for an empty tree.
+    /// - Complexity: O(n).
+    static func winnerAndOtherLeaves(decoding bytes: UnsafeRawBufferPointer) throws -> (winner: Node, others: [RevisionID])? {
+        // A linear history — each node the child of the one before — has its last node as its only leaf.
+        var isLinear = true
+        var count = 0
+        var last: (generation: Int, digest: UnsafeRawBufferPointer, isDeleted: Bool)?
+        try decodeNodes(bytes) { generation, digest, parent, isDeleted in
+            if count > 0 && parent != count - 1 { isLinear = false }
+            last = (generation, digest, isDeleted)
+            count += 1
+        }
+        guard let last else { return nil }
+        if isLinear {
+            let revision = RevisionID(generation: last.generation, digestBytes: last.digest)
+            return (Node(revision: revision, parent: nil, isDeleted: last.isDeleted), [])
+        }
+        let leaves = try rankedLeaves(decoding: bytes)
+        return (leaves[0], leaves.dropFirst().map(\.revision))
     }
 
     /// Walks the encoded nodes in order, checking the structure: each parent comes before its child,

@@ -22,7 +22,7 @@ struct DocumentRecords {
     /// Reads a full record from a statement positioned on a row selected with ``selectColumns``.
     static func record(from statement: SQLiteStatement) throws -> DocumentRecord {
         let tree = try statement.withBlob(5) { try RevisionTree(decoding: $0) }
-        guard let winner = RevisionID(statement.text(2)) else {
+        guard let winner = statement.revision(2) else {
             throw DocStoreError(.storage, "Corrupt revision id in database")
         }
         return DocumentRecord(sequence: statement.int64(0), id: statement.text(1), winner: winner,
@@ -44,7 +44,7 @@ struct DocumentRecords {
         defer { statement.reset() }
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
-        guard let revision = RevisionID(statement.text(1)) else {
+        guard let revision = statement.revision(1) else {
             throw DocStoreError(.storage, "Corrupt revision id in database")
         }
         return try statement.withBlob(2) { body in
@@ -61,7 +61,7 @@ struct DocumentRecords {
                 "UPDATE docs SET seq = ?, rev = ?, deleted = ?, body = ?, tree = ?, updated = ? WHERE seq = ?")
             try statement.bind(previousSequence, at: 7)
             try statement.bind(record.sequence, at: 1)
-            try statement.bind(record.winner.description, at: 2)
+            try statement.bind(record.winner, at: 2)
             try statement.bind(record.isDeleted ? 1 : 0, at: 3)
             try statement.bind(blob: record.body, at: 4)
             try statement.bind(blob: record.tree.encoded(), at: 5)
@@ -71,7 +71,7 @@ struct DocumentRecords {
                 "INSERT INTO docs (seq, id, rev, deleted, body, tree, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
             try statement.bind(record.sequence, at: 1)
             try statement.bind(record.id, at: 2)
-            try statement.bind(record.winner.description, at: 3)
+            try statement.bind(record.winner, at: 3)
             try statement.bind(record.isDeleted ? 1 : 0, at: 4)
             try statement.bind(blob: record.body, at: 5)
             try statement.bind(blob: record.tree.encoded(), at: 6)
@@ -90,7 +90,7 @@ struct DocumentRecords {
     func revisionBody(id: String, revision: RevisionID) throws -> (isDeleted: Bool, body: [UInt8])? {
         let statement = try connection.prepare("SELECT deleted, body FROM revs WHERE id = ? AND rev = ?")
         try statement.bind(id, at: 1)
-        try statement.bind(revision.description, at: 2)
+        try statement.bind(revision, at: 2)
         guard try statement.step() else { return nil }
         return (statement.int64(0) != 0, statement.blob(1))
     }
@@ -99,7 +99,7 @@ struct DocumentRecords {
         let statement = try connection.prepare(
             "INSERT OR REPLACE INTO revs (id, rev, deleted, body) VALUES (?, ?, ?, ?)")
         try statement.bind(id, at: 1)
-        try statement.bind(revision.description, at: 2)
+        try statement.bind(revision, at: 2)
         try statement.bind(isDeleted ? 1 : 0, at: 3)
         try statement.bind(blob: body, at: 4)
         _ = try statement.step()
@@ -128,7 +128,7 @@ struct DocumentRecords {
         try statement.bind(id, at: 1)
         var result: [RevisionID] = []
         while try statement.step() {
-            if let revision = RevisionID(statement.text(0)) { result.append(revision) }
+            if let revision = statement.revision(0) { result.append(revision) }
         }
         return result
     }
@@ -151,7 +151,7 @@ struct DocumentRecords {
         let statement = try connection.prepare(
             "INSERT OR IGNORE INTO attachment_refs (id, rev, digest) VALUES (?, ?, ?)")
         try statement.bind(id, at: 1)
-        try statement.bind(revision.description, at: 2)
+        try statement.bind(revision, at: 2)
         try statement.bind(digest, at: 3)
         _ = try statement.step()
     }

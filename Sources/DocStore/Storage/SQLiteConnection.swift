@@ -211,6 +211,15 @@ final class SQLiteStatement {
         try check(rc)
     }
 
+    /// Binds a revision id as its text `"N-hash"`.
+    func bind(_ revision: RevisionID, at index: Int32) throws {
+        let rc = revision.withDescriptionBytes { utf8 in
+            sqlite3_bind_text(handle, index, utf8.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(utf8.count),
+                              sqliteTransient)
+        }
+        try check(rc)
+    }
+
     func bind(blob: [UInt8], at index: Int32) throws {
         let rc = blob.withUnsafeBytes { raw -> Int32 in
             if raw.count == 0 { return sqlite3_bind_zeroblob(handle, index, 0) }
@@ -251,6 +260,11 @@ final class SQLiteStatement {
         guard let pointer = sqlite3_column_text(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    /// The column's text read as a revision id, `nil` if it is not one.
+    func revision(_ column: Int32) -> RevisionID? {
+        withBlob(column) { RevisionID(utf8: $0) }
     }
 
     /// Calls `body` with the column's bytes, valid only during the call.
