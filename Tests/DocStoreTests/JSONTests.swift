@@ -174,6 +174,41 @@ final class JSONTests: XCTestCase {
         XCTAssertEqual(wide.objectValue?.keys.first, "k0")
     }
 
+    /// Short keys are read by word loads and shared through a per-thread cache. Every key length around
+    /// the cut-offs, at every distance from the end of the input (where the general path reads them),
+    /// comes out with exactly its bytes, through thousands of distinct keys that collide in the
+    /// cache's slots; a duplicate is found whichever path read each of the two copies.
+    func testShortKeysThroughTheKeyCacheKeepTheirBytes() throws {
+        var generator = SplitMix64(seed: 0x6B65_7973)
+        let alphabet = Array("abcXYZ019_-. ~".utf8)
+        for round in 0..<3000 {
+            var keys: [String] = []
+            for _ in 0..<(1 + Int(generator.next() % 6)) {
+                let length = Int(generator.next() % 18)
+                let bytes = (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+                let key = String(decoding: bytes, as: UTF8.self)
+                if !keys.contains(key) { keys.append(key) }
+            }
+            let text = "{" + keys.enumerated().map { "\"\($0.element)\":\($0.offset)" }.joined(separator: ",") + "}"
+            let object = try XCTUnwrap(try JSON(parsing: text).objectValue, text)
+            XCTAssertEqual(Array(object.keys), keys, "round \(round): \(text)")
+            for (offset, key) in keys.enumerated() { XCTAssertEqual(object[key], .integer(offset), text) }
+        }
+        // Keys with an escape, a control character or non-ASCII within their first 16 bytes.
+        let special = try JSON(parsing: #"{"a\"b":1,"é":2,"tab\there":3,"0123456789abcdé":4,"x":5}"#)
+        XCTAssertEqual(special.objectValue?.keys.map { $0 }, ["a\"b", "é", "tab\there", "0123456789abcdé", "x"])
+        // A duplicate near the end of the input (read by the general path) of a key read by word loads.
+        for key in ["", "k", "abcdefg", "abcdefgh", "abcdefghijklmno", "abcdefghijklmnop"] {
+            let text = "{\"\(key)\":1,\"\(key)\":2}"
+            let error = assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: text) }
+            XCTAssertEqual(error?.byteOffset, key.utf8.count + 6, text)
+            // The first copy far enough from the end to be read by word loads, the second not.
+            let padded = "{\"\(key)\":1," + String(repeating: " ", count: 20) + "\"\(key)\":2}"
+            XCTAssertEqual(assertThrowsDocStoreErrorSync(.invalidJSON) { try JSON(parsing: padded) }?.byteOffset,
+                           key.utf8.count + 26, padded)
+        }
+    }
+
     /// Containers larger than the parser's initial stacks, nested and side by side.
     func testLargeAndNestedContainersKeepEveryMember() throws {
         let elements = (0..<1000).map { "[\($0),{\"v\":\"\(String(repeating: "s", count: $0 % 40))\"}]" }

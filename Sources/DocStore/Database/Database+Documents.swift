@@ -175,7 +175,9 @@ extension Database {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
         var attachments: [String: Attachment] = [:]
-        if case .object(let stubs)? = object.removeValue(forKey: "_attachments") {
+        // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
+        if object.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
+            case .object(let stubs)? = object.removeValue(forKey: "_attachments") {
             for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
         }
         var document = Document(id: id, body: object, attachments: attachments)

@@ -86,6 +86,20 @@ struct KeyInfo {
     var hash: UInt64
 }
 
+/// The high bit of each byte of `word` (little-endian) that is `"`, `\\`, below 0x20 or not ASCII. Bytes
+/// above the first such byte may be flagged wrongly; the lowest flag is exact.
+@inline(__always)
+func swarSpecialOrNonASCIIMask(_ word: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let quote = word ^ (ones &* 0x22)
+    let backslash = word ^ (ones &* 0x5C)
+    let hasQuote = (quote &- ones) & ~quote & highs
+    let hasBackslash = (backslash &- ones) & ~backslash & highs
+    let hasControl = (word &- ones &* 0x20) & ~word & highs
+    return hasQuote | hasBackslash | hasControl | (word & highs)
+}
+
 /// Whether any byte of `word` is `"`, `\\` or below 0x20 (exact, per byte).
 @inline(__always)
 func swarHasSpecialByte(_ word: UInt64) -> Bool {
@@ -116,6 +130,8 @@ struct JSONReader: ~Copyable {
     var valueStack = ParseStack<JSON>(capacity: 32)
     /// Whether the last string read had neither escapes nor non-ASCII bytes.
     var lastStringWasPlainASCII = false
+    /// Short object keys made earlier on this thread.
+    let keyCache = JSONKeyCache.current
 
     init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
@@ -215,9 +231,16 @@ struct JSONReader: ~Copyable {
                 throw error("Expected a string key but found \(describeByte(at: index))")
             }
             let keyOffset = index
-            let key = try readString()
-            let keyInfo = KeyInfo(offset: keyOffset,
+            let key: String
+            let keyInfo: KeyInfo
+            if let short = readShortKey() {
+                key = short.key
+                keyInfo = KeyInfo(offset: keyOffset, hash: short.hash)
+            } else {
+                key = try readString()
+                keyInfo = KeyInfo(offset: keyOffset,
                                   hash: lastStringWasPlainASCII ? plainKeyHash(from: keyOffset + 1, to: index - 1) : 0)
+            }
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
                 throw error("Expected ':' but found \(describeByte(at: index))")
@@ -242,12 +265,55 @@ struct JSONReader: ~Copyable {
         return .object(JSONObject(uniqueMembers: memberStack.pop(from: start)))
     }
 
-    /// FNV-1a over the bytes of a key.
+    /// A plain-ASCII key of up to 15 bytes, at the opening quote, read with two word loads and taken
+    /// from the thread's ``JSONKeyCache``; `nil` (nothing read) for any other key or near the end of
+    /// the input. Its hash is the one ``plainKeyHash(from:to:)`` gives the same bytes.
+    @inline(__always)
+    mutating func readShortKey() -> (key: String, hash: UInt64)? {
+        let start = index + 1
+        guard start + 16 <= buffer.count, let base = buffer.baseAddress else { return nil }
+        let raw0 = UInt64(littleEndian: UnsafeRawPointer(base + start).loadUnaligned(as: UInt64.self))
+        let raw1 = UInt64(littleEndian: UnsafeRawPointer(base + start + 8).loadUnaligned(as: UInt64.self))
+        let count: Int
+        let special0 = swarSpecialOrNonASCIIMask(raw0)
+        if special0 != 0 {
+            count = special0.trailingZeroBitCount >> 3
+        } else {
+            let special1 = swarSpecialOrNonASCIIMask(raw1)
+            guard special1 != 0 else { return nil }
+            count = 8 + (special1.trailingZeroBitCount >> 3)
+        }
+        // The first special byte must be the closing quote: an escape, a control character or a
+        // non-ASCII byte takes the general path.
+        guard buffer[start + count] == UInt8(ascii: "\"") else { return nil }
+        let word0 = count >= 8 ? raw0 : raw0 & ((1 &<< UInt64(count &* 8)) &- 1)
+        let word1 = count <= 8 ? 0 : raw1 & ((1 &<< UInt64((count &- 8) &* 8)) &- 1)
+        let hash = shortKeyHash(word0, word1, count)
+        let key = keyCache.key(word0: word0, word1: word1, count: count, hash: hash,
+                               bytes: UnsafeBufferPointer(rebasing: buffer[start..<start + count]))
+        index = start + count + 1
+        lastStringWasPlainASCII = true
+        return (key, hash)
+    }
+
+    /// A hash of the bytes of a plain-ASCII key, never 0 (which marks keys that are not plain ASCII).
+    /// Keys of up to 15 bytes get ``shortKeyHash(_:_:_:)`` of their bytes as words, as
+    /// ``readShortKey()`` computes it, so equal keys hash alike whichever path read them; longer keys
+    /// get FNV-1a.
     @inline(__always)
     func plainKeyHash(from start: Int, to end: Int) -> UInt64 {
+        let count = end - start
+        if count <= 15 {
+            var word0: UInt64 = 0, word1: UInt64 = 0
+            for k in 0..<count {
+                if k < 8 { word0 |= UInt64(buffer[start + k]) << (8 * UInt64(k)) }
+                else { word1 |= UInt64(buffer[start + k]) << (8 * UInt64(k - 8)) }
+            }
+            return shortKeyHash(word0, word1, count)
+        }
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for k in start..<end { hash = (hash ^ UInt64(buffer[k])) &* 0x100_0000_01B3 }
-        return hash | 1  // never 0, which marks keys that are not plain ASCII
+        return hash | 1
     }
 
     /// The stack position of the first key, among those from `start`, that repeats an earlier one.
@@ -257,12 +323,22 @@ struct JSONReader: ~Copyable {
     /// equivalence, which the object's dictionary uses: U+212A KELVIN SIGN equals "K"), so a set decides.
     private func firstDuplicateKey(from start: Int) -> Int? {
         let end = memberStack.count
-        if end - start <= 32 && !(start..<end).contains(where: { keyInfoStack[$0].hash == 0 }) {
+        if end - start <= 32 {
+            // A 128-bit filter of the hashes seen: only a key whose bit is already set is compared
+            // with the keys before it.
+            var seen: (UInt64, UInt64) = (0, 0)
+            var allPlain = true
             for i in start..<end {
                 let hash = keyInfoStack[i].hash
-                for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key == memberStack[i].key { return i }
+                if hash == 0 { allPlain = false; break }
+                let bit = UInt64(1) &<< (hash >> 57 & 63)
+                let alreadySeen = hash >> 63 == 0 ? seen.0 & bit != 0 : seen.1 & bit != 0
+                if alreadySeen {
+                    for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key == memberStack[i].key { return i }
+                }
+                if hash >> 63 == 0 { seen.0 |= bit } else { seen.1 |= bit }
             }
-            return nil
+            if allPlain { return nil }
         }
         var seen = Set<String>(minimumCapacity: end - start)
         for i in start..<end where !seen.insert(memberStack[i].key).inserted { return i }

@@ -173,17 +173,24 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     /// The 128-bit value of exactly 32 lowercase hex digits, or `nil` for any other text.
     private static func parseHex(_ bytes: UnsafeRawBufferPointer) -> Digest? {
         guard bytes.count == 32 else { return nil }
+        // Branch-free per digit: hex digits in random order would defeat a branch predictor.
         var high: UInt64 = 0, low: UInt64 = 0
-        for i in 0..<32 {
-            let byte = bytes[i]
-            let nibble: UInt8
-            switch byte {
-            case 48...57: nibble = byte - 48
-            case 97...102: nibble = byte - 87
-            default: return nil
-            }
-            if i < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+        var invalid: UInt8 = 0
+        for i in 0..<16 {
+            let (h, badH) = nibble(bytes[i]), (l, badL) = nibble(bytes[16 + i])
+            high = high << 4 | h
+            low = low << 4 | l
+            invalid |= badH | badL
         }
-        return .hex(high, low)
+        return invalid == 0 ? .hex(high, low) : nil
+    }
+
+    /// The value of a lowercase hex digit, and 1 if the byte is not one (else 0).
+    @inline(__always)
+    private static func nibble(_ byte: UInt8) -> (UInt64, UInt8) {
+        let digit = byte &- 48, letter = byte &- 97
+        let isDigit = digit < 10
+        let bad: UInt8 = (isDigit ? 0 : 1) & (letter < 6 ? 0 : 1)
+        return (UInt64(isDigit ? digit : letter &+ 10), bad)
     }
 }
