@@ -239,6 +239,7 @@ final class DatabaseCRUDTests: XCTestCase {
 final class Counter: Sendable {
     private let storage = Mutex(0)
     func next() -> Int { storage.withLock { $0 += 1; return $0 } }
+    func decrement() { storage.withLock { $0 -= 1 } }
     var count: Int { storage.withLock { $0 } }
 }
 

@@ -108,6 +108,52 @@ final class IndexLifecycleTests: XCTestCase {
         XCTAssertEqual(total.rows.first?.value, .integer(count))
     }
 
+    /// A catch-up longer than one transaction, whose windows are read and mapped on another thread
+    /// while the one before is written: every window's rows, purges, deletions and map failures land,
+    /// and the map function is never called twice at once.
+    func testLongCatchUpAcrossTransactionsWithPurgesDeletionsAndFailures() async throws {
+        struct Refused: Error {}
+        let calls = Counter()
+        let running = Counter()
+        let overlapped = Counter()
+        let index = IndexDefinition(name: "by-n", version: "1", reduce: .count) { doc, emit in
+            _ = calls.next()
+            if running.next() > 1 { _ = overlapped.next() }
+            defer { running.decrement() }
+            let n = doc.int(forKey: "n")!
+            if n % 1_000 == 999 { throw Refused() }
+            emit(.integer(n), nil)
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [index] }
+        // More windows than one transaction writes (500 documents a window, 20 windows a transaction).
+        let count = 500 * 20 + 2_700
+        let ids = (0..<count).map { String(format: "n%05d", $0) }
+        for start in stride(from: 0, to: count, by: 2_000) {
+            _ = try await db.save((start..<min(start + 2_000, count)).map { Document(id: ids[$0], body: ["n": .integer($0)]) })
+        }
+        // Purges and deletions land between the documents of many windows.
+        let purged = stride(from: 7, to: count, by: 1_301).map { ids[$0] }
+        try await db.purge(documentIDs: purged)
+        var deleted: [String] = []
+        for n in stride(from: 11, to: count, by: 1_703) {
+            try await db.delete(try await db.document(withID: ids[n])!)
+            deleted.append(ids[n])
+        }
+        var all = IndexQuery()
+        all.reduce = false
+        let result = try await db.query("by-n", all)
+        let failing = (0..<count).filter { $0 % 1_000 == 999 }.map { ids[$0] }
+        let expected = ids.filter { !purged.contains($0) && !deleted.contains($0) && !failing.contains($0) }
+        XCTAssertEqual(result.rows.compactMap(\.documentID), expected)
+        XCTAssertEqual(result.rows.map(\.key), expected.map { .integer(Int($0.dropFirst())!) })
+        XCTAssertEqual(result.totalRows, expected.count)
+        XCTAssertEqual(result.mapErrors.map(\.documentID), failing.filter { !purged.contains($0) && !deleted.contains($0) })
+        let reduced = try await db.query("by-n")
+        XCTAssertEqual(reduced.rows.first?.value, .integer(expected.count))
+        XCTAssertEqual(calls.count, count - purged.count - deleted.count, "each live document mapped once")
+        XCTAssertEqual(overlapped.count, 0, "map calls never overlap")
+    }
+
     func testFailingMapFunctionsAreReportedWithoutCorruptingTheIndex() async throws {
         struct Refused: Error {}
         let picky = IndexDefinition(name: "picky", version: "1") { doc, emit in

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The single writer of a database's index file: registers indexes, rebuilds them when their version
 /// (or the ICU collator) changes, and brings them up to date from the changes feed.
@@ -148,14 +149,20 @@ actor IndexWriter {
 
     private struct Window {
         var documents: [(sequence: Int64, document: Document?, id: String)] = []
+        /// What the map function emitted for each of ``documents``.
+        var mapped: [MappedDocument] = []
         var purged: [String] = []
         var upper: Int64 = 0
     }
 
     /// Brings index `name` up to date with every document committed so far and returns its state.
+    ///
+    /// Windows are read, parsed and mapped on another thread while the window before is written, so
+    /// a long catch-up keeps two cores busy, like CouchDB's separate mapper and writer processes.
     @discardableResult
     func update(_ name: String, documents: ReaderPool) throws -> IndexState {
         var state = try state(named: name)
+        let definition = state.definition
         do {
             // From an empty index, a document at or below the database's current sequence is read
             // once in this catch-up, so deleting its previous rows can be skipped. A write during the
@@ -164,21 +171,26 @@ actor IndexWriter {
                 ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM docs") ?? 0 } : 0
             // The first window is read before taking the index file's write lock, so an index that is
             // current costs one read.
-            var window = try readWindow(after: state.lastSequence, documents: documents)
+            var window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
             while window.upper > state.lastSequence {
                 var committed = state
                 var next = window
                 try connection.transaction(immediate: true) {
                     for written in 1...IndexWriter.windowsPerTransaction {
-                        let mapped = next.documents.map { entry in
-                            map(entry.document, id: entry.id, definition: committed.definition)
+                        // A short window is the last one; after a full one, the next is read meanwhile.
+                        let prefetch = next.documents.count == IndexWriter.batchSize
+                            ? WindowPrefetch(after: next.upper, documents: documents, definition: definition) : nil
+                        do {
+                            try write(window: next, state: &committed, freshUpTo: freshUpTo)
+                        } catch {
+                            _ = try? prefetch?.wait()  // no reader outlives the failed update
+                            throw error
                         }
-                        try write(window: next, mapped: mapped, state: &committed, freshUpTo: freshUpTo)
-                        guard next.documents.count == IndexWriter.batchSize else {
-                            next = Window()  // a short window was the last one
+                        guard let prefetch else {
+                            next = Window()
                             return
                         }
-                        next = try readWindow(after: committed.lastSequence, documents: documents)
+                        next = try prefetch.wait()
                         if next.upper <= committed.lastSequence || written == IndexWriter.windowsPerTransaction { return }
                     }
                 }
@@ -192,9 +204,9 @@ actor IndexWriter {
         return state
     }
 
-    /// The next documents after `sequence` (their latest revisions) and the purges among them.
-    private func readWindow(after sequence: Int64, documents: ReaderPool) throws -> Window {
-        try documents.readConsistently { connection in
+    /// The next documents after `sequence` (their latest revisions), mapped, and the purges among them.
+    private static func readAndMap(after sequence: Int64, documents: ReaderPool, definition: IndexDefinition) throws -> Window {
+        var window = try documents.readConsistently { connection in
             var window = Window()
             let statement = try connection.prepare(
                 "SELECT seq, id, rev, deleted, body, created, updated FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
@@ -225,10 +237,33 @@ actor IndexWriter {
             }
             return window
         }
+        window.mapped = window.documents.map { entry in map(entry.document, id: entry.id, definition: definition) }
+        return window
+    }
+
+    /// A window read and mapped on a global queue; ``wait()`` returns it (or its error).
+    private final class WindowPrefetch: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = Mutex<Result<Window, any Error>?>(nil)
+
+        init(after sequence: Int64, documents: ReaderPool, definition: IndexDefinition) {
+            DispatchQueue.global().async { [self] in
+                let window = Result { try IndexWriter.readAndMap(after: sequence, documents: documents, definition: definition) }
+                result.withLock { $0 = window }
+                done.signal()
+            }
+        }
+
+        /// Blocks until the window is read: it runs on Dispatch's own threads, never on the
+        /// concurrency pool, so waiting cannot starve it.
+        func wait() throws -> Window {
+            done.wait()
+            return try result.withLock { $0! }.get()
+        }
     }
 
     /// Runs the map function over one document, validating what it emits.
-    private func map(_ document: Document?, id: String, definition: IndexDefinition) -> MappedDocument {
+    private static func map(_ document: Document?, id: String, definition: IndexDefinition) -> MappedDocument {
         guard let document else { return MappedDocument(id: id, rows: [], failure: nil) }
         var emitted: [(JSON, JSON?)] = []
         do {
@@ -258,7 +293,7 @@ actor IndexWriter {
     }
 
     /// Writes one window's rows, inside the caller's transaction.
-    private func write(window: Window, mapped: [MappedDocument], state: inout IndexState, freshUpTo: Int64) throws {
+    private func write(window: Window, state: inout IndexState, freshUpTo: Int64) throws {
         let table = state.table
         let indexID = state.id
         var updated = state
@@ -285,7 +320,7 @@ actor IndexWriter {
             }
             let insert = try connection.prepare(
                 "INSERT INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-            for (entry, document) in zip(window.documents, mapped) {
+            for (entry, document) in zip(window.documents, window.mapped) {
                 let isNew = entry.sequence <= freshUpTo
                 if !isNew { try removeRows(of: entry.id) }
                 if let failure = document.failure {
