@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The single writer of a database's index file: registers indexes, rebuilds them when their version
 /// (or the ICU collator) changes, and brings them up to date from the changes feed.
@@ -179,7 +178,9 @@ actor IndexWriter {
                     for written in 1...IndexWriter.windowsPerTransaction {
                         // A short window is the last one; after a full one, the next is read meanwhile.
                         let prefetch = next.documents.count == IndexWriter.batchSize
-                            ? WindowPrefetch(after: next.upper, documents: documents, definition: definition) : nil
+                            ? BackgroundWork { [upper = next.upper] in
+                                try IndexWriter.readAndMap(after: upper, documents: documents, definition: definition)
+                            } : nil
                         do {
                             try write(window: next, state: &committed, freshUpTo: freshUpTo)
                         } catch {
@@ -239,27 +240,6 @@ actor IndexWriter {
         }
         window.mapped = window.documents.map { entry in map(entry.document, id: entry.id, definition: definition) }
         return window
-    }
-
-    /// A window read and mapped on a global queue; ``wait()`` returns it (or its error).
-    private final class WindowPrefetch: Sendable {
-        private let done = DispatchSemaphore(value: 0)
-        private let result = Mutex<Result<Window, any Error>?>(nil)
-
-        init(after sequence: Int64, documents: ReaderPool, definition: IndexDefinition) {
-            DispatchQueue.global().async { [self] in
-                let window = Result { try IndexWriter.readAndMap(after: sequence, documents: documents, definition: definition) }
-                result.withLock { $0 = window }
-                done.signal()
-            }
-        }
-
-        /// Blocks until the window is read: it runs on Dispatch's own threads, never on the
-        /// concurrency pool, so waiting cannot starve it.
-        func wait() throws -> Window {
-            done.wait()
-            return try result.withLock { $0! }.get()
-        }
     }
 
     /// Runs the map function over one document, validating what it emits.
