@@ -35,6 +35,58 @@ final class BulkSaveTests: XCTestCase {
         XCTAssertEqual(info.updateSequence, 4)
     }
 
+    /// A batch large enough for the bodies to be prepared on another thread gives every document
+    /// the same outcome — revision, body, error — as saving the documents one at a time, whatever
+    /// the parent the writer decides (new, recreated after deletion, updated, stale).
+    func testLargeBatchMatchesOneByOneSaves() async throws {
+        let count = BodyPipeline.chunkSize * 3 + 17
+        XCTAssertTrue(BodyPipeline.isWorthwhile(for: count))
+        let bulk = try await makeDatabase(self, name: "bulk")
+        let single = try await makeDatabase(self, name: "single")
+        var batch: [Document] = []
+        for db in [bulk, single] {
+            let updated = try await db.save(Document(id: "d00010", body: ["v": 0]))
+            let deleted = try await db.save(Document(id: "d00020", body: ["v": 0]))
+            try await db.delete(deleted)
+            _ = try await db.save(Document(id: "d00030", body: ["v": 0]))
+            if batch.isEmpty {
+                for n in 0..<count {
+                    var document = Document(id: String(format: "d%05d", n), body: ["n": .integer(n), "x": .double(Double(n) / 7)])
+                    switch n {
+                    case 10: document.revision = updated.revision           // an update of a live document
+                    case 30: document.revision = RevisionID("1-00000000000000000000000000000000")  // stale
+                    case 300, 700: document["_reserved"] = true              // invalid body
+                    case 400: document.attachments["a.txt"] = Attachment(data: Data("n400".utf8), contentType: "text/plain")
+                    case 500: document["nan"] = .double(.nan)                // cannot be encoded
+                    default: break
+                    }
+                    batch.append(document)
+                }
+            }
+        }
+        let bulkResults = try await bulk.save(batch)
+        var singleResults: [SaveResult] = []
+        for document in batch { singleResults += try await single.save([document]) }
+
+        XCTAssertEqual(bulkResults.count, count)
+        for (n, (a, b)) in zip(bulkResults, singleResults).enumerated() {
+            XCTAssertEqual(a.revision, b.revision, "revision of document \(n)")
+            XCTAssertEqual(a.error?.code, b.error?.code, "outcome of document \(n)")
+        }
+        XCTAssertEqual(bulkResults[10].revision?.generation, 2)
+        XCTAssertEqual(bulkResults[20].revision?.generation, 3, "recreated on top of the tombstone")
+        XCTAssertEqual(bulkResults[30].error?.code, .conflict)
+        XCTAssertEqual(bulkResults[300].error?.code, .invalidDocument)
+        XCTAssertEqual(bulkResults[500].error?.code, .invalidJSON)
+        let ids = batch.map(\.id)
+        let fromBulk = try await bulk.documents(withIDs: ids)
+        let fromSingle = try await single.documents(withIDs: ids)
+        XCTAssertEqual(fromBulk.count, count - 3, "all but the three invalid bodies (d00030 exists from before)")
+        XCTAssertTrue(fromBulk.map(\.body) == fromSingle.map(\.body), "stored bodies differ")
+        XCTAssertTrue(fromBulk.map(\.revision) == fromSingle.map(\.revision), "stored revisions differ")
+        XCTAssertEqual(fromBulk.first { $0.id == "d00400" }?.attachments["a.txt"]?.length, 4)
+    }
+
     func testSameIDTwiceInOneBatch() async throws {
         let db = try await makeDatabase(self)
         let results = try await db.save([Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])

@@ -22,6 +22,11 @@ actor DatabaseWriter {
     let idFactory: @Sendable () -> String
     private(set) var lastSequence: Int64
     private var isClosed = false
+    /// Copies the WAL back into the database file on another thread (``WALCheckpointer``).
+    private let checkpointer: WALCheckpointer
+    /// Held whenever `connection` is in use: by the actor for each transaction, and by a point read
+    /// that borrows the idle connection (``readIfIdle(_:)``).
+    private let access = NSLock()
 
     init(configuration: DatabaseConfiguration, notifier: ChangeNotifier) throws {
         let connection = try SQLiteConnection(path: configuration.fileURL.path)
@@ -32,11 +37,13 @@ actor DatabaseWriter {
                 throw DocStoreError(.storage, "Could not switch \(connection.path) to WAL mode")
             }
             connection.resetActiveStatements()
-            try connection.execute(configuration.durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
+            try connection.execute("PRAGMA synchronous = \(synchronous)")
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
             let lastDocument = try connection.scalarInt("SELECT max(seq) FROM docs") ?? 0
             let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
             self.lastSequence = max(lastDocument, lastPurge)
+            self.checkpointer = try WALCheckpointer(writer: connection, synchronous: synchronous)
         } catch {
             connection.close()
             throw Database.storageError(error)
@@ -51,8 +58,26 @@ actor DatabaseWriter {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        try? connection.execute("PRAGMA optimize")
-        connection.close()
+        checkpointer.close()
+        access.withLock {
+            try? connection.execute("PRAGMA optimize")
+            connection.close()
+        }
+    }
+
+    /// Runs a single-statement read on the writer's connection if no write is using it, or returns
+    /// `nil` at once (the caller then reads from the pool): a read never waits for a write.
+    ///
+    /// The writer's page cache stays valid across its own commits, while every reader connection
+    /// must drop its whole cache after any commit (SQLite WAL), so a document read here between
+    /// writes costs no re-reads of the pages it needs — and a write of the same document that follows
+    /// finds them cached too. A write that starts meanwhile waits only for this one read.
+    nonisolated func readIfIdle<T>(_ body: (SQLiteConnection) throws -> T) throws -> T? {
+        guard access.try() else { return nil }
+        defer { access.unlock() }
+        guard !connection.isClosed else { return nil }
+        defer { connection.resetActiveStatements() }
+        return try body(connection)
     }
 
     private func ensureOpen() throws {
@@ -67,6 +92,8 @@ actor DatabaseWriter {
         var changes: [DocumentChange] = []
         let result: T
         do {
+            access.lock()
+            defer { access.unlock() }
             result = try connection.transaction(immediate: true) {
                 try body(DocumentRecords(connection: connection), &changes)
             }
@@ -83,17 +110,23 @@ actor DatabaseWriter {
     /// Writes documents in one transaction. Each gets its own result: a document that fails
     /// validation or conflicts is reported and skipped, the others are committed. A storage failure
     /// rolls back the whole batch and throws.
+    ///
+    /// A large batch has its bodies checked and encoded on another thread, a few chunks ahead of the
+    /// documents being stored (``BodyPipeline``).
     func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
                source: ChangeSource) throws -> [Result<Document, DocStoreError>] {
         try transaction { records, changes in
+            let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
+            defer { pipeline?.finish() }
             let now = Date.now.timeIntervalSince1970
             var results: [Result<Document, DocStoreError>] = []
             results.reserveCapacity(documents.count)
-            for document in documents {
+            for (position, document) in documents.enumerated() {
                 do {
+                    let prepared = try pipeline?.body(at: position)
                     let (saved, change) = newEdits
-                        ? try applyEdit(document, policy: policy, records: records, now: now, source: source)
-                        : try applyReplicated(document, records: records, now: now, source: source)
+                        ? try applyEdit(document, prepared: prepared, policy: policy, records: records, now: now, source: source)
+                        : try applyReplicated(document, prepared: prepared, records: records, now: now, source: source)
                     if let change { changes.append(change) }
                     results.append(.success(saved))
                 } catch let error as DocStoreError where error.code != .storage {
@@ -105,12 +138,12 @@ actor DatabaseWriter {
     }
 
     /// A local edit: the new revision is a child of the given (leaf) revision.
-    private func applyEdit(_ input: Document, policy: WritePolicy, records: DocumentRecords, now: Double,
-                           source: ChangeSource) throws -> (Document, DocumentChange?) {
+    private func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy, records: DocumentRecords,
+                           now: Double, source: ChangeSource) throws -> (Document, DocumentChange?) {
         var document = input
         if !document.hasID { document.id = idFactory() }
         try DocumentValidation.validateID(document.id, allowDesign: false)
-        try DocumentValidation.validateBody(document.body)
+        try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()
         let parent: RevisionID?
@@ -132,9 +165,11 @@ actor DatabaseWriter {
             parent = nil
         }
         let generation = (parent?.generation ?? 0) + 1
-        let (body, contents) = try encodeBody(&document, generation: generation, keepRevpos: false, records: records)
-        let revision = RevisionID(generation: generation,
-                                  digest16: revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body))
+        let (body, contents) = try prepared?.bytes.map { ($0, []) }
+            ?? encodeBody(&document, generation: generation, keepRevpos: false, records: records)
+        let digest = prepared?.digest.flatMap { prepared?.assumedParent == parent ? $0 : nil }
+            ?? DatabaseWriter.revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body)
+        let revision = RevisionID(generation: generation, digest16: digest)
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
         document.revision = revision
         document.revisionHistory = nil
@@ -146,7 +181,7 @@ actor DatabaseWriter {
 
     /// A replicated revision (`new_edits=false`): merged into the tree with its history; a revision
     /// the tree already has is accepted and changes nothing.
-    private func applyReplicated(_ input: Document, records: DocumentRecords, now: Double,
+    private func applyReplicated(_ input: Document, prepared: PreparedBody?, records: DocumentRecords, now: Double,
                                  source: ChangeSource) throws -> (Document, DocumentChange?) {
         var document = input
         guard document.hasID else { throw DocStoreError(.invalidDocumentID, "Document id is required") }
@@ -154,17 +189,27 @@ actor DatabaseWriter {
         guard let revision = document.revision else {
             throw DocStoreError(.invalidRevision, "A replicated document needs its _rev")
         }
-        try DocumentValidation.validateBody(document.body)
+        try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()
         let history = [revision] + (document.revisionHistory ?? [])
         guard try tree.merge(history: history, isDeleted: document.isDeleted) else {
             return (document, nil)
         }
-        let (body, contents) = try encodeBody(&document, generation: revision.generation, keepRevpos: true, records: records)
+        let (body, contents) = try prepared?.bytes.map { ($0, []) }
+            ?? encodeBody(&document, generation: revision.generation, keepRevpos: true, records: records)
         try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
         return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
                                          isDeletion: document.isDeleted, source: source))
+    }
+
+    /// Checks the body's members, or takes the pipeline's verdict on them.
+    private func validateBody(of document: Document, prepared: PreparedBody?) throws {
+        if let prepared {
+            if let error = prepared.error { throw error }
+        } else {
+            try DocumentValidation.validateBody(document.body)
+        }
     }
 
     /// The stored form of a revision body: the body members, then `_attachments` stubs. Checks that
@@ -201,7 +246,7 @@ actor DatabaseWriter {
 
     /// Deterministic revision hash: MD5 of the parent revision, the deletion flag and the stored body,
     /// so that two peers making the identical edit produce the identical revision.
-    private func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> Insecure.MD5Digest {
+    static func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> Insecure.MD5Digest {
         var md5 = Insecure.MD5()
         if let parent {
             var text = parent.description
@@ -336,8 +381,10 @@ actor DatabaseWriter {
             try records.collectUnreferencedAttachments()
             return dropped
         }
-        try connection.execute("PRAGMA incremental_vacuum")
-        try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try access.withLock {
+            try connection.execute("PRAGMA incremental_vacuum")
+            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
         return dropped
     }
 }
@@ -346,7 +393,9 @@ actor DatabaseWriter {
 extension DatabaseWriter {
     /// Overwrites a document's revision tree with garbage; lets tests check corruption handling.
     func corruptTreeForTesting(id: String) throws {
-        try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob([1, 200, 1, 0xFF]), .text(id)])
+        try access.withLock {
+            try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob([1, 200, 1, 0xFF]), .text(id)])
+        }
     }
 }
 #endif

@@ -10,6 +10,8 @@ actor IndexWriter {
     let connection: SQLiteConnection
     private var states: [String: IndexState] = [:]
     private var isClosed = false
+    /// Copies the index file's WAL back on another thread (``WALCheckpointer``).
+    private let checkpointer: WALCheckpointer
     /// Documents read and mapped at a time.
     static let batchSize = 500
     /// Windows written per transaction: a large catch-up (a new or rebuilt index) commits every
@@ -32,6 +34,7 @@ actor IndexWriter {
                 states[definition.name] = try IndexWriter.register(definition, on: connection)
             }
             self.states = states
+            self.checkpointer = try WALCheckpointer(writer: connection, synchronous: "NORMAL")
         } catch {
             connection.close()
             throw Database.storageError(error)
@@ -42,6 +45,7 @@ actor IndexWriter {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        checkpointer.close()
         connection.close()
     }
 
