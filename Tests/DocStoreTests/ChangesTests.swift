@@ -64,6 +64,33 @@ final class ChangesFeedTests: XCTestCase {
         XCTAssertNil(withoutDocuments[0].document)
     }
 
+    /// A page long enough to be parsed on two threads gives each row its own document, in order —
+    /// live ones equal to a direct read, tombstones marked deleted.
+    func testLongPagesWithDocumentsKeepEveryRowsOwnDocument() async throws {
+        let db = try await makeDatabase(self)
+        let count = StoredDocument.parallelMinimum * 3 + 5
+        var batch = (0..<count).map { Document(id: String(format: "p%04d", $0), body: ["n": .integer($0), "tag": .string("t\($0 % 7)")]) }
+        batch[17].attachments["note.txt"] = Attachment(data: Data("seventeen".utf8), contentType: "text/plain")
+        let saved = try await db.save(batch)
+        for index in [3, 90, count - 1] { try await db.delete(id: batch[index].id, revision: saved[index].revision!) }
+
+        let page = try await db.changes(since: 0, includeDocuments: true)
+        XCTAssertEqual(page.changes.count, count)
+        for change in page.changes {
+            let document = try XCTUnwrap(change.document, "row \(change.id) has no document")
+            XCTAssertEqual(document.id, change.id)
+            XCTAssertEqual(document.revision, change.revision)
+            XCTAssertEqual(document.sequence, change.sequence)
+            XCTAssertEqual(document.isDeleted, change.isDeleted)
+            if change.isDeleted { continue }
+            let direct = try await db.document(withID: change.id)
+            XCTAssertEqual(document.body, direct?.body)
+            XCTAssertEqual(document.int(forKey: "n"), Int(change.id.dropFirst()))
+        }
+        XCTAssertEqual(page.changes.filter(\.isDeleted).map(\.id), ["p0003", "p0090", String(format: "p%04d", count - 1)])
+        XCTAssertEqual(page.changes.first { $0.id == "p0017" }?.document?.attachments["note.txt"]?.length, 9)
+    }
+
     func testSequencesStrictlyIncreaseAcrossBatchesAndReopen() async throws {
         let directory = try makeTemporaryDirectory(self)
         var db = try await Database.open(name: "seq", directory: directory)

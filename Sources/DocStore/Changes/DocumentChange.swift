@@ -33,7 +33,7 @@ public struct Change: Sendable, Hashable {
     /// Whether the winning revision is a deletion.
     public let isDeleted: Bool
     /// The winning revision's document, when asked for.
-    public let document: Document?
+    public internal(set) var document: Document?
 
     /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
     public var leafRevisions: [RevisionID] { [revision] + otherLeaves }

@@ -41,23 +41,27 @@ extension Database {
             var changes: [Change] = []
             // A page's usual size is known; growing a large array of rows step by step costs copies.
             changes.reserveCapacity(min(limit ?? 1024, 1024))
+            var stored: [StoredDocument] = []
             var last = since
             while try statement.step() {
                 let sequence = statement.int64(0)
                 guard let (winner, others) = try statement.withBlob(5, { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
                 else { continue }
                 let id = statement.text(1)
-                var document: Document? = nil
                 if includeDocuments {
-                    document = try statement.withBlob(4) { body in
-                        try Database.makeDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
-                                                  body: body, sequence: sequence, created: statement.double(6),
-                                                  updated: statement.double(7))
-                    }
+                    stored.append(StoredDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
+                                                 body: statement.blob(4), sequence: sequence,
+                                                 created: statement.double(6), updated: statement.double(7)))
                 }
                 changes.append(Change(sequence: sequence, id: id, revision: winner.revision, otherLeaves: others,
-                                      isDeleted: winner.isDeleted, document: document))
+                                      isDeleted: winner.isDeleted, document: nil))
                 last = sequence
+            }
+            if includeDocuments {
+                // Every row has a body: `stored` lines up with `changes`.
+                for (index, document) in try Database.makeDocuments(stored).enumerated() {
+                    changes[index].document = document
+                }
             }
             return ChangesPage(changes: changes, lastSequence: last)
         }

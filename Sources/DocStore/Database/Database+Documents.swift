@@ -112,7 +112,14 @@ extension Database {
     public func document(withID id: String, revision: RevisionID? = nil, includeConflicts: Bool = false,
                          includeRevisionHistory: Bool = false) async throws -> Document? {
         if revision == nil && !includeConflicts && !includeRevisionHistory {
-            return try read { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
+            let fetch = { (connection: SQLiteConnection) in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
+            try ensureOpen()
+            do {
+                if case .some(let document) = try writer.readIfIdle(fetch) { return document }
+            } catch {
+                throw Database.storageError(error)
+            }
+            return try read(fetch)
         }
         return try read(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)
@@ -151,6 +158,24 @@ extension Database {
             }
             return documents
         }
+    }
+
+    /// Builds the documents of `stored`, in order. A long list is parsed half on this thread and
+    /// half on another (``BackgroundWork``), as parsing JSON is most of the cost of reading many
+    /// documents.
+    /// - Complexity: O(total body size).
+    static func makeDocuments(_ stored: [StoredDocument]) throws -> [Document] {
+        guard stored.count >= StoredDocument.parallelMinimum else { return try stored.map { try $0.makeDocument() } }
+        let half = stored.count / 2
+        let second = BackgroundWork { [tail = stored[half...]] in try tail.map { try $0.makeDocument() } }
+        let first: [Document]
+        do {
+            first = try stored[..<half].map { try $0.makeDocument() }
+        } catch {
+            _ = try? second.wait()
+            throw error
+        }
+        return first + (try second.wait())
     }
 
     /// Builds a document from a stored body (body members plus `_attachments` stubs).
@@ -226,5 +251,25 @@ extension Database {
             throw DocStoreError.notFound("Document is missing attachment")
         }
         return try await attachmentData(attachment)
+    }
+}
+
+/// A document's stored body and metadata, copied out of SQLite, to be parsed later or elsewhere.
+struct StoredDocument: Sendable {
+    /// Lists shorter than this are parsed on the calling thread alone: handing half of it to another
+    /// thread costs more than it saves.
+    static let parallelMinimum = 64
+
+    var id: String
+    var revision: RevisionID
+    var isDeleted: Bool
+    var body: [UInt8]
+    var sequence: Int64
+    var created: Double
+    var updated: Double
+
+    func makeDocument() throws -> Document {
+        try Database.makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: body, sequence: sequence,
+                                  created: created, updated: updated)
     }
 }
