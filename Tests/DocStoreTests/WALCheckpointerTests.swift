@@ -97,4 +97,19 @@ final class WALCheckpointerTests: XCTestCase {
         XCTAssertEqual(last?.int(forKey: "n"), 1499)
         await db.close()
     }
+
+    /// `checkpoint()` copies what the background threshold has not reached yet.
+    func testDatabaseCheckpointCopiesTheLogNow() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let db = try await Database.open(name: "now", directory: directory)
+        let file = directory.appendingPathComponent("now.sqlite").path
+        let filler = String(repeating: "y", count: 2000)
+        _ = try await db.save((0..<200).map { Document(id: "d\($0)", body: ["filler": .string(filler)]) })
+        let before = fileSize(file)
+        XCTAssertLessThan(before, 200 * 2000, "the documents are still only in the WAL")
+        try await db.checkpoint()
+        XCTAssertGreaterThanOrEqual(fileSize(file), 200 * 2000)
+        await db.close()
+        await assertThrowsDocStoreError(.databaseClosed) { try await db.checkpoint() }
+    }
 }

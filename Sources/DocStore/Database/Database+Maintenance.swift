@@ -59,6 +59,20 @@ extension Database {
         return try await writer.purge(ids: ids)
     }
 
+    /// Copies every committed change from the write-ahead logs into the database file and the index
+    /// file, and returns when they are there.
+    ///
+    /// The database does this by itself, on another thread, as the log grows; call it before copying
+    /// the database file elsewhere (a backup), or to let that background work finish before
+    /// measuring something else.
+    /// - Throws: ``DocStoreError/Code/databaseClosed``; ``DocStoreError/Code/storage`` if SQLite
+    ///   fails.
+    public func checkpoint() async throws {
+        try ensureOpen()
+        try await writer.checkpoint()
+        try await indexWriter.checkpoint()
+    }
+
     /// Compacts the database: drops the bodies of revisions that are no longer leaves and the
     /// attachment contents no remaining revision uses, then returns the freed pages to the file system.
     /// Leaf revisions (winners, conflicts, tombstones) are always kept.

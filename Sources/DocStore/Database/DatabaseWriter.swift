@@ -359,6 +359,16 @@ actor DatabaseWriter {
         }
     }
 
+    /// Waits for a background checkpoint in progress, then copies what is left of the WAL into the
+    /// database file (a passive checkpoint: readers of older snapshots keep their frames).
+    func checkpoint() throws {
+        try ensureOpen()
+        checkpointer.waitUntilIdle()
+        try access.withLock {
+            try connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        }
+    }
+
     /// Drops the bodies of non-leaf revisions and attachment contents nothing refers to, then returns
     /// freed pages to the file system. Returns the number of revision bodies dropped.
     func compact() throws -> Int {

@@ -49,6 +49,13 @@ actor IndexWriter {
         connection.close()
     }
 
+    /// Waits for a background checkpoint of the index file, then copies what is left of its WAL.
+    func checkpoint() throws {
+        try ensureOpen()
+        checkpointer.waitUntilIdle()
+        try connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    }
+
     private func ensureOpen() throws {
         if isClosed { throw DocStoreError(.databaseClosed, "The database is closed") }
     }

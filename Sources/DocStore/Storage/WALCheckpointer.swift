@@ -81,11 +81,16 @@ final class WALCheckpointer: Sendable {
         }
     }
 
+    /// Returns when no background checkpoint is queued or running.
+    func waitUntilIdle() {
+        queue.sync {}
+    }
+
     /// Detaches from the writer, waits for a running checkpoint and closes the second connection.
     /// Call it on the writer's executor, before the writer's connection closes.
     func close() {
         sqlite3_wal_hook(writer.handle, nil, nil)
-        queue.sync {}
+        waitUntilIdle()
         connection.close()
     }
 }
