@@ -39,8 +39,9 @@ final class BulkSaveTests: XCTestCase {
     /// the same outcome — revision, body, error — as saving the documents one at a time, whatever
     /// the parent the writer decides (new, recreated after deletion, updated, stale).
     func testLargeBatchMatchesOneByOneSaves() async throws {
-        let count = BodyPipeline.chunkSize * 3 + 17
+        let count = 785
         XCTAssertTrue(BodyPipeline.isWorthwhile(for: count))
+        XCTAssertGreaterThan(count / BodyPipeline.chunkSize, BodyPipeline.lookahead + 1, "more chunks than are prepared ahead")
         let bulk = try await makeDatabase(self, name: "bulk")
         let single = try await makeDatabase(self, name: "single")
         var batch: [Document] = []

@@ -20,8 +20,8 @@ struct PreparedBody: Sendable {
 /// Chunks of ``chunkSize`` documents are prepared at most ``lookahead`` chunks ahead of the one the
 /// writer is storing, which bounds the extra memory to a few hundred encoded bodies.
 final class BodyPipeline {
-    static let chunkSize = 256
-    static let lookahead = 2
+    static let chunkSize = 128
+    static let lookahead = 3
 
     private let documents: [Document]
     private let newEdits: Bool
