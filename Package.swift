@@ -71,6 +71,7 @@ let package = Package(
                 "DocServer",
                 "CSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
