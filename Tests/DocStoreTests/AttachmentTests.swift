@@ -95,6 +95,18 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(current, Data("second".utf8))
     }
 
+    /// The check that lets an update skip deleting attachment references of a winner that had none:
+    /// it may say yes wrongly (a nested `_attachments` key), never no wrongly.
+    func testAttachmentStubCheckOnStoredBodies() throws {
+        func check(_ json: String) -> Bool { DatabaseWriter.mayHaveAttachmentStubs(Array(json.utf8)) }
+        XCTAssertTrue(check(#"{"v":1,"_attachments":{"a.txt":{"stub":true}}}"#))
+        XCTAssertTrue(check(#"{"_attachments":{}}"#))
+        XCTAssertFalse(check(#"{"v":1}"#))
+        XCTAssertFalse(check(#"{}"#))
+        XCTAssertFalse(check(#"{"note":"the key \"_attachments\": is escaped in strings","_attachments_x":1}"#))
+        XCTAssertTrue(check(#"{"inner":{"_attachments":1}}"#), "a nested key only costs a needless delete")
+    }
+
     func testUnknownStubIsRejected() async throws {
         let db = try await makeDatabase(self)
         var doc = Document(id: "s")

@@ -244,6 +244,21 @@ actor DatabaseWriter {
         return (writer.bytes, contents)
     }
 
+    /// Whether a stored body may have an `_attachments` member: false only when the bytes
+    /// `"_attachments":` — a key, as a string value would have its quotes escaped — appear nowhere.
+    static func mayHaveAttachmentStubs(_ body: [UInt8]) -> Bool {
+        let key: StaticString = #""_attachments":"#
+        let keyBytes = UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        return body.withUnsafeBufferPointer { bytes in
+            var start = 0
+            while let quote = bytes[start...].firstIndex(of: keyBytes[0]), quote + keyBytes.count <= bytes.count {
+                if bytes[quote..<quote + keyBytes.count].elementsEqual(keyBytes) { return true }
+                start = quote + 1
+            }
+            return false
+        }
+    }
+
     /// Deterministic revision hash: MD5 of the parent revision, the deletion flag and the stored body,
     /// so that two peers making the identical edit produce the identical revision.
     static func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> Insecure.MD5Digest {
@@ -281,7 +296,15 @@ actor DatabaseWriter {
             if !keepsAncestorBodies {
                 for leaf in existing.tree.leaves where tree.contains(leaf.revision) && !tree.isLeaf(leaf.revision) {
                     formerLeaves.append(leaf.revision)
-                    try records.dropRevision(id: id, revision: leaf.revision)
+                    if leaf.revision == existing.winner {
+                        // The winner's body lives in `docs` only, never in `revs`; it has attachment
+                        // references only if its body has stubs.
+                        if DatabaseWriter.mayHaveAttachmentStubs(existing.body) {
+                            try records.dropAttachmentReferences(id: id, revision: leaf.revision)
+                        }
+                    } else {
+                        try records.dropRevision(id: id, revision: leaf.revision)
+                    }
                 }
             }
             if winner.revision == existing.winner {

@@ -113,6 +113,11 @@ struct DocumentRecords {
     /// Forgets a revision's body entirely: its `revs` row and its attachment references.
     func dropRevision(id: String, revision: RevisionID) throws {
         try removeRevisionBody(id: id, revision: revision)
+        try dropAttachmentReferences(id: id, revision: revision)
+    }
+
+    /// Removes the references from a revision to attachment contents.
+    func dropAttachmentReferences(id: String, revision: RevisionID) throws {
         try connection.run("DELETE FROM attachment_refs WHERE id = ? AND rev = ?", [.text(id), .text(revision.description)])
     }
 
