@@ -232,3 +232,46 @@ final class ReplicatedInsertTests: XCTestCase {
         XCTAssertEqual(second?.map(\.source), [.local])
     }
 }
+
+final class RevisionsWithHistoryTests: XCTestCase {
+    /// The bulk read a replication source uses gives, request by request, what reading each
+    /// revision with its history alone gives: winners, conflicts, tombstones, and nil for what is
+    /// not there — also for a list long enough to be parsed on two threads.
+    func testBulkReadMatchesSingleReads() async throws {
+        let db = try await makeDatabase(self)
+        var requests: [(id: String, revision: RevisionID)] = []
+        for n in 0..<(StoredDocument.parallelMinimum + 20) {
+            var document = try await db.save(Document(id: String(format: "h%03d", n), body: ["n": .integer(n)]))
+            document["n"] = .integer(n + 1000)
+            document = try await db.save(document)
+            requests.append((document.id, document.revision!))
+        }
+        var conflict = Document(id: "h001", revision: RevisionID("2-ffffffffffffffffffffffffffffffff"), body: ["side": "b"])
+        conflict.revisionHistory = [try await db.revisionTree(ofDocumentWithID: "h001")!.history(of: requests[1].revision)[1]]
+        _ = try await db.insertRevisions([conflict])
+        let tombstone = try await db.delete(id: "h002", revision: requests[2].revision)
+        let superseded = requests[2].revision
+        let extra: [(id: String, revision: RevisionID)] = [
+            ("h001", conflict.revision!), ("h002", tombstone.revision!), ("h002", superseded),
+            ("nope", RevisionID("1-00000000000000000000000000000000")!),
+            ("h003", RevisionID("9-00000000000000000000000000000000")!),
+        ]
+        requests += extra
+
+        let bulk = try await db.documentsWithHistory(requests)
+        XCTAssertEqual(bulk.count, requests.count)
+        for (request, document) in zip(requests, bulk) {
+            let single = try await db.document(withID: request.id, revision: request.revision, includeRevisionHistory: true)
+            XCTAssertEqual(document?.revision, single?.revision, "\(request)")
+            XCTAssertEqual(document?.body, single?.body, "\(request)")
+            XCTAssertEqual(document?.isDeleted, single?.isDeleted, "\(request)")
+            XCTAssertEqual(document?.revisionHistory, single?.revisionHistory, "\(request)")
+        }
+        XCTAssertEqual(bulk[0]?.revisionHistory?.count, 1)
+        XCTAssertEqual(bulk[requests.count - 5]?.body["side"], "b", "the conflicting leaf")
+        XCTAssertEqual(bulk[requests.count - 4]?.isDeleted, true, "the tombstone")
+        XCTAssertNil(bulk[requests.count - 2], "missing document")
+        XCTAssertNil(bulk[requests.count - 1], "missing revision")
+    }
+}
+

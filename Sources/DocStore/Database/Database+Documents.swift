@@ -144,6 +144,44 @@ extension Database {
         }
     }
 
+    /// Given revisions of documents, each with its revision history (``Document/revisionHistory``), read
+    /// in one snapshot and parsed on two threads when there are many — what a replication source
+    /// answers for the revisions a target is missing (CouchDB's `_bulk_get`). An entry is `nil` when
+    /// the document, the revision or its body is not there.
+    /// - Complexity: O(total size of the revisions' bodies and trees).
+    package func documentsWithHistory(_ requests: [(id: String, revision: RevisionID)]) async throws -> [Document?] {
+        try read(consistent: true) { connection in
+            let records = DocumentRecords(connection: connection)
+            var stored: [StoredDocument] = []
+            var histories: [[RevisionID]] = []
+            var positions: [Int?] = []
+            for (id, revision) in requests {
+                guard let record = try records.fetch(id: id) else {
+                    positions.append(nil)
+                    continue
+                }
+                let body: [UInt8], isDeleted: Bool
+                if revision == record.winner {
+                    (body, isDeleted) = (record.body, record.isDeleted)
+                } else {
+                    guard let node = record.tree.index(of: revision).map({ record.tree.nodes[$0] }),
+                        let found = try records.revisionBody(id: id, revision: revision) else {
+                        positions.append(nil)
+                        continue
+                    }
+                    (body, isDeleted) = (found.body, node.isDeleted)
+                }
+                positions.append(stored.count)
+                stored.append(StoredDocument(id: id, revision: revision, isDeleted: isDeleted, body: body,
+                                             sequence: record.sequence, created: record.created, updated: record.updated))
+                histories.append(Array(record.tree.history(of: revision).dropFirst()))
+            }
+            var documents = try Database.makeDocuments(stored)
+            for index in documents.indices { documents[index].revisionHistory = histories[index] }
+            return positions.map { $0.map { documents[$0] } }
+        }
+    }
+
     /// The current revisions of the live documents among `ids`, in the order of `ids`; missing and
     /// deleted documents are simply absent. Reads one consistent snapshot.
     public func documents(withIDs ids: [String]) async throws -> [Document] {

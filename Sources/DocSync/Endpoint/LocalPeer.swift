@@ -59,9 +59,9 @@ struct LocalPeer: ReplicationPeer {
 
     func fetch(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
         var documents: [Document] = []
-        for request in requests {
-            guard var document = try await database.document(withID: request.id, revision: request.revision,
-                                                             includeRevisionHistory: true) else { continue }
+        let found = try await database.documentsWithHistory(requests.map { ($0.id, $0.revision) })
+        for (request, document) in zip(requests, found) {
+            guard var document else { continue }
             let history = [request.revision] + (document.revisionHistory ?? [])
             let known = request.attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
             for (name, attachment) in document.attachments where (attachment.revpos ?? Int.max) > known {
