@@ -74,21 +74,25 @@ final class ChangesFeedTests: XCTestCase {
         let saved = try await db.save(batch)
         for index in [3, 90, count - 1] { try await db.delete(id: batch[index].id, revision: saved[index].revision!) }
 
-        let page = try await db.changes(since: 0, includeDocuments: true)
-        XCTAssertEqual(page.changes.count, count)
-        for change in page.changes {
-            let document = try XCTUnwrap(change.document, "row \(change.id) has no document")
-            XCTAssertEqual(document.id, change.id)
-            XCTAssertEqual(document.revision, change.revision)
-            XCTAssertEqual(document.sequence, change.sequence)
-            XCTAssertEqual(document.isDeleted, change.isDeleted)
-            if change.isDeleted { continue }
-            let direct = try await db.document(withID: change.id)
-            XCTAssertEqual(document.body, direct?.body)
-            XCTAssertEqual(document.int(forKey: "n"), Int(change.id.dropFirst()))
+        // A limit whose half is reached (the first half parsed on another thread), one whose half is
+        // not (all rows copied, parsed at the end), and none (parsed as read).
+        for limit in [count + 10, count * 4, nil] {
+            let page = try await db.changes(since: 0, limit: limit, includeDocuments: true)
+            XCTAssertEqual(page.changes.count, count)
+            for change in page.changes {
+                let document = try XCTUnwrap(change.document, "row \(change.id) has no document")
+                XCTAssertEqual(document.id, change.id)
+                XCTAssertEqual(document.revision, change.revision)
+                XCTAssertEqual(document.sequence, change.sequence)
+                XCTAssertEqual(document.isDeleted, change.isDeleted)
+                if change.isDeleted { continue }
+                let direct = try await db.document(withID: change.id)
+                XCTAssertEqual(document.body, direct?.body)
+                XCTAssertEqual(document.int(forKey: "n"), Int(change.id.dropFirst()))
+            }
+            XCTAssertEqual(page.changes.filter(\.isDeleted).map(\.id), ["p0003", "p0090", String(format: "p%04d", count - 1)])
+            XCTAssertEqual(page.changes.first { $0.id == "p0017" }?.document?.attachments["note.txt"]?.length, 9)
         }
-        XCTAssertEqual(page.changes.filter(\.isDeleted).map(\.id), ["p0003", "p0090", String(format: "p%04d", count - 1)])
-        XCTAssertEqual(page.changes.first { $0.id == "p0017" }?.document?.attachments["note.txt"]?.length, 9)
     }
 
     func testSequencesStrictlyIncreaseAcrossBatchesAndReopen() async throws {

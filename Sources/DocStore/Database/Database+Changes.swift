@@ -41,28 +41,42 @@ extension Database {
             var changes: [Change] = []
             // A page's usual size is known; growing a large array of rows step by step costs copies.
             changes.reserveCapacity(min(limit ?? 1024, 1024))
+            // With documents and a limit, the first half of the page is copied out and parsed on
+            // another thread while this one reads the second half and parses it straight from
+            // SQLite's buffer.
+            let handOff = includeDocuments ? (limit ?? 0) / 2 : 0
+            let parallel = handOff >= StoredDocument.parallelMinimum / 2
             var stored: [StoredDocument] = []
+            var firstHalf: BackgroundWork<[Document]>? = nil
             var last = since
             while try statement.step() {
                 let sequence = statement.int64(0)
                 guard let (winner, others) = try statement.withBlob(5, { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
                 else { continue }
                 let id = statement.text(1)
-                if includeDocuments {
+                var document: Document? = nil
+                if parallel && changes.count < handOff {
                     stored.append(StoredDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
                                                  body: statement.blob(4), sequence: sequence,
                                                  created: statement.double(6), updated: statement.double(7)))
+                    if stored.count == handOff {
+                        firstHalf = BackgroundWork { [stored] in try stored.map { try $0.makeDocument() } }
+                        stored = []
+                    }
+                } else if includeDocuments {
+                    document = try statement.withBlob(4) { body in
+                        try Database.makeDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
+                                                  body: body, sequence: sequence, created: statement.double(6),
+                                                  updated: statement.double(7))
+                    }
                 }
                 changes.append(Change(sequence: sequence, id: id, revision: winner.revision, otherLeaves: others,
-                                      isDeleted: winner.isDeleted, document: nil))
+                                      isDeleted: winner.isDeleted, document: document))
                 last = sequence
             }
-            if includeDocuments {
-                // Every row has a body: `stored` lines up with `changes`.
-                for (index, document) in try Database.makeDocuments(stored).enumerated() {
-                    changes[index].document = document
-                }
-            }
+            // The first half's documents line up with the first rows (every row has a body).
+            let early = try firstHalf?.wait() ?? stored.map { try $0.makeDocument() }
+            for (index, document) in early.enumerated() { changes[index].document = document }
             return ChangesPage(changes: changes, lastSequence: last)
         }
     }
