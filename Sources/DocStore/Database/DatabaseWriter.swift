@@ -58,8 +58,8 @@ actor DatabaseWriter {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        checkpointer.close()
         access.withLock {
+            checkpointer.close()
             try? connection.execute("PRAGMA optimize")
             connection.close()
         }

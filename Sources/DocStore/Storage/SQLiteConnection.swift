@@ -25,8 +25,11 @@ let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 /// One SQLite connection with its cache of prepared statements.
 ///
 /// Not thread-safe by itself. It is marked `@unchecked Sendable` so that it can be handed between
-/// owners, and confinement is guaranteed by those owners: the writer connection is only touched from
-/// inside the ``DatabaseWriter`` actor, and each reader connection is used by exactly one borrower at a
+/// owners, and confinement is guaranteed by those owners: the document writer's connection is only
+/// touched while holding the writer's `access` lock — by the ``DatabaseWriter`` actor for each
+/// transaction, or by one point read that found the lock free (``DatabaseWriter/readIfIdle(_:)``); the
+/// index writer's connection only inside the ``IndexWriter`` actor; a ``WALCheckpointer``'s own
+/// connection only on its serial queue; and each reader connection by exactly one borrower at a
 /// time, between ``ReaderPool/checkOut()`` and ``ReaderPool/checkIn(_:)`` (the pool's lock hands it out
 /// once). SQLite itself is opened with `SQLITE_OPEN_NOMUTEX`, matching that single-owner use.
 final class SQLiteConnection: @unchecked Sendable {
@@ -102,12 +105,15 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs `body` in a transaction: `BEGIN IMMEDIATE` for writes, a deferred `BEGIN` for consistent
     /// multi-statement reads. Commits if `body` returns, rolls back and rethrows if it throws.
+    ///
+    /// `BEGIN` and `COMMIT` run as cached prepared statements: compiling them anew for every
+    /// transaction cost more than a small transaction's own statements.
     func transaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        try run(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let result = try body()
             resetActiveStatements()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
             resetActiveStatements()
