@@ -248,12 +248,13 @@ actor DatabaseWriter {
     /// `"_attachments":` — a key, as a string value would have its quotes escaped — appear nowhere.
     static func mayHaveAttachmentStubs(_ body: [UInt8]) -> Bool {
         let key: StaticString = #""_attachments":"#
-        let keyBytes = UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        let keyCount = key.utf8CodeUnitCount
         return body.withUnsafeBufferPointer { bytes in
-            var start = 0
-            while let quote = bytes[start...].firstIndex(of: keyBytes[0]), quote + keyBytes.count <= bytes.count {
-                if bytes[quote..<quote + keyBytes.count].elementsEqual(keyBytes) { return true }
-                start = quote + 1
+            guard let base = bytes.baseAddress, bytes.count >= keyCount else { return false }
+            for offset in 0...(bytes.count - keyCount)
+            where base[offset] == UInt8(ascii: "\"") && base[offset + 1] == UInt8(ascii: "_")
+                && memcmp(base + offset, key.utf8Start, keyCount) == 0 {
+                return true
             }
             return false
         }
