@@ -167,8 +167,12 @@ actor DatabaseWriter {
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
             ?? encodeBody(&document, generation: generation, keepRevpos: false, records: records)
-        let digest = prepared?.digest.flatMap { prepared?.assumedParent == parent ? $0 : nil }
-            ?? DatabaseWriter.revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body)
+        let digest: Insecure.MD5Digest
+        if let prepared, let precomputed = prepared.digest, prepared.assumedParent == parent {
+            digest = precomputed
+        } else {
+            digest = DatabaseWriter.revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body)
+        }
         let revision = RevisionID(generation: generation, digest16: digest)
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
         document.revision = revision
