@@ -387,14 +387,10 @@ actor DatabaseWriter {
         }
     }
 
-    /// Waits for a background checkpoint in progress, then copies what is left of the WAL into the
-    /// database file (a passive checkpoint: readers of older snapshots keep their frames).
+    /// Copies what the WAL holds into the database file now (``WALCheckpointer/checkpointNow()``).
     func checkpoint() throws {
         try ensureOpen()
-        checkpointer.waitUntilIdle()
-        try access.withLock {
-            try connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        }
+        try checkpointer.checkpointNow()
     }
 
     /// Drops the bodies of non-leaf revisions and attachment contents nothing refers to, then returns

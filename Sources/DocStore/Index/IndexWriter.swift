@@ -49,11 +49,10 @@ actor IndexWriter {
         connection.close()
     }
 
-    /// Waits for a background checkpoint of the index file, then copies what is left of its WAL.
+    /// Copies what the index file's WAL holds into it now (``WALCheckpointer/checkpointNow()``).
     func checkpoint() throws {
         try ensureOpen()
-        checkpointer.waitUntilIdle()
-        try connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        try checkpointer.checkpointNow()
     }
 
     private func ensureOpen() throws {

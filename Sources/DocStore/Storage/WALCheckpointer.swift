@@ -1,5 +1,10 @@
 import CSQLite
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Runs the WAL checkpoints of one database file on a thread of its own, so that the writer's commits
@@ -81,16 +86,28 @@ final class WALCheckpointer: Sendable {
         }
     }
 
-    /// Returns when no background checkpoint is queued or running.
-    func waitUntilIdle() {
-        queue.sync {}
+    /// Copies what the WAL holds into the database file now — after a background checkpoint that
+    /// is queued or running — and returns when it is done (a passive checkpoint: frames that a reader
+    /// of an older snapshot still needs stay).
+    func checkpointNow() throws {
+        var status = SQLITE_OK
+        queue.sync {
+            // SQLITE_BUSY: the writer is running its own checkpoint (past the hard limit); try again
+            // shortly, for up to a second.
+            for _ in 0..<100 {
+                status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                guard status & 0xFF == SQLITE_BUSY else { break }
+                usleep(10_000)
+            }
+        }
+        guard status == SQLITE_OK else { throw connection.error(status, sql: "PRAGMA wal_checkpoint(PASSIVE)") }
     }
 
     /// Detaches from the writer, waits for a running checkpoint and closes the second connection.
     /// Call it on the writer's executor, before the writer's connection closes.
     func close() {
         sqlite3_wal_hook(writer.handle, nil, nil)
-        waitUntilIdle()
+        queue.sync {}
         connection.close()
     }
 }
