@@ -23,7 +23,7 @@ struct Benchmark: AsyncParsableCommand {
     var only: String?
 
     @Option(help: "Repetitions; the median is reported.")
-    var repetitions: Int = 5
+    var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
                                 "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http"]
