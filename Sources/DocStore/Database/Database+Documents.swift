@@ -112,14 +112,7 @@ extension Database {
     public func document(withID id: String, revision: RevisionID? = nil, includeConflicts: Bool = false,
                          includeRevisionHistory: Bool = false) async throws -> Document? {
         if revision == nil && !includeConflicts && !includeRevisionHistory {
-            let fetch = { (connection: SQLiteConnection) in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
-            try ensureOpen()
-            do {
-                if case .some(let document) = try writer.readIfIdle(fetch) { return document }
-            } catch {
-                throw Database.storageError(error)
-            }
-            return try read(fetch)
+            return try readPoint { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
         }
         return try read(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)

@@ -165,6 +165,19 @@ public final class Database: Sendable {
         }
     }
 
+    /// Runs a single-statement read on the writer's connection when no write holds it (its page
+    /// cache survives commits, see ``DatabaseWriter/readIfIdle(_:)``), else on a pooled connection —
+    /// never waiting for a write. Maps storage errors.
+    func readPoint<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try ensureOpen()
+        do {
+            if let result = try writer.readIfIdle(body) { return result }
+            return try readers.read(body)
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
     /// Maps any error to a ``DocStoreError``: SQLite errors become ``DocStoreError/Code/storage``.
     static func storageError(_ error: any Error) -> DocStoreError {
         switch error {
