@@ -96,6 +96,9 @@ final class ReplicationTests: XCTestCase {
         }
         try await eventually { try await remote.document(withID: "from-local") != nil }
         try await eventually { try await local.document(withID: "from-remote") != nil }
+        // Change batches are delivered asynchronously after the commit, so a document can be read
+        // before its announcement has reached the listener.
+        try await eventually { pulledNotes.withLock { $0.contains(.replication) } }
         XCTAssertTrue(pulledNotes.withLock { $0.contains(.replication) }, "pulled writes are announced as replication")
         XCTAssertNotEqual(replicator.status.activity, .error)
         await replicator.stop()
