@@ -322,6 +322,69 @@ final class JSONTests: XCTestCase {
     }
 
     /// Random values survive serialize → parse unchanged (seeded, so failures reproduce).
+    /// Decimals of 16 to 19 significant digits take a faster path than the C library where the
+    /// platform has 80-bit floats; it must give the same double as `strtod` for every input,
+    /// including those next to a halfway point between two doubles.
+    func testLongDecimalsRoundLikeTheCLibrary() throws {
+        var g = SplitMix64(seed: 0x0DD5_EED5)
+        var texts: [String] = []
+        // Random digit strings, with the decimal point anywhere and small exponents.
+        for _ in 0..<20_000 {
+            let digitCount = 16 + Int(g.next() % 4)
+            var digits = String(1 + g.next() % 9)
+            for _ in 1..<digitCount { digits.append(String(g.next() % 10)) }
+            let point = Int(g.next() % UInt64(digitCount + 1))
+            let integer = point == 0 ? "0" : String(digits.prefix(point))
+            let fraction = point == digitCount ? "" : "." + digits.dropFirst(point)
+            let exponent = g.next() % 3 == 0 ? "e\(Int(g.next() % 21) - 10)" : ""
+            texts.append((g.next() & 1 == 0 ? "-" : "") + integer + fraction + exponent)
+        }
+        // Halfway points between neighbouring doubles, cut to 16-19 significant digits, and the same
+        // plus one in the last digit: the inputs where rounding twice could go wrong.
+        for _ in 0..<10_000 {
+            let low = Double(g.next() % 1_000_000_000_000) / Double(1 << (g.next() % 40)) + 1
+            // low = m × 2^e, so the halfway point to the next double is (2m + 1) × 5^k / 10^k, k = 1 - e.
+            let m = (UInt64(1) << 52) | low.significandBitPattern
+            let k = 1 - (Int(low.exponent) - 52)
+            var digits: [UInt8] = []   // least significant first
+            var n = 2 * m + 1
+            while n > 0 { digits.append(UInt8(n % 10)); n /= 10 }
+            for _ in 0..<k {
+                var carry: UInt8 = 0
+                for i in digits.indices {
+                    let product = digits[i] * 5 + carry
+                    digits[i] = product % 10
+                    carry = product / 10
+                }
+                if carry > 0 { digits.append(carry) }
+            }
+            let integerDigits = digits.count - k
+            for significant in 16...19 {
+                var kept = Array(digits.reversed().prefix(significant))
+                for bump in 0...1 {
+                    if bump == 1 {
+                        var i = kept.count - 1
+                        while i >= 0 && kept[i] == 9 { kept[i] = 0; i -= 1 }
+                        if i < 0 { continue }
+                        kept[i] += 1
+                    }
+                    let text = kept.map(String.init).joined()
+                    texts.append(String(text.prefix(integerDigits)) + "." + String(text.dropFirst(integerDigits)))
+                }
+            }
+        }
+        texts += ["23.456000000000003", "-90.00000000000001", "0.30000000000000004", "9007199254740993.0",
+                  "1.7976931348623157", "4.9406564584124654", "9999999999999999999.0", "0.1000000000000000055511151231257827"]
+        var mismatches: [String] = []
+        for text in texts {
+            let parsed = try JSON(parsing: text).doubleValue
+            let expected = Double(text)
+            if parsed?.bitPattern != expected?.bitPattern { mismatches.append("\(text): \(String(describing: parsed)) ≠ \(String(describing: expected))") }
+        }
+        XCTAssertEqual(mismatches.count, 0, mismatches.prefix(10).joined(separator: "\n"))
+        XCTAssertGreaterThan(texts.count, 100_000)
+    }
+
     func testRandomValuesRoundTrip() throws {
         var generator = SplitMix64(seed: 0xD0C5_7031)
         for _ in 0..<500 {

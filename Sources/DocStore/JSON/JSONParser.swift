@@ -113,6 +113,32 @@ func swarHasSpecialByte(_ word: UInt64) -> Bool {
     return (hasQuote | hasBackslash | hasControl) != 0
 }
 
+#if arch(x86_64) || arch(i386)
+/// 10⁰ … 10²⁷, each exact in 80-bit precision (5²⁷ < 2⁶³).
+private let extendedPowersOfTen: [Float80] = (0...27).map { exponent in
+    var power: Float80 = 1
+    for _ in 0..<exponent { power *= 10 }
+    return power
+}
+
+/// `mantissa × 10^power` correctly rounded to a double, or `nil` when this method cannot tell.
+///
+/// The mantissa (below 2⁶⁴) and the power of ten (|power| ≤ 27) are exact in 80-bit precision, so
+/// the product or quotient is rounded once, to within half an 80-bit ulp of the true value. Rounding
+/// that result to a double (11 fewer bits) gives the correctly rounded double unless the result lies
+/// within one 80-bit ulp of a halfway point between two doubles, where the true value might fall on
+/// the other side; those rare inputs return `nil` and take the exact path.
+@inline(__always)
+func extendedPrecisionDouble(mantissa: UInt64, power: Int) -> Double? {
+    guard power >= -27 && power <= 27 else { return nil }
+    var value = Float80(mantissa)
+    value = power >= 0 ? value * extendedPowersOfTen[power] : value / extendedPowersOfTen[-power]
+    let dropped = value.significandBitPattern & 0x7FF
+    if dropped >= 0x3FF && dropped <= 0x401 { return nil }
+    return Double(value)
+}
+#endif
+
 private let powersOfTen: [Double] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
@@ -563,6 +589,20 @@ struct JSONReader: ~Copyable {
                 return .double(negative ? -value : value)
             }
         }
+        #if arch(x86_64) || arch(i386)
+        // Up to 19 significant digits and a power of ten up to 27: one correctly rounded operation in
+        // 80-bit precision, then rounding to a double, unless that could round twice the wrong way.
+        if integerEnd - integerStart + fractionDigits <= 19 {
+            var mantissa: UInt64 = 0
+            for k in integerStart..<integerEnd { mantissa = mantissa &* 10 &+ UInt64(buffer[k] &- 48) }
+            if fractionDigits > 0 {
+                for k in fractionStart..<fractionEnd { mantissa = mantissa &* 10 &+ UInt64(buffer[k] &- 48) }
+            }
+            if let value = extendedPrecisionDouble(mantissa: mantissa, power: exponent - fractionDigits) {
+                return .double(negative ? -value : value)
+            }
+        }
+        #endif
         let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
             throw error("Number out of range", at: start)
