@@ -74,8 +74,8 @@ final class ChangesFeedTests: XCTestCase {
         let saved = try await db.save(batch)
         for index in [3, 90, count - 1] { try await db.delete(id: batch[index].id, revision: saved[index].revision!) }
 
-        // A limit whose half is reached (the first half parsed on another thread), one whose half is
-        // not (all rows copied, parsed at the end), and none (parsed as read).
+        // Pages of several chunks and a partial last one, parsed on two threads, with and without a
+        // limit.
         for limit in [count + 10, count * 4, nil] {
             let page = try await db.changes(since: 0, limit: limit, includeDocuments: true)
             XCTAssertEqual(page.changes.count, count)

@@ -235,7 +235,7 @@ final class CorruptionTests: XCTestCase {
                 do {
                     _ = try await db.document(withID: String(format: "doc-%04d", n))
                 } catch let error as DocStoreError {
-                    XCTAssertTrue([.storage, .invalidJSON].contains(error.code), "\(error)")
+                    XCTAssertEqual(error.code, .storage, "\(error)")
                     sawError = true
                 }
             }
@@ -250,6 +250,29 @@ final class CorruptionTests: XCTestCase {
         } catch let error as DocStoreError {
             XCTAssertTrue([.storage, .notADocStoreDatabase].contains(error.code), "\(error)")
         }
+    }
+
+    func testCorruptBodiesFailALongChangesPageAndLeaveTheNextOneWorking() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save((0..<300).map { Document(id: String(format: "b%03d", $0), body: ["n": .integer($0)]) })
+        // One body in the first chunk of the page (the helper thread's) and one near its end.
+        try await db.writer.corruptBodyForTesting(id: "b003")
+        try await db.writer.corruptBodyForTesting(id: "b250")
+        for limit in [nil, 1000] {
+            do {
+                _ = try await db.changes(since: 0, limit: limit, includeDocuments: true)
+                XCTFail("a corrupt stored body must fail the page")
+            } catch let error as DocStoreError {
+                XCTAssertEqual(error.code, .storage, "\(error)")
+            }
+        }
+        // Pages that do not reach the corrupt bodies, and the feed without documents, still work.
+        let before = try await db.changes(since: 0, limit: 3, includeDocuments: true)
+        XCTAssertEqual(before.changes.compactMap { $0.document?.int(forKey: "n") }, [0, 1, 2])
+        let between = try await db.changes(since: 4, limit: 240, includeDocuments: true)
+        XCTAssertEqual(between.changes.compactMap { $0.document?.int(forKey: "n") }, Array(4..<244))
+        let all = try await db.changes()
+        XCTAssertEqual(all.changes.count, 300)
     }
 
     func testCorruptRevisionTreeIsAStorageError() async throws {

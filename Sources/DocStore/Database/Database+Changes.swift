@@ -33,50 +33,32 @@ extension Database {
                         descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
         return try read { connection in
-            let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, NULL, tree"
+            let columns = includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev, deleted, NULL, tree, 0, 0"
             let statement = try connection.prepare(
                 "SELECT \(columns) FROM docs WHERE seq > ? ORDER BY seq \(descending ? "DESC" : "") LIMIT ?")
             try statement.bind(since, at: 1)
             try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
-            var changes: [Change] = []
-            // A page's usual size is known; growing a large array of rows step by step costs copies.
-            changes.reserveCapacity(min(limit ?? 1024, 1024))
-            // With documents and a limit, the first half of the page is copied out and parsed on
-            // another thread while this one reads the second half and parses it straight from
-            // SQLite's buffer.
-            let handOff = includeDocuments ? (limit ?? 0) / 2 : 0
-            let parallel = handOff >= StoredDocument.parallelMinimum / 2
-            var stored: [StoredDocument] = []
-            var firstHalf: BackgroundWork<[Document]>? = nil
+            // The reading thread only copies the columns out; the rows are built on two threads.
+            var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: min(limit ?? 1024, 1024))
             var last = since
-            while try statement.step() {
-                let sequence = statement.int64(0)
-                guard let (winner, others) = try statement.withBlob(5, { try RevisionTree.winnerAndOtherLeaves(decoding: $0) })
-                else { continue }
-                let id = statement.text(1)
-                var document: Document? = nil
-                if parallel && changes.count < handOff {
-                    stored.append(StoredDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
-                                                 body: statement.blob(4), sequence: sequence,
-                                                 created: statement.double(6), updated: statement.double(7)))
-                    if stored.count == handOff {
-                        firstHalf = BackgroundWork { [stored] in try stored.map { try $0.makeDocument() } }
-                        stored = []
+            do {
+                while try statement.step() {
+                    let sequence = statement.int64(0)
+                    statement.withBlob(1) { id in
+                        statement.withBlob(5) { tree in
+                            statement.withBlob(4) { body in
+                                rows.append(sequence: sequence, id: id, tree: tree, body: body,
+                                            created: statement.double(6), updated: statement.double(7))
+                            }
+                        }
                     }
-                } else if includeDocuments {
-                    document = try statement.withBlob(4) { body in
-                        try Database.makeDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
-                                                  body: body, sequence: sequence, created: statement.double(6),
-                                                  updated: statement.double(7))
-                    }
+                    last = sequence
                 }
-                changes.append(Change(sequence: sequence, id: id, revision: winner.revision, otherLeaves: others,
-                                      isDeleted: winner.isDeleted, document: document))
-                last = sequence
+            } catch {
+                rows.abandon()
+                throw error
             }
-            // The first half's documents line up with the first rows (every row has a body).
-            let early = try firstHalf?.wait() ?? stored.map { try $0.makeDocument() }
-            for (index, document) in early.enumerated() { changes[index].document = document }
+            let changes = try rows.finish()
             return ChangesPage(changes: changes, lastSequence: last)
         }
     }

@@ -227,7 +227,13 @@ extension Database {
     /// Builds a document straight from stored body bytes (e.g. SQLite's own buffer), without a copy.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
                              sequence: Int64, created: Double, updated: Double) throws -> Document {
-        guard case .object(var object) = try JSONParser.parse(body.bindMemory(to: UInt8.self)) else {
+        let parsed: JSON
+        do {
+            parsed = try JSONParser.parse(body.bindMemory(to: UInt8.self))
+        } catch {
+            throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
+        }
+        guard case .object(var object) = parsed else {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
         var attachments: [String: Attachment] = [:]

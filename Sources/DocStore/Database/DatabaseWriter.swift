@@ -431,5 +431,11 @@ extension DatabaseWriter {
             try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob([1, 200, 1, 0xFF]), .text(id)])
         }
     }
+
+    func corruptBodyForTesting(id: String) throws {
+        try access.withLock {
+            try connection.run("UPDATE docs SET body = ? WHERE id = ?", [.blob(Array(#"{"a":"#.utf8)), .text(id)])
+        }
+    }
 }
 #endif
