@@ -133,17 +133,27 @@ final class StorageTests: XCTestCase {
             return statement.text(0)
         }
         XCTAssertEqual(mode, "wal")
-        // Point reads and the changes feed use indexes, never a scan of the table.
-        let plans = try db.read { connection -> [String] in
-            var plans: [String] = []
-            for sql in ["SELECT * FROM docs WHERE id = 'x'", "SELECT * FROM docs WHERE seq > 5 ORDER BY seq"] {
+        // Point reads, the changes feed and `pending` use indexes, never a scan of a table: the feed
+        // is a range of the log's primary key, each entry looking its document up by primary key.
+        let plans = try db.read { connection -> [[String]] in
+            var plans: [[String]] = []
+            for sql in ["SELECT * FROM docs WHERE id = 'x'",
+                        "SELECT \(DocumentRecords.joinedSelectColumns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > 5 ORDER BY c.seq LIMIT 10",
+                        "SELECT count(*) FROM changes WHERE seq > 5 AND (prev IS NULL OR prev <= 5)"] {
                 let statement = try connection.prepare("EXPLAIN QUERY PLAN " + sql)
-                while try statement.step() { plans.append(statement.text(3)) }
+                var plan: [String] = []
+                while try statement.step() { plan.append(statement.text(3)) }
+                plans.append(plan)
             }
             return plans
         }
-        XCTAssertTrue(plans[0].contains("USING INDEX"), plans[0])
-        XCTAssertTrue(plans[1].contains("INTEGER PRIMARY KEY"), plans[1])
+        XCTAssertEqual(plans[0].count, 1)
+        XCTAssertTrue(plans[0][0].contains("USING INDEX"), "\(plans[0])")
+        XCTAssertEqual(plans[1].count, 2, "\(plans[1])")
+        XCTAssertTrue(plans[1][0].hasPrefix("SEARCH c USING INTEGER PRIMARY KEY"), "\(plans[1])")
+        XCTAssertTrue(plans[1][1].hasPrefix("SEARCH d USING INTEGER PRIMARY KEY"), "\(plans[1])")
+        XCTAssertEqual(plans[2].count, 1)
+        XCTAssertTrue(plans[2][0].hasPrefix("SEARCH changes USING INTEGER PRIMARY KEY"), "\(plans[2])")
     }
 
     /// Eight tasks read continuously while one task writes; every read sees a consistent document and
@@ -288,5 +298,140 @@ final class CorruptionTests: XCTestCase {
         XCTAssertNil(results, "a corrupt row fails the batch as a storage error")
         let other = try await db.save(Document(id: "fine", body: [:]))
         XCTAssertEqual(other.revision?.generation, 1)
+    }
+}
+
+/// Schema version 2 keeps each document's row in place and reads the changes feed from a log.
+final class ChangesLogTests: XCTestCase {
+    /// A version-1 file (rows keyed by their latest sequence) opens migrated: same documents, same
+    /// feed, exact `pending`, and writes continue after the last sequence.
+    func testVersionOneFileIsMigrated() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let url = directory.appendingPathComponent("old.sqlite")
+        do {
+            let connection = try SQLiteConnection(path: url.path)
+            defer { connection.close() }
+            try Schema.migrate(connection, uuid: { "old-uuid" }, to: 1)
+            // Four documents written at sequences 1-4, then "b" updated (5) and "c" deleted (6).
+            let rows: [(seq: Int64, id: String, revisions: [String], deleted: Bool, body: String)] = [
+                (1, "a", ["1-aaaa"], false, #"{"n":1}"#),
+                (4, "d", ["1-dddd"], false, #"{"n":4,"s":"four"}"#),
+                (5, "b", ["1-bbbb", "2-bbbb"], false, #"{"n":22}"#),
+                (6, "c", ["1-cccc", "2-cccc"], true, "{}"),
+            ]
+            for row in rows {
+                var tree = RevisionTree()
+                var parent: RevisionID? = nil
+                for (index, text) in row.revisions.enumerated() {
+                    let revision = try XCTUnwrap(RevisionID(text))
+                    tree.addRevision(revision, parent: parent, isDeleted: row.deleted && index == row.revisions.count - 1)
+                    parent = revision
+                }
+                try connection.run(
+                    "INSERT INTO docs (seq, id, rev, deleted, body, tree, created, updated) VALUES (?, ?, ?, ?, ?, ?, 1000, 2000)",
+                    [.integer(row.seq), .text(row.id), .text(row.revisions.last!), .integer(row.deleted ? 1 : 0),
+                     .blob(Array(row.body.utf8)), .blob(tree.encoded())])
+            }
+            XCTAssertEqual(try connection.scalarInt("PRAGMA user_version"), 1)
+        }
+
+        let db = try await Database.open(name: "old", directory: directory)
+        let version = try db.read { try $0.scalarInt("PRAGMA user_version") }
+        XCTAssertEqual(version, Schema.currentVersion)
+        let feed = try await db.changes(includeDocuments: true).changes
+        XCTAssertEqual(feed.map(\.id), ["a", "d", "b", "c"])
+        XCTAssertEqual(feed.map(\.sequence), [1, 4, 5, 6])
+        XCTAssertEqual(feed.map { $0.document?.int(forKey: "n") }, [1, 4, 22, nil])
+        XCTAssertEqual(feed.map(\.isDeleted), [false, false, false, true])
+        let b = try await db.document(withID: "b")
+        XCTAssertEqual(b?.revision?.description, "2-bbbb")
+        XCTAssertEqual(b?.sequence, 5)
+        XCTAssertEqual(b?.createDate, Date(timeIntervalSince1970: 1000))
+        for (since, expected) in [(0, 4), (1, 3), (4, 2), (5, 1), (6, 0)] {
+            let pending = try await db.pendingChangeCount(since: Int64(since))
+            XCTAssertEqual(pending, expected, "since \(since)")
+        }
+        // Writes continue after the last sequence, and move the document to the end of the feed.
+        let fetched = try await db.document(withID: "a")
+        var a = try XCTUnwrap(fetched)
+        a["n"] = 100
+        a = try await db.save(a)
+        XCTAssertEqual(a.sequence, 7)
+        let after = try await db.changes(since: 4).changes
+        XCTAssertEqual(after.map(\.id), ["b", "c", "a"])
+        await db.close()
+        let reopened = try await Database.open(name: "old", directory: directory)
+        let again = try await reopened.changes().changes
+        XCTAssertEqual(again.map(\.id), ["d", "b", "c", "a"])
+        let info = try await reopened.info()
+        XCTAssertEqual(info.uuid, "old-uuid")
+        XCTAssertEqual(info.documentCount, 3)
+        await reopened.close()
+    }
+
+    /// Random updates, deletions, re-creations, purges and compactions: the feed lists each existing
+    /// document once at its latest sequence, pages and descending order agree with it, and `pending`
+    /// is exact from every starting point.
+    func testFeedAndPendingStayExactThroughUpdatesPurgesAndCompaction() async throws {
+        let db = try await makeDatabase(self)
+        var g = SplitMix64(seed: 0xFEED)
+        let ids = (0..<30).map { String(format: "r%02d", $0) }
+        var current: [String: Document] = [:]   // live or deleted; purged ids are absent
+        for id in ids { current[id] = try await db.save(Document(id: id, body: ["v": 0])) }
+        for step in 1...360 {
+            let id = ids[Int(g.next() % UInt64(ids.count))]
+            switch g.next() % 10 {
+            case 0...5:
+                if var doc = current[id], !doc.isDeleted {
+                    doc["v"] = .integer(step)
+                    current[id] = try await db.save(doc)
+                } else {
+                    // A tombstone is written over; a purged id starts again.
+                    var doc = Document(id: id, body: ["v": .integer(step)])
+                    if let tombstone = current[id] { doc.revision = tombstone.revision }
+                    current[id] = try await db.save(doc)
+                }
+            case 6, 7:
+                if let doc = current[id], !doc.isDeleted { current[id] = try await db.delete(doc) }
+            case 8:
+                if current[id] != nil {
+                    let purged = try await db.purge(documentIDs: [id])
+                    XCTAssertEqual(purged, [id])
+                    current[id] = nil
+                }
+            default:
+                if step % 3 == 0 { try await db.compact() }
+            }
+            guard step % 40 == 0 else { continue }
+            let feed = try await db.changes(includeDocuments: true).changes
+            XCTAssertEqual(Set(feed.map(\.id)), Set(current.keys), "step \(step)")
+            XCTAssertEqual(feed.count, current.count)
+            XCTAssertEqual(feed.map(\.sequence), feed.map(\.sequence).sorted())
+            for change in feed {
+                XCTAssertEqual(change.sequence, current[change.id]?.sequence, "\(change.id) at step \(step)")
+                XCTAssertEqual(change.revision, current[change.id]?.revision)
+                XCTAssertEqual(change.document?.sequence, change.sequence)
+            }
+            var paged: [Int64] = []
+            var since: Int64 = 0
+            while true {
+                let page = try await db.changes(since: since, limit: 7)
+                if page.changes.isEmpty { break }
+                paged += page.changes.map(\.sequence)
+                since = page.lastSequence
+            }
+            XCTAssertEqual(paged, feed.map(\.sequence))
+            let descending = try await db.changes(descending: true).changes
+            XCTAssertEqual(descending.map(\.sequence), feed.map(\.sequence).reversed())
+            let last = await db.updateSequence
+            for since in stride(from: Int64(0), through: last + 1, by: 3) {
+                let pending = try await db.pendingChangeCount(since: since)
+                XCTAssertEqual(pending, feed.filter { $0.sequence > since }.count, "since \(since) at step \(step)")
+            }
+        }
+        // Compaction drops the superseded log entries and keeps one per document.
+        try await db.compact()
+        let entries = try db.read { try $0.scalarInt("SELECT count(*) FROM changes") }
+        XCTAssertEqual(entries, Int64(current.count))
     }
 }

@@ -73,8 +73,9 @@ extension Database {
         try await indexWriter.checkpoint()
     }
 
-    /// Compacts the database: drops the bodies of revisions that are no longer leaves and the
-    /// attachment contents no remaining revision uses, then returns the freed pages to the file system.
+    /// Compacts the database: drops the bodies of revisions that are no longer leaves, the
+    /// attachment contents no remaining revision uses and the changes-log entries of superseded
+    /// sequences, then returns the freed pages to the file system.
     /// Leaf revisions (winners, conflicts, tombstones) are always kept.
     /// - Returns: how many revision bodies were dropped.
     @discardableResult

@@ -40,7 +40,7 @@ actor DatabaseWriter {
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
             try connection.execute("PRAGMA synchronous = \(synchronous)")
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
-            let lastDocument = try connection.scalarInt("SELECT max(seq) FROM docs") ?? 0
+            let lastDocument = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
             let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
             self.lastSequence = max(lastDocument, lastPurge)
             self.checkpointer = try WALCheckpointer(writer: connection, synchronous: synchronous)
@@ -95,7 +95,10 @@ actor DatabaseWriter {
             access.lock()
             defer { access.unlock() }
             result = try connection.transaction(immediate: true) {
-                try body(DocumentRecords(connection: connection), &changes)
+                let records = DocumentRecords(connection: connection, firstWrites: PendingFirstWrites())
+                let result = try body(records, &changes)
+                try records.flushFirstWrites()
+                return result
             }
         } catch {
             lastSequence = startSequence
@@ -331,9 +334,10 @@ actor DatabaseWriter {
             }
         }
         lastSequence += 1
-        let record = DocumentRecord(sequence: lastSequence, id: id, winner: winner.revision, isDeleted: winner.isDeleted,
+        let record = DocumentRecord(row: existing?.row ?? lastSequence, sequence: lastSequence, id: id,
+                                    winner: winner.revision, isDeleted: winner.isDeleted,
                                     body: winnerBody, tree: tree, created: existing?.created ?? now, updated: now)
-        try records.write(record, replacing: existing?.sequence)
+        try records.write(record, replacing: existing)
         document.sequence = lastSequence
         document.createDate = Date(timeIntervalSince1970: record.created)
         document.lastChange = Date(timeIntervalSince1970: now)
@@ -376,7 +380,7 @@ actor DatabaseWriter {
             var purged: [String] = []
             for id in ids {
                 guard let record = try records.fetch(id: id) else { continue }
-                try records.delete(sequence: record.sequence)
+                try records.delete(record)
                 try records.dropAllRevisions(id: id)
                 lastSequence += 1
                 try connection.run("INSERT INTO purges (seq, id) VALUES (?, ?)", [.integer(lastSequence), .text(id)])
@@ -393,8 +397,9 @@ actor DatabaseWriter {
         try checkpointer.checkpointNow()
     }
 
-    /// Drops the bodies of non-leaf revisions and attachment contents nothing refers to, then returns
-    /// freed pages to the file system. Returns the number of revision bodies dropped.
+    /// Drops the bodies of non-leaf revisions, attachment contents nothing refers to and superseded
+    /// entries of the changes log, then returns freed pages to the file system. Returns the number of
+    /// revision bodies dropped.
     func compact() throws -> Int {
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
@@ -413,6 +418,7 @@ actor DatabaseWriter {
                 }
             }
             try records.collectUnreferencedAttachments()
+            _ = try records.pruneChangesLog()
             return dropped
         }
         try access.withLock {

@@ -177,7 +177,7 @@ actor IndexWriter {
             // once in this catch-up, so deleting its previous rows can be skipped. A write during the
             // catch-up moves a document above that sequence, where it may be read a second time.
             let freshUpTo = state.lastSequence == 0 && state.rowCount == 0
-                ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM docs") ?? 0 } : 0
+                ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM changes") ?? 0 } : 0
             // The first window is read before taking the index file's write lock, so an index that is
             // current costs one read.
             var window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
@@ -220,7 +220,7 @@ actor IndexWriter {
         var window = try documents.readConsistently { connection in
             var window = Window()
             let statement = try connection.prepare(
-                "SELECT seq, id, rev, deleted, body, created, updated FROM docs WHERE seq > ? ORDER BY seq LIMIT ?")
+                "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
             try statement.bind(sequence, at: 1)
             try statement.bind(IndexWriter.batchSize, at: 2)
             while try statement.step() {

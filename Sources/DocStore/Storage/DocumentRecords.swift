@@ -3,6 +3,8 @@ import CSQLite
 /// One row of the `docs` table: a document's latest sequence, winning revision and its body, and the
 /// whole revision tree.
 struct DocumentRecord {
+    /// The row's number (`docs.doc`), fixed for the document's life: the sequence of its first write.
+    var row: Int64
     var sequence: Int64
     var id: String
     var winner: RevisionID
@@ -13,11 +15,28 @@ struct DocumentRecord {
     var updated: Double
 }
 
+/// The first writes of documents in a write transaction whose `changes` log entries are still to be
+/// inserted: a run of consecutive sequences, each its document's row number, with no predecessor.
+/// A bulk insert logs its whole run with one statement when the transaction ends
+/// (``DocumentRecords/flushFirstWrites()``), instead of one statement per document.
+///
+/// Used by one write transaction, on the writer's thread only.
+final class PendingFirstWrites {
+    var first: Int64 = 1
+    var last: Int64 = 0
+    var isEmpty: Bool { last < first }
+}
+
 /// The SQL of the document tables, over one connection. All values are bound with `?`.
 struct DocumentRecords {
     let connection: SQLiteConnection
+    /// In a write transaction, the first writes whose log entries are inserted at its end; `nil` for
+    /// reads.
+    var firstWrites: PendingFirstWrites? = nil
 
-    static let selectColumns = "seq, id, rev, deleted, body, tree, created, updated"
+    static let selectColumns = "seq, id, rev, deleted, body, tree, created, updated, doc"
+    /// ``selectColumns`` of `docs` joined as `d`, e.g. with the `changes` log.
+    static let joinedSelectColumns = "d.seq, d.id, d.rev, d.deleted, d.body, d.tree, d.created, d.updated, d.doc"
 
     /// Reads a full record from a statement positioned on a row selected with ``selectColumns``.
     static func record(from statement: SQLiteStatement) throws -> DocumentRecord {
@@ -25,7 +44,7 @@ struct DocumentRecords {
         guard let winner = statement.revision(2) else {
             throw DocStoreError(.storage, "Corrupt revision id in database")
         }
-        return DocumentRecord(sequence: statement.int64(0), id: statement.text(1), winner: winner,
+        return DocumentRecord(row: statement.int64(8), sequence: statement.int64(0), id: statement.text(1), winner: winner,
                               isDeleted: statement.int64(3) != 0, body: statement.blob(4), tree: tree,
                               created: statement.double(6), updated: statement.double(7))
     }
@@ -53,13 +72,14 @@ struct DocumentRecords {
         }
     }
 
-    /// Inserts a new row, or moves an existing one (`previousSequence`) to its new sequence.
-    func write(_ record: DocumentRecord, replacing previousSequence: Int64?) throws {
+    /// Inserts a new document's row, or updates the row of an existing one (`previous`) in place, and
+    /// appends the new sequence to the `changes` log, linked to the sequence it supersedes.
+    func write(_ record: DocumentRecord, replacing previous: DocumentRecord?) throws {
         let statement: SQLiteStatement
-        if let previousSequence {
+        if let previous {
             statement = try connection.prepare(
-                "UPDATE docs SET seq = ?, rev = ?, deleted = ?, body = ?, tree = ?, updated = ? WHERE seq = ?")
-            try statement.bind(previousSequence, at: 7)
+                "UPDATE docs SET seq = ?, rev = ?, deleted = ?, body = ?, tree = ?, updated = ? WHERE doc = ?")
+            try statement.bind(previous.row, at: 7)
             try statement.bind(record.sequence, at: 1)
             try statement.bind(record.winner, at: 2)
             try statement.bind(record.isDeleted ? 1 : 0, at: 3)
@@ -68,21 +88,84 @@ struct DocumentRecords {
             try statement.bind(record.updated, at: 6)
         } else {
             statement = try connection.prepare(
-                "INSERT INTO docs (seq, id, rev, deleted, body, tree, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-            try statement.bind(record.sequence, at: 1)
-            try statement.bind(record.id, at: 2)
-            try statement.bind(record.winner, at: 3)
-            try statement.bind(record.isDeleted ? 1 : 0, at: 4)
-            try statement.bind(blob: record.body, at: 5)
-            try statement.bind(blob: record.tree.encoded(), at: 6)
-            try statement.bind(record.created, at: 7)
-            try statement.bind(record.updated, at: 8)
+                "INSERT INTO docs (doc, seq, id, rev, deleted, body, tree, created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            try statement.bind(record.row, at: 1)
+            try statement.bind(record.sequence, at: 2)
+            try statement.bind(record.id, at: 3)
+            try statement.bind(record.winner, at: 4)
+            try statement.bind(record.isDeleted ? 1 : 0, at: 5)
+            try statement.bind(blob: record.body, at: 6)
+            try statement.bind(blob: record.tree.encoded(), at: 7)
+            try statement.bind(record.created, at: 8)
+            try statement.bind(record.updated, at: 9)
         }
         _ = try statement.step()
+        if previous == nil, record.row == record.sequence, let firstWrites {
+            if !firstWrites.isEmpty && record.sequence != firstWrites.last + 1 { try flushFirstWrites() }
+            if firstWrites.isEmpty { firstWrites.first = record.sequence }
+            firstWrites.last = record.sequence
+            return
+        }
+        let log = try connection.prepare("INSERT INTO changes (seq, doc, prev) VALUES (?, ?, ?)")
+        try log.bind(record.sequence, at: 1)
+        try log.bind(record.row, at: 2)
+        if let previous { try log.bind(previous.sequence, at: 3) } else { try log.bindNull(at: 3) }
+        _ = try log.step()
     }
 
-    func delete(sequence: Int64) throws {
-        try connection.run("DELETE FROM docs WHERE seq = ?", [.integer(sequence)])
+    /// Inserts the log entries of the pending run of first writes (``PendingFirstWrites``): one entry
+    /// per sequence, each the document's own row, with no predecessor. Must run before the
+    /// transaction commits.
+    func flushFirstWrites() throws {
+        guard let firstWrites, !firstWrites.isEmpty else { return }
+        defer {
+            firstWrites.first = 1
+            firstWrites.last = 0
+        }
+        if firstWrites.first == firstWrites.last {
+            // One document: a plain insert costs less than setting up the recursive query.
+            try connection.run("INSERT INTO changes (seq, doc, prev) VALUES (?, ?, NULL)",
+                               [.integer(firstWrites.first), .integer(firstWrites.first)])
+            return
+        }
+        try connection.run("""
+            WITH RECURSIVE run(seq) AS (VALUES (?) UNION ALL SELECT seq + 1 FROM run WHERE seq < ?)
+            INSERT INTO changes (seq, doc, prev) SELECT seq, seq, NULL FROM run
+            """, [.integer(firstWrites.first), .integer(firstWrites.last)])
+    }
+
+    /// Deletes a document's row and every entry of its history in the `changes` log, following the
+    /// links back from its latest sequence (compaction deletes the older entries and clears the link
+    /// of the one it keeps, so the chain ends where compaction left it).
+    func delete(_ record: DocumentRecord) throws {
+        try connection.run("DELETE FROM docs WHERE doc = ?", [.integer(record.row)])
+        let previous = try connection.prepare("SELECT prev FROM changes WHERE seq = ?")
+        let delete = try connection.prepare("DELETE FROM changes WHERE seq = ?")
+        var sequence: Int64? = record.sequence
+        while let current = sequence {
+            try previous.bind(current, at: 1)
+            guard try previous.step() else { break }
+            sequence = previous.isNull(0) ? nil : previous.int64(0)
+            previous.reset()
+            try delete.bind(current, at: 1)
+            _ = try delete.step()
+            delete.reset()
+        }
+        previous.reset()
+    }
+
+    /// Deletes the entries of the `changes` log that a later write of the same document superseded
+    /// (the feed skips them anyway). Each remaining entry is then its document's only one, so its link
+    /// to a superseded sequence is cleared: `pending` counts an entry whose link is at or before
+    /// `since`, and a link to a deleted entry would hide its document. Returns how many were deleted.
+    func pruneChangesLog() throws -> Int {
+        try connection.run("""
+            DELETE FROM changes WHERE NOT EXISTS (
+                SELECT 1 FROM docs WHERE docs.doc = changes.doc AND docs.seq = changes.seq)
+            """)
+        let deleted = connection.changes
+        try connection.run("UPDATE changes SET prev = NULL WHERE prev IS NOT NULL")
+        return deleted
     }
 
     // MARK: Non-winning revision bodies

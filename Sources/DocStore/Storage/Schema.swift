@@ -9,7 +9,7 @@ import Foundation
 enum Schema {
     /// 'DocS' in ASCII.
     static let applicationID: Int64 = 0x446F_6353
-    static let currentVersion: Int64 = 1
+    static let currentVersion: Int64 = 2
 
     /// Migration steps; step `k` takes the schema from version `k` to `k + 1`.
     static let migrations: [String] = [
@@ -71,7 +71,42 @@ enum Schema {
             seq INTEGER PRIMARY KEY,
             id TEXT NOT NULL
         ) STRICT;
+        """,
+        // Version 2: a document's row stays in place for its whole life, and the changes feed reads a
+        // log. Version 1 moved the row to a new rowid (its sequence) on every update, which rewrote
+        // the id index and two table pages; now an update rewrites the row's page and appends one
+        // small log entry.
         """
+        -- `doc` is the sequence of the document's first write; `seq` its latest sequence.
+        CREATE TABLE docs_v2 (
+            doc INTEGER PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL UNIQUE,
+            rev TEXT NOT NULL,
+            deleted INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            tree BLOB NOT NULL,
+            created REAL NOT NULL,
+            updated REAL NOT NULL
+        ) STRICT;
+        INSERT INTO docs_v2 (doc, seq, id, rev, deleted, body, tree, created, updated)
+            SELECT seq, seq, id, rev, deleted, body, tree, created, updated FROM docs ORDER BY seq;
+        DROP TABLE docs;
+        ALTER TABLE docs_v2 RENAME TO docs;
+
+        -- One entry per write, in sequence order: the changes feed is a range scan of this log joined
+        -- to the documents still at that sequence, so superseded entries drop out. `prev` is the
+        -- sequence the write superseded (NULL for a document's first write); a document changed
+        -- after `since` has exactly one entry with `seq > since` and `prev <= since` (or NULL), which
+        -- makes CouchDB's `pending` a count over the log alone. Compaction deletes superseded entries
+        -- and sets `prev` of the rest to NULL.
+        CREATE TABLE changes (
+            seq INTEGER PRIMARY KEY,
+            doc INTEGER NOT NULL,
+            prev INTEGER
+        ) STRICT;
+        INSERT INTO changes (seq, doc, prev) SELECT seq, doc, NULL FROM docs ORDER BY seq;
+        """,
     ]
 
     /// Checks that the file is a DocStore database (or empty) of a version this code can open.
@@ -100,15 +135,16 @@ enum Schema {
     }
 
     /// Creates the schema in an empty file, or runs the missing migration steps, in one transaction.
-    static func migrate(_ connection: SQLiteConnection, uuid: () -> String) throws {
+    /// - Parameter target: the version to reach; only tests ask for an older one.
+    static func migrate(_ connection: SQLiteConnection, uuid: () -> String, to target: Int64 = currentVersion) throws {
         let version = try connection.scalarInt("PRAGMA user_version") ?? 0
-        guard version < currentVersion else { return }
+        guard version < target else { return }
         if version == 0 {
             // Must precede the first table to take effect; lets compaction return pages to the OS.
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
         }
         try connection.transaction(immediate: true) {
-            for step in Int(version)..<Int(currentVersion) {
+            for step in Int(version)..<Int(target) {
                 try connection.execute(migrations[step])
             }
             if version == 0 {
@@ -116,7 +152,7 @@ enum Schema {
                                    [.text(uuid()), .double(Date.now.timeIntervalSince1970)])
             }
             try connection.execute("PRAGMA application_id = \(applicationID)")
-            try connection.execute("PRAGMA user_version = \(currentVersion)")
+            try connection.execute("PRAGMA user_version = \(target)")
         }
     }
 }
