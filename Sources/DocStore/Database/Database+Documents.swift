@@ -85,16 +85,13 @@ extension Database {
     /// - Complexity: one transaction; O(n) documents.
     public func save(_ documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        let results = try await writer.write(documents, policy: .save, newEdits: true, source: .local)
-        return zip(documents, results).map { document, result in
-            SaveResult(id: (try? result.get().id) ?? document.id, result: result)
-        }
+        return try await writer.write(documents, policy: .save, newEdits: true, source: .local)
     }
 
     private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
         try ensureOpen()
         let results = try await writer.write([document], policy: policy, newEdits: true, source: .local)
-        return try results[0].get()
+        return try results[0].result.get()
     }
 
     // MARK: Reading

@@ -116,13 +116,16 @@ actor DatabaseWriter {
     ///
     /// A large batch has its bodies checked and encoded on another thread, a few chunks ahead of the
     /// documents being stored (``BodyPipeline``).
+    ///
+    /// Each result carries the saved document's id, or the given one when the document failed (the
+    /// saved document is moved into its result, never copied).
     func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
-               source: ChangeSource) throws -> [Result<Document, DocStoreError>] {
+               source: ChangeSource) throws -> [SaveResult] {
         try transaction { records, changes in
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
             defer { pipeline?.finish() }
             let now = Date.now.timeIntervalSince1970
-            var results: [Result<Document, DocStoreError>] = []
+            var results: [SaveResult] = []
             results.reserveCapacity(documents.count)
             for (position, document) in documents.enumerated() {
                 do {
@@ -131,9 +134,9 @@ actor DatabaseWriter {
                         ? try applyEdit(document, prepared: prepared, policy: policy, records: records, now: now, source: source)
                         : try applyReplicated(document, prepared: prepared, records: records, now: now, source: source)
                     if let change { changes.append(change) }
-                    results.append(.success(saved))
+                    results.append(SaveResult(id: saved.id, result: .success(saved)))
                 } catch let error as DocStoreError where error.code != .storage {
-                    results.append(.failure(error))
+                    results.append(SaveResult(id: document.id, result: .failure(error)))
                 }
             }
             return results
