@@ -281,8 +281,11 @@ final class CorruptionTests: XCTestCase {
         XCTAssertEqual(before.changes.compactMap { $0.document?.int(forKey: "n") }, [0, 1, 2])
         let between = try await db.changes(since: 4, limit: 240, includeDocuments: true)
         XCTAssertEqual(between.changes.compactMap { $0.document?.int(forKey: "n") }, Array(4..<244))
+        // Without documents, a chunk is 256 rows: one full chunk for the helper, and the rest.
         let all = try await db.changes()
-        XCTAssertEqual(all.changes.count, 300)
+        XCTAssertEqual(all.changes.map(\.id), (0..<300).map { String(format: "b%03d", $0) })
+        XCTAssertEqual(all.changes.map(\.sequence), Array(1...300))
+        XCTAssertTrue(all.changes.allSatisfy { $0.document == nil && $0.revision.generation == 1 })
     }
 
     func testCorruptRevisionTreeIsAStorageError() async throws {

@@ -14,9 +14,10 @@ import Synchronization
 /// The helper runs on Dispatch's global queue (see ``BackgroundWork``), so a reader on the Swift
 /// concurrency pool may block waiting for it.
 struct SharedChangeParse: ~Copyable {
-    /// Rows per chunk: long enough that handing a chunk over (a lock and a semaphore signal) is noise
-    /// next to building it, short enough that the last chunk does not leave one thread waiting long.
-    static let chunkSize = 32
+    /// Rows per chunk: long enough that handing a chunk over (a lock, and a wake-up when the helper
+    /// sleeps) is noise next to building it, short enough that the last chunk does not leave one
+    /// thread waiting long. A row without its document takes a tenth of the time to build.
+    static func chunkSize(includeDocuments: Bool) -> Int { includeDocuments ? 32 : 256 }
 
     /// One row: its numbers, and where its columns end in the chunk's buffer (id, tree, body, in
     /// that order, each starting where the one before ends).
@@ -61,6 +62,7 @@ struct SharedChangeParse: ~Copyable {
     }
 
     private let includeDocuments: Bool
+    private let chunkSize: Int
     private var current = Chunk()
     private var queue: Queue?
     /// The rows built so far, in order. Finished chunks are moved here as the page is read, so a long
@@ -70,6 +72,7 @@ struct SharedChangeParse: ~Copyable {
     /// - Parameter expectedRows: the page's size, when known, to reserve room for its rows.
     init(includeDocuments: Bool, expectedRows: Int) {
         self.includeDocuments = includeDocuments
+        chunkSize = SharedChangeParse.chunkSize(includeDocuments: includeDocuments)
         changes.reserveCapacity(expectedRows)
     }
 
@@ -77,7 +80,7 @@ struct SharedChangeParse: ~Copyable {
     mutating func append(sequence: Int64, id: UnsafeRawBufferPointer, tree: UnsafeRawBufferPointer,
                          body: UnsafeRawBufferPointer, created: Double, updated: Double) {
         if current.rows.isEmpty {
-            current.bytes.reserveCapacity(SharedChangeParse.chunkSize * (includeDocuments ? 1024 : 64))
+            current.bytes.reserveCapacity(chunkSize * (includeDocuments ? 1024 : 64))
         }
         current.bytes.append(contentsOf: id)
         let idEnd = current.bytes.count
@@ -86,7 +89,7 @@ struct SharedChangeParse: ~Copyable {
         if includeDocuments { current.bytes.append(contentsOf: body) }
         current.rows.append(Row(sequence: sequence, created: created, updated: updated, idEnd: idEnd,
                                 treeEnd: treeEnd, bodyEnd: current.bytes.count))
-        if current.rows.count == SharedChangeParse.chunkSize {
+        if current.rows.count == chunkSize {
             if queue == nil { queue = Queue(includeDocuments: includeDocuments) }
             queue!.submit(current)
             current = Chunk()
@@ -132,43 +135,71 @@ struct SharedChangeParse: ~Copyable {
             var next = 0
             var finished = false
             var failure: (any Error)?
+            /// The helper is asleep on `available` (or about to be) and must be woken for new work.
+            var helperWaits = false
+
+            /// Takes the next chunk nobody builds yet; `nil` when there is none or building has failed.
+            mutating func take() -> (Int, Chunk)? {
+                guard next < chunks.count, failure == nil else { return nil }
+                let index = next
+                next += 1
+                defer { chunks[index] = nil }
+                return (index, chunks[index]!)
+            }
+
+            /// Whether a sleeping helper must be woken, clearing the mark.
+            mutating func wakeHelper() -> Bool {
+                defer { helperWaits = false }
+                return helperWaits
+            }
+        }
+
+        private enum HelperStep: Sendable {
+            case build(Int, Chunk)
+            case sleep
+            case stop
         }
 
         private let includeDocuments: Bool
         private let state = Mutex(State())
-        /// Signalled once per chunk and once at the end; the helper wakes on it.
+        /// Signalled when the helper sleeps and there is work for it (or the end); never otherwise, so
+        /// a busy helper costs the reading thread no system call.
         private let available = DispatchSemaphore(value: 0)
         private let helperDone = DispatchSemaphore(value: 0)
 
         init(includeDocuments: Bool) {
             self.includeDocuments = includeDocuments
             DispatchQueue.global().async { [self] in
-                while true {
-                    available.wait()
-                    while let (index, chunk) = take() { build(chunk, into: index) }
-                    if state.withLock({ $0.finished }) { break }
+                helping: while true {
+                    // Deciding to sleep and marking it happen under the lock, so a chunk submitted
+                    // right after still wakes the helper.
+                    let step: HelperStep = state.withLock { state in
+                        if let (index, chunk) = state.take() { return .build(index, chunk) }
+                        if state.finished || state.failure != nil { return .stop }
+                        state.helperWaits = true
+                        return .sleep
+                    }
+                    switch step {
+                    case .build(let index, let chunk): build(chunk, into: index)
+                    case .sleep: available.wait()
+                    case .stop: break helping
+                    }
                 }
                 helperDone.signal()
             }
         }
 
         func submit(_ chunk: Chunk) {
-            state.withLock { state in
+            let wake = state.withLock { state in
                 state.chunks.append(chunk)
                 state.results.append(nil)
+                return state.wakeHelper()
             }
-            available.signal()
+            if wake { available.signal() }
         }
 
-        /// Takes the next chunk nobody builds yet; `nil` when there is none or building has failed.
         private func take() -> (Int, Chunk)? {
-            state.withLock { state in
-                guard state.next < state.chunks.count, state.failure == nil else { return nil }
-                let index = state.next
-                state.next += 1
-                defer { state.chunks[index] = nil }
-                return (index, state.chunks[index]!)
-            }
+            state.withLock { $0.take() }
         }
 
         private func build(_ chunk: Chunk, into index: Int) {
@@ -198,11 +229,12 @@ struct SharedChangeParse: ~Copyable {
         /// Ends the work: builds what the helper has not taken (unless `discarding`), waits for the
         /// helper, and throws the first error.
         func finish(discarding: Bool) throws {
-            state.withLock { state in
+            let wake = state.withLock { state in
                 state.finished = true
                 if discarding && state.failure == nil { state.failure = CancellationError() }
+                return state.wakeHelper()
             }
-            available.signal()
+            if wake { available.signal() }
             while let (index, chunk) = take() { build(chunk, into: index) }
             helperDone.wait()
             try state.withLock { state in

@@ -32,6 +32,10 @@ extension Database {
     public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false,
                         descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
+        // At most one row per sequence after `since`: room for the whole page up front (up to a
+        // bound), instead of growing a long feed's array step by step.
+        let bound = max(0, Int(await writer.lastSequence - since))
+        let expectedRows = min(limit ?? bound, bound, 1 << 17)
         return try read { connection in
             // The log in sequence order, each entry joined to its document if the document is still
             // at that sequence.
@@ -41,7 +45,7 @@ extension Database {
             try statement.bind(since, at: 1)
             try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
             // The reading thread only copies the columns out; the rows are built on two threads.
-            var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: min(limit ?? 1024, 1024))
+            var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows)
             var last = since
             do {
                 while try statement.step() {

@@ -35,6 +35,8 @@ struct DocumentRecords {
     var firstWrites: PendingFirstWrites? = nil
 
     static let selectColumns = "seq, id, rev, deleted, body, tree, created, updated, doc"
+    /// One document's row by id; built once, as every write reads its document's row.
+    static let fetchByID = "SELECT \(selectColumns) FROM docs WHERE id = ?"
     /// ``selectColumns`` of `docs` joined as `d`, e.g. with the `changes` log.
     static let joinedSelectColumns = "d.seq, d.id, d.rev, d.deleted, d.body, d.tree, d.created, d.updated, d.doc"
 
@@ -50,7 +52,7 @@ struct DocumentRecords {
     }
 
     func fetch(id: String) throws -> DocumentRecord? {
-        let statement = try connection.prepare("SELECT \(DocumentRecords.selectColumns) FROM docs WHERE id = ?")
+        let statement = try connection.prepare(DocumentRecords.fetchByID)
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
         return try DocumentRecords.record(from: statement)
