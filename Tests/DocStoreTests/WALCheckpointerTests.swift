@@ -80,6 +80,24 @@ final class WALCheckpointerTests: XCTestCase {
         XCTAssertEqual(try writer.scalarInt("SELECT count(*) FROM t"), 600)
     }
 
+    /// One transaction that alone takes the WAL past the hard limit does not copy it in its commit;
+    /// the next commit, with the WAL still past the limit, does.
+    func testOneLargeCommitLeavesTheCopyForLater() throws {
+        let (writer, path) = try makeWriter()
+        defer { writer.close() }
+        let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL", thresholdPages: 100_000, hardLimitPages: 60)
+        let before = fileSize(path)
+        try writer.transaction(immediate: true) {
+            for n in 0..<200 { try writer.run("INSERT INTO t (n, data) VALUES (?, ?)", [.integer(Int64(n)), .blob(Array(repeating: 7, count: 3000))]) }
+        }
+        XCTAssertEqual(fileSize(path), before, "the large commit copied the WAL itself")
+        XCTAssertGreaterThan(fileSize(path + "-wal"), 150 * 4096)
+        try commit(1, on: writer, from: 200)
+        XCTAssertGreaterThan(fileSize(path), before + 150 * 4096, "the next commit past the limit copies the WAL")
+        checkpointer.close()
+        XCTAssertEqual(try writer.scalarInt("SELECT count(*) FROM t"), 201)
+    }
+
     /// A database whose writes crossed the threshold many times holds every committed document
     /// after it is closed and opened again.
     func testDatabaseReopensWithEveryDocumentAfterBackgroundCheckpoints() async throws {

@@ -19,9 +19,12 @@ import Synchronization
 /// the writer or the readers; it copies what no reader still needs and leaves the rest for the next
 /// one, and a later write transaction starts the WAL over once everything has been copied.
 ///
-/// Should writes outpace the checkpoints — the WAL reaching ``hardLimitPages`` — the writer runs a
-/// passive checkpoint itself, as SQLite's automatic checkpoint would, so the WAL cannot grow without
-/// bound. Durability is unchanged: a commit is durable when it is in the WAL, whenever it is copied.
+/// Should writes outpace the checkpoints — the WAL still at ``hardLimitPages`` or more at a second
+/// commit in a row — the writer runs a passive checkpoint itself, as SQLite's automatic checkpoint
+/// would, so the WAL cannot grow without bound. One large transaction that alone takes the WAL past
+/// the limit (a bulk insert) leaves its copy to the background like any other, so its commit does not
+/// wait for it. Durability is unchanged: a commit is durable when it is in the WAL, whenever it is
+/// copied.
 final class WALCheckpointer: Sendable {
     /// Pages written to the WAL between two background checkpoints (SQLite's own default threshold).
     let thresholdPages: Int32
@@ -36,6 +39,8 @@ final class WALCheckpointer: Sendable {
     private let lastRequestPages = Atomic<Int32>(0)
     /// The writer's connection, whose WAL hook points at this object until ``close()``.
     private let writer: SQLiteConnection
+    /// The WAL's size, in pages, after the writer's previous commit.
+    private let previousCommitPages = Atomic<Int32>(0)
 
     /// Opens a second connection to `writer`'s file and takes over its checkpoints.
     ///
@@ -64,7 +69,8 @@ final class WALCheckpointer: Sendable {
 
     /// Called by SQLite on the writer's thread after each commit, with the WAL's size in pages.
     fileprivate func committed(walPages: Int32) {
-        if walPages >= hardLimitPages {
+        let previous = previousCommitPages.exchange(walPages, ordering: .relaxed)
+        if walPages >= hardLimitPages && previous >= hardLimitPages {
             // Another checkpoint running makes this one return SQLITE_BUSY at once; either way the
             // WAL is being copied.
             sqlite3_wal_checkpoint_v2(writer.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
