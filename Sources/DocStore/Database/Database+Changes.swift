@@ -32,11 +32,13 @@ extension Database {
     public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false,
                         descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
-        // At most one row per sequence after `since`: room for the whole page up front (up to a
-        // bound), instead of growing a long feed's array step by step.
-        let bound = max(0, Int(await writer.lastSequence - since))
-        let expectedRows = min(limit ?? bound, bound, 1 << 17)
         return try read { connection in
+            // At most one row per sequence after `since`: room for the whole page up front (up to a
+            // bound), instead of growing a long feed's array step by step. Read from the file, not
+            // the writer, so that a long write never holds up a read.
+            let lastSequence = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
+            let bound = Int(max(0, lastSequence - since))
+            let expectedRows = min(limit ?? bound, bound, 1 << 17)
             // The log in sequence order, each entry joined to its document if the document is still
             // at that sequence.
             let columns = includeDocuments ? DocumentRecords.joinedSelectColumns : "d.seq, d.id, d.rev, d.deleted, NULL, d.tree, 0, 0"
