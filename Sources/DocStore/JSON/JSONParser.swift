@@ -573,36 +573,32 @@ struct JSONReader: ~Copyable {
             return .bigInteger(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self))
         }
 
-        // Fast path (Clinger): few significant digits and a small power of ten are exact in a double.
+        // Up to 19 significant digits fit in a UInt64 mantissa, read once for both fast paths.
         let fractionStart = integerEnd + 1
         let fractionDigits = fractionEnd > integerEnd ? fractionEnd - fractionStart : 0
-        if integerEnd - integerStart + fractionDigits <= 15 {
-            var mantissa: UInt64 = 0
-            for k in integerStart..<integerEnd { mantissa = mantissa * 10 + UInt64(buffer[k] &- 48) }
-            if fractionDigits > 0 {
-                for k in fractionStart..<fractionEnd { mantissa = mantissa * 10 + UInt64(buffer[k] &- 48) }
-            }
-            let power = exponent - fractionDigits
-            if power >= -22 && power <= 22 {
-                var value = Double(mantissa)
-                value = power >= 0 ? value * powersOfTen[power] : value / powersOfTen[-power]
-                return .double(negative ? -value : value)
-            }
-        }
-        #if arch(x86_64) || arch(i386)
-        // Up to 19 significant digits and a power of ten up to 27: one correctly rounded operation in
-        // 80-bit precision, then rounding to a double, unless that could round twice the wrong way.
-        if integerEnd - integerStart + fractionDigits <= 19 {
+        let significantDigits = integerEnd - integerStart + fractionDigits
+        if significantDigits <= 19 {
             var mantissa: UInt64 = 0
             for k in integerStart..<integerEnd { mantissa = mantissa &* 10 &+ UInt64(buffer[k] &- 48) }
             if fractionDigits > 0 {
                 for k in fractionStart..<fractionEnd { mantissa = mantissa &* 10 &+ UInt64(buffer[k] &- 48) }
             }
-            if let value = extendedPrecisionDouble(mantissa: mantissa, power: exponent - fractionDigits) {
+            let power = exponent - fractionDigits
+            // Clinger: up to 15 digits and a power of ten up to 22 are exact in a double, so one
+            // operation rounds correctly.
+            if significantDigits <= 15 && power >= -22 && power <= 22 {
+                var value = Double(mantissa)
+                value = power >= 0 ? value * powersOfTen[power] : value / powersOfTen[-power]
                 return .double(negative ? -value : value)
             }
+            #if arch(x86_64) || arch(i386)
+            // Up to 19 digits and a power of ten up to 27: one correctly rounded operation in 80-bit
+            // precision, then rounding to a double, unless that could round twice the wrong way.
+            if let value = extendedPrecisionDouble(mantissa: mantissa, power: power) {
+                return .double(negative ? -value : value)
+            }
+            #endif
         }
-        #endif
         let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<index]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
             throw error("Number out of range", at: start)
