@@ -24,6 +24,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "CICUCollation",
             linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
@@ -33,6 +38,7 @@ let package = Package(
             dependencies: [
                 "CSQLite",
                 "CICUCollation",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -28,7 +28,7 @@ final class AttachmentTests: XCTestCase {
         let byName = try await db.attachmentData(named: "note.txt", documentID: "photo")
         XCTAssertEqual(byName, Data("hello".utf8))
         XCTAssertEqual(fetched.json()["_attachments"]?["note.txt"],
-                       ["content_type": "text/plain", "digest": "md5-XUFAKrxLKna5cZ2REBfFkg==", "length": 5, "revpos": 1, "stub": true])
+                       ["content_type": "text/plain", "revpos": 1, "digest": "md5-XUFAKrxLKna5cZ2REBfFkg==", "length": 5, "stub": true])
         await assertThrowsDocStoreError(.notFound) { try await db.attachmentData(named: "none", documentID: "photo") }
     }
 
@@ -111,32 +111,116 @@ final class AttachmentTests: XCTestCase {
         let db = try await makeDatabase(self)
         var doc = Document(id: "s")
         doc.attachments["ghost"] = Attachment(stubWithContentType: "text/plain", length: 3, digest: "md5-nothere", revpos: 1)
-        let error = await assertThrowsDocStoreError(.invalidAttachment) { try await db.save(doc) }
+        let error = await assertThrowsDocStoreError(.missingStub) { try await db.save(doc) }
         XCTAssertEqual(error?.httpStatus, 412)
         XCTAssertEqual(error?.couchDBError, "missing_stub")
+        XCTAssertEqual(error?.reason, "Invalid attachment stub in s for ghost")
     }
 
-    func testAttachmentFromFileAndReplicatedDigest() async throws {
+    /// As CouchDB: a stub is matched by name with the attachments of the revision the edit replaces —
+    /// its digest and length may be absent — and a `revpos`, when given, must be that attachment's.
+    func testStubsMatchTheParentRevisionByNameAndRevpos() async throws {
+        let db = try await makeDatabase(self)
+        var doc = Document(id: "d")
+        doc.attachments["a.txt"] = Attachment(data: Data("alpha".utf8), contentType: "text/plain")
+        let v1 = try await db.save(doc)
+
+        var bare = try Document(json: #"{"_id":"d","_rev":"\#(v1.revision!)","v":2,"_attachments":{"a.txt":{"stub":true}}}"#)
+        let v2 = try await db.save(bare)
+        XCTAssertEqual(v2.attachments["a.txt"]?.digest, v1.attachments["a.txt"]?.digest, "filled in from the parent")
+        XCTAssertEqual(v2.attachments["a.txt"]?.revpos, 1)
+        let data = try await db.attachmentData(named: "a.txt", documentID: "d")
+        XCTAssertEqual(data, Data("alpha".utf8))
+
+        bare = try Document(json: #"{"_id":"d","_rev":"\#(v2.revision!)","_attachments":{"a.txt":{"stub":true,"revpos":2}}}"#)
+        await assertThrowsDocStoreError(.missingStub) { try await db.save(bare) }
+        bare = try Document(json: #"{"_id":"d","_rev":"\#(v2.revision!)","_attachments":{"b.txt":{"stub":true}}}"#)
+        await assertThrowsDocStoreError(.missingStub) { try await db.save(bare) }
+        // The same content under another name is still a missing stub: names, not digests, identify it.
+        bare = try Document(json: #"{"_id":"d","_rev":"\#(v2.revision!)","_attachments":{"b.txt":{"stub":true,"digest":"\#(v1.attachments["a.txt"]!.digest)"}}}"#)
+        await assertThrowsDocStoreError(.missingStub) { try await db.save(bare) }
+    }
+
+    /// A replicated revision's stubs are matched with the nearest ancestor in its history whose body
+    /// the database holds; with no such ancestor every stub is missing (CouchDB's rule, which decides
+    /// what a replicator may send as a stub).
+    func testReplicatedStubsMatchTheNearestStoredAncestor() async throws {
+        let db = try await makeDatabase(self)
+        var root = Document(id: "r", revision: RevisionID("1-a"), body: ["v": 1])
+        root.attachments["keep.txt"] = Attachment(data: Data("kept".utf8), contentType: "text/plain")
+        root.attachments["keep.txt"]!.revpos = 1
+        let rootResult = try await db.insertRevisions([root])
+        XCTAssertTrue(rootResult[0].isSuccess)
+
+        // 3-c descends from 1-a through 2-b, which this database never saw.
+        var child = try Document(json: #"{"_id":"r","_rev":"3-c","_revisions":{"start":3,"ids":["c","b","a"]},"_attachments":{"keep.txt":{"stub":true,"revpos":0}}}"#)
+        let wrongRevpos = try await db.insertRevisions([child])
+        XCTAssertEqual(wrongRevpos[0].error?.code, .missingStub, "revpos 0 is not the stored revpos")
+        child = try Document(json: #"{"_id":"r","_rev":"3-c","_revisions":{"start":3,"ids":["c","b","a"]},"_attachments":{"keep.txt":{"stub":true}}}"#)
+        let childResult = try await db.insertRevisions([child])
+        XCTAssertTrue(childResult[0].isSuccess)
+        let stored = try await db.document(withID: "r")!
+        XCTAssertEqual(stored.revision, RevisionID("3-c"))
+        let kept = try await db.attachmentData(named: "keep.txt", documentID: "r")
+        XCTAssertEqual(kept, Data("kept".utf8))
+
+        // A branch whose history shares nothing with the tree has no ancestor to take stubs from.
+        let stranger = try Document(json: #"{"_id":"r","_rev":"2-x","_revisions":{"start":2,"ids":["x","w"]},"_attachments":{"keep.txt":{"stub":true}}}"#)
+        let refused = try await db.insertRevisions([stranger])[0]
+        XCTAssertEqual(refused.error?.code, .missingStub)
+        XCTAssertEqual(refused.error?.reason, "Invalid attachment stub in r for keep.txt")
+        // A revision the tree already has is accepted without looking at its stubs, as CouchDB does.
+        let again = try await db.insertRevisions([child])
+        XCTAssertTrue(again[0].isSuccess)
+    }
+
+    func testAttachmentFromFileIsCopiedInChunks() async throws {
         let db = try await makeDatabase(self)
         let directory = try makeTemporaryDirectory(self)
-        let file = directory.appendingPathComponent("data.csv")
-        try Data("a,b\n1,2\n".utf8).write(to: file)
+        let file = directory.appendingPathComponent("data.bin")
+        let bytes = Data((0..<(3 * AttachmentStorage.chunkSize + 1234)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
+        try bytes.write(to: file)
         var doc = Document(id: "f")
-        doc.attachments["data.csv"] = try Attachment(contentsOf: file, contentType: "text/csv")
+        doc.attachments["data.bin"] = try Attachment(contentsOf: file, contentType: "application/octet-stream")
+        XCTAssertNil(doc.attachments["data.bin"]?.data, "the file is not read into memory")
+        XCTAssertEqual(doc.attachments["data.bin"]?.digest, Attachment.digest(of: bytes))
         _ = try await db.save(doc)
-        let content = try await db.attachmentData(named: "data.csv", documentID: "f")
-        XCTAssertEqual(content, Data("a,b\n1,2\n".utf8))
+        let content = try await db.attachmentData(named: "data.bin", documentID: "f")
+        XCTAssertEqual(content, bytes)
+        XCTAssertEqual(try db.read { try $0.scalarInt("SELECT count(*) FROM attachment_chunks") }, 4)
         XCTAssertThrowsError(try Attachment(contentsOf: directory.appendingPathComponent("missing"), contentType: "x"))
 
-        // A replicated attachment keeps the digest and revpos the peer sent (CouchDB's digest of gzip'd bytes).
-        var replicated = Document(id: "r", revision: RevisionID("2-b"), body: [:])
-        replicated.revisionHistory = [RevisionID("1-a")!]
-        replicated.attachments["t.txt"] = Attachment(data: Data("text".utf8), contentType: "text/plain",
-                                                     digest: "md5-peerdigest", revpos: 1)
-        let results = try await db.insertRevisions([replicated])
-        XCTAssertTrue(results[0].isSuccess)
-        let fetched = try await db.document(withID: "r")!
-        XCTAssertEqual(fetched.attachments["t.txt"]?.digest, "md5-peerdigest")
-        XCTAssertEqual(fetched.attachments["t.txt"]?.revpos, 1)
+        // A file that changes between the attachment and the save is refused, not stored half-new.
+        let small = directory.appendingPathComponent("small.txt")
+        try Data("one".utf8).write(to: small)
+        var changed = Document(id: "g")
+        changed.attachments["small.txt"] = try Attachment(contentsOf: small, contentType: "text/plain")
+        try Data("two!".utf8).write(to: small)
+        await assertThrowsDocStoreError(.io) { try await db.save(changed) }
+        let missing = try await db.document(withID: "g")
+        XCTAssertNil(missing)
+    }
+
+    /// Bytes as a peer stores them keep the peer's digest when it is theirs, and are refused otherwise.
+    func testEncodedDataKeepsAMatchingDigestOnly() async throws {
+        let text = Data("text".utf8)
+        let gzip = try GzipStream.compress(text)
+        let attachment = try Attachment(encodedData: gzip, encoding: .gzip, contentType: "text/plain",
+                                        digest: Attachment.digest(of: gzip), length: 4, revpos: 1)
+        XCTAssertEqual(attachment.length, 4)
+        XCTAssertEqual(attachment.encodedLength, gzip.count)
+        XCTAssertEqual(attachment.data, text)
+        XCTAssertEqual(attachment.encodedData, gzip)
+        XCTAssertThrowsError(try Attachment(encodedData: text, encoding: .identity, contentType: "text/plain",
+                                            digest: "md5-peerdigest")) { error in
+            XCTAssertEqual((error as? DocStoreError)?.code, .digestMismatch)
+            XCTAssertEqual((error as? DocStoreError)?.couchDBError, "content_md5_mismatch")
+        }
+        XCTAssertThrowsError(try Attachment(encodedData: gzip, encoding: .gzip, contentType: "text/plain", length: 5)) { error in
+            XCTAssertEqual((error as? DocStoreError)?.code, .invalidAttachment)
+        }
+        XCTAssertThrowsError(try Attachment(encodedData: text, encoding: .gzip, contentType: "text/plain")) { error in
+            XCTAssertEqual((error as? DocStoreError)?.code, .invalidAttachment, "not gzip data")
+        }
     }
 }

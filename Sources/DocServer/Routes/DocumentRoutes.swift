@@ -95,9 +95,7 @@ extension DocServer {
             withData = true
             for (name, attachment) in document.attachments {
                 guard (attachment.revpos ?? Int.max) > knownGeneration else { continue }
-                let data = try await db.attachmentData(attachment)
-                document.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
-                                                        digest: attachment.digest, revpos: attachment.revpos)
+                document.attachments[name] = try db.loadingContent(of: attachment)
             }
         }
         var json = document.json(attachmentData: withData, revisions: options.revs && document.revisionHistory != nil)
@@ -249,11 +247,9 @@ extension DocServer {
                 throw CouchError.badRequest("Attachment \(name) has \(data.count) bytes, expected \(length)")
             }
             let contentType = meta["content_type"]?.stringValue ?? part.header("content-type") ?? "application/octet-stream"
-            if let digest = meta["digest"]?.stringValue {
-                document.attachments[name] = Attachment(data: data, contentType: contentType, digest: digest, revpos: meta["revpos"]?.intValue)
-            } else {
-                document.attachments[name] = Attachment(data: data, contentType: contentType)
-            }
+            document.attachments[name] = try Attachment(encodedData: data, encoding: meta["encoding"] == "gzip" ? .gzip : .identity,
+                                                        contentType: contentType, digest: meta["digest"]?.stringValue,
+                                                        revpos: meta["revpos"]?.intValue)
         }
         return document
     }

@@ -260,32 +260,6 @@ extension Database {
     public func decode<T: Decodable>(_ document: Document, as type: T.Type) throws -> T {
         try document.decode(as: type, dateFormat: configuration.dateFormat)
     }
-
-    // MARK: Attachments
-
-    /// The content of an attachment of a stored document.
-    /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
-    public func attachmentData(_ attachment: Attachment) async throws -> Data {
-        if let data = attachment.data { return data }
-        return try read { connection in
-            guard let bytes = try DocumentRecords(connection: connection).attachmentContent(digest: attachment.digest) else {
-                throw DocStoreError.notFound("Document is missing attachment")
-            }
-            return Data(bytes)
-        }
-    }
-
-    /// The content of attachment `name` of document `id` (current revision, or `revision`).
-    /// - Throws: ``DocStoreError/Code/notFound`` if the document, revision or attachment is missing.
-    public func attachmentData(named name: String, documentID id: String, revision: RevisionID? = nil) async throws -> Data {
-        guard let document = try await document(withID: id, revision: revision) else {
-            throw DocStoreError.notFound(revision == nil ? "missing" : "missing revision")
-        }
-        guard let attachment = document.attachments[name] else {
-            throw DocStoreError.notFound("Document is missing attachment")
-        }
-        return try await attachmentData(attachment)
-    }
 }
 
 /// A document's stored body and metadata, copied out of SQLite, to be parsed later or elsewhere.

@@ -40,6 +40,8 @@ actor DatabaseWriter {
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
             try connection.execute("PRAGMA synchronous = \(synchronous)")
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
+            // Contents a stopped process was streaming in: no document can refer to them.
+            try connection.transaction(immediate: true) { try AttachmentRecords(connection: connection).discardAllStaged() }
             let lastDocument = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
             let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
             self.lastSequence = max(lastDocument, lastPurge)
@@ -87,25 +89,30 @@ actor DatabaseWriter {
     /// Runs `body` in a write transaction; on failure rolls back (restoring the sequence counter) and
     /// rethrows; on success publishes the changes it produced.
     private func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+        var changes: [DocumentChange] = []
+        let result = try plainTransaction { connection in
+            let records = DocumentRecords(connection: connection, firstWrites: PendingFirstWrites())
+            let result = try body(records, &changes)
+            try records.flushFirstWrites()
+            return result
+        }
+        notifier.publish(changes)
+        return result
+    }
+
+    /// Runs `body` in a write transaction on the connection; on failure rolls back (restoring the
+    /// sequence counter) and rethrows.
+    private func plainTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         let startSequence = lastSequence
-        var changes: [DocumentChange] = []
-        let result: T
         do {
             access.lock()
             defer { access.unlock() }
-            result = try connection.transaction(immediate: true) {
-                let records = DocumentRecords(connection: connection, firstWrites: PendingFirstWrites())
-                let result = try body(records, &changes)
-                try records.flushFirstWrites()
-                return result
-            }
+            return try connection.transaction(immediate: true) { try body(connection) }
         } catch {
             lastSequence = startSequence
             throw Database.storageError(error)
         }
-        notifier.publish(changes)
-        return result
     }
 
     // MARK: Document writes
@@ -172,7 +179,11 @@ actor DatabaseWriter {
         }
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? encodeBody(&document, generation: generation, keepRevpos: false, records: records)
+            ?? encodeBody(&document, generation: generation, newEdits: true) {
+                // Stubs name attachments of the revision this edit replaces.
+                guard let parent, let existing else { return [:] }
+                return try storedAttachments(of: parent, in: existing, records: records) ?? [:]
+            }
         let digest: Insecure.MD5Digest
         if let prepared, let precomputed = prepared.digest, prepared.assumedParent == parent {
             digest = precomputed
@@ -206,8 +217,19 @@ actor DatabaseWriter {
         guard try tree.merge(history: history, isDeleted: document.isDeleted) else {
             return (document, nil)
         }
+        let ancestry = document.revisionHistory ?? []
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? encodeBody(&document, generation: revision.generation, keepRevpos: true, records: records)
+            ?? encodeBody(&document, generation: revision.generation, newEdits: false) {
+                // Stubs name attachments of the nearest ancestor, in the revision's history, whose body
+                // this database holds (CouchDB's rule for replicated writes).
+                guard let existing else { return [:] }
+                for ancestor in ancestry where existing.tree.contains(ancestor) {
+                    if let attachments = try storedAttachments(of: ancestor, in: existing, records: records) {
+                        return attachments
+                    }
+                }
+                return [:]
+            }
         try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
         return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
                                          isDeletion: document.isDeleted, source: source))
@@ -222,36 +244,90 @@ actor DatabaseWriter {
         }
     }
 
-    /// The stored form of a revision body: the body members, then `_attachments` stubs. Checks that
-    /// every stub names content the database has, and turns the document's attachments into stubs.
-    private func encodeBody(_ document: inout Document, generation: Int, keepRevpos: Bool,
-                            records: DocumentRecords) throws -> (body: [UInt8], contents: [(String, Data)]) {
+    /// The stored form of a revision body: the body members, then `_attachments` stubs (with their
+    /// encoding). Each stub is resolved by name — and by `revpos`, when it has one — against the
+    /// attachments that `previous` returns, as CouchDB merges stubs; attachments with content get their
+    /// `revpos` (this generation for an edit, as given or 0 for a replicated revision) and are returned
+    /// for ``store(_:existing:tree:body:contents:now:records:)`` to keep.
+    /// - Throws: ``DocStoreError/Code/missingStub`` for a stub that names no such attachment.
+    private func encodeBody(_ document: inout Document, generation: Int, newEdits: Bool,
+                            previous: () throws -> [String: Attachment]) throws -> (body: [UInt8], contents: [Attachment]) {
         var writer = JSONWriter(capacity: 1024)
         guard !document.attachments.isEmpty else {
             try writer.writeObject(document.body)
             return (writer.bytes, [])
         }
         var stubs = JSONObject()
-        var contents: [(String, Data)] = []
+        var contents: [Attachment] = []
+        var previousAttachments: [String: Attachment]?
         for name in document.attachments.keys.sorted() {
             var attachment = document.attachments[name]!
-            if let data = attachment.data {
-                if !keepRevpos || attachment.revpos == nil { attachment.revpos = generation }
-                contents.append((attachment.digest, data))
-            } else {
-                let known = contents.contains { $0.0 == attachment.digest }
-                let stored = try known || records.hasAttachment(digest: attachment.digest)
-                guard stored else {
-                    throw DocStoreError(.invalidAttachment, "Invalid attachment stub in \(document.id) for \(name)")
+            if attachment.isStub {
+                if previousAttachments == nil { previousAttachments = try previous() }
+                guard let stored = previousAttachments![name], attachment.revpos == nil || attachment.revpos == stored.revpos else {
+                    throw DocStoreError(.missingStub, "Invalid attachment stub in \(document.id) for \(name)")
                 }
-                if attachment.revpos == nil { attachment.revpos = generation }
+                attachment = stored
+            } else {
+                if newEdits {
+                    attachment.revpos = generation
+                } else if attachment.revpos == nil {
+                    attachment.revpos = 0
+                }
+                contents.append(attachment)
+                attachment = attachment.stub
             }
-            attachment = attachment.stub
             document.attachments[name] = attachment
-            stubs[name] = attachment.json()
+            stubs[name] = attachment.json(.stub, encodingInfo: true)
         }
         try writer.writeObject(document.body, appending: [("_attachments", .object(stubs))])
         return (writer.bytes, contents)
+    }
+
+    /// The attachments of a stored revision of `existing`, or `nil` if its body is not stored.
+    private func storedAttachments(of revision: RevisionID, in existing: DocumentRecord,
+                                   records: DocumentRecords) throws -> [String: Attachment]? {
+        let body: [UInt8]
+        if revision == existing.winner {
+            body = existing.body
+        } else if let stored = try records.revisionBody(id: existing.id, revision: revision) {
+            body = stored.body
+        } else {
+            return nil
+        }
+        guard DatabaseWriter.mayHaveAttachmentStubs(body) else { return [:] }
+        return try Database.makeDocument(id: existing.id, revision: revision, isDeleted: false, body: body,
+                                         record: existing).attachments
+    }
+
+    /// Keeps an attachment's content: stores bytes in memory or copies a file (unless the database
+    /// has that content), or adopts a content streamed in by an ``AttachmentWriter``.
+    private func storeContent(of attachment: Attachment, records: AttachmentRecords) throws {
+        switch attachment.content {
+        case .none:
+            break
+        case .bytes(let bytes):
+            try bytes.withUnsafeBytes {
+                try records.insert(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length, bytes: $0)
+            }
+        case .file(let url):
+            try records.insertChunked(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length,
+                                      storedLength: attachment.encodedLength) { append in
+                var md5 = Insecure.MD5()
+                let length = try Attachment.readChunks(of: url) { chunk in
+                    md5.update(bufferPointer: chunk)
+                    try append(chunk)
+                }
+                guard length == attachment.encodedLength, Attachment.digest(md5.finalize()) == attachment.digest else {
+                    throw DocStoreError(.io, "The attachment file \(url.path) changed after the attachment was made")
+                }
+            }
+        case .staged(let staged):
+            guard staged.writer === self else {
+                throw DocStoreError(.invalidAttachment, "The attachment was streamed into another database")
+            }
+            try records.adopt(staged)
+        }
     }
 
     /// Whether a stored body may have an `_attachments` member: false only when the bytes
@@ -287,14 +363,15 @@ actor DatabaseWriter {
     /// contents and references, keeps the winner's body in `docs` and the others in `revs`, and moves
     /// the document to a new sequence.
     private func store(_ document: inout Document, existing: DocumentRecord?, tree: inout RevisionTree,
-                       body: [UInt8], contents: [(String, Data)], now: Double, records: DocumentRecords) throws {
+                       body: [UInt8], contents: [Attachment], now: Double, records: DocumentRecords) throws {
         let id = document.id
         let revision = document.revision!
         for removed in tree.stem(limit: revsLimit) {
             try records.dropRevision(id: id, revision: removed)
         }
-        for (digest, data) in contents {
-            try data.withUnsafeBytes { try records.storeAttachment(digest: digest, data: $0) }
+        if !contents.isEmpty {
+            let attachmentRecords = AttachmentRecords(connection: connection)
+            for attachment in contents { try storeContent(of: attachment, records: attachmentRecords) }
         }
         for attachment in document.attachments.values {
             try records.addAttachmentReference(id: id, revision: revision, digest: attachment.digest)
@@ -346,6 +423,33 @@ actor DatabaseWriter {
         document.lastChange = Date(timeIntervalSince1970: now)
     }
 
+    // MARK: Streamed attachment contents
+
+    /// Contents being read by ``AttachmentContent`` streams, which purge and compaction keep.
+    nonisolated let pins = ContentPins()
+
+    /// Starts a content streamed in by an ``AttachmentWriter``; returns its row and token.
+    func beginStaging(encoding: AttachmentEncoding) throws -> (key: Int64, token: String) {
+        try plainTransaction { connection in
+            let token = AttachmentStorage.stagingPrefix + UUID().uuidString.lowercased()
+            return (try AttachmentRecords(connection: connection).beginStaging(token: token, encoding: encoding), token)
+        }
+    }
+
+    /// Appends the next chunk of a streamed-in content, in a transaction of its own.
+    func appendStagedChunk(to key: Int64, at position: Int, _ bytes: [UInt8]) throws {
+        try plainTransaction { connection in
+            try bytes.withUnsafeBytes { try AttachmentRecords(connection: connection).appendChunk(to: key, at: position, $0) }
+        }
+    }
+
+    /// Deletes a streamed-in content no write adopted; does nothing once adopted, or when closed (the
+    /// next open deletes it).
+    func discardStaged(key: Int64, token: String) {
+        guard !isClosed else { return }
+        try? plainTransaction { connection in try AttachmentRecords(connection: connection).discard(key: key, token: token) }
+    }
+
     // MARK: Local documents
 
     /// Creates or updates a `_local` document; `revision` must be the current one (`0-N`) when it
@@ -389,7 +493,7 @@ actor DatabaseWriter {
                 try connection.run("INSERT INTO purges (seq, id) VALUES (?, ?)", [.integer(lastSequence), .text(id)])
                 purged.append(id)
             }
-            try records.collectUnreferencedAttachments()
+            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
             return purged
         }
     }
@@ -420,7 +524,7 @@ actor DatabaseWriter {
                     dropped += 1
                 }
             }
-            try records.collectUnreferencedAttachments()
+            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
             _ = try records.pruneChangesLog()
             return dropped
         }

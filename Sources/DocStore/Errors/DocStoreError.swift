@@ -39,8 +39,15 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidRevision = Code("invalidRevision", couchDB: "bad_request", status: 400)
         /// A document body is not acceptable (reserved `_` member, not an object, …).
         public static let invalidDocument = Code("invalidDocument", couchDB: "doc_validation", status: 400)
-        /// An attachment is malformed, or a stub refers to content the database does not have.
-        public static let invalidAttachment = Code("invalidAttachment", couchDB: "missing_stub", status: 412)
+        /// An attachment is malformed (bad base64, invalid gzip data, a length that does not match).
+        public static let invalidAttachment = Code("invalidAttachment", couchDB: "bad_request", status: 400)
+        /// An attachment stub names no attachment of the revision the write is based on (or a different
+        /// `revpos`), as CouchDB's `missing_stub`.
+        public static let missingStub = Code("missingStub", couchDB: "missing_stub", status: 412)
+        /// An attachment's bytes do not have the MD5 digest they were sent with.
+        public static let digestMismatch = Code("digestMismatch", couchDB: "content_md5_mismatch", status: 400)
+        /// An attachment is larger than the limit set for it.
+        public static let attachmentTooLarge = Code("attachmentTooLarge", couchDB: "attachment_too_large", status: 413)
         /// A request argument is out of range or malformed.
         public static let badRequest = Code("badRequest", couchDB: "bad_request", status: 400)
         /// The caller may not do this.

@@ -223,19 +223,7 @@ struct DocumentRecords {
         return result
     }
 
-    // MARK: Attachments
-
-    func hasAttachment(digest: String) throws -> Bool {
-        try connection.scalarInt("SELECT 1 FROM attachments WHERE digest = ?", [.text(digest)]) != nil
-    }
-
-    func storeAttachment(digest: String, data: UnsafeRawBufferPointer) throws {
-        let statement = try connection.prepare("INSERT OR IGNORE INTO attachments (digest, length, data) VALUES (?, ?, ?)")
-        try statement.bind(digest, at: 1)
-        try statement.bind(data.count, at: 2)
-        try statement.bind(blob: data, at: 3)
-        _ = try statement.step()
-    }
+    // MARK: Attachment references
 
     func addAttachmentReference(id: String, revision: RevisionID, digest: String) throws {
         let statement = try connection.prepare(
@@ -244,20 +232,5 @@ struct DocumentRecords {
         try statement.bind(revision, at: 2)
         try statement.bind(digest, at: 3)
         _ = try statement.step()
-    }
-
-    func attachmentContent(digest: String) throws -> [UInt8]? {
-        let statement = try connection.prepare("SELECT data FROM attachments WHERE digest = ?")
-        try statement.bind(digest, at: 1)
-        guard try statement.step() else { return nil }
-        return statement.blob(0)
-    }
-
-    /// Deletes attachment contents no stored revision refers to any more; returns how many.
-    @discardableResult
-    func collectUnreferencedAttachments() throws -> Int {
-        try connection.run(
-            "DELETE FROM attachments WHERE NOT EXISTS (SELECT 1 FROM attachment_refs r WHERE r.digest = attachments.digest)")
-        return connection.changes
     }
 }

@@ -151,6 +151,9 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Rows changed by the last statement.
     var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The rowid of the last row this connection inserted.
+    var lastInsertedRow: Int64 { sqlite3_last_insert_rowid(handle) }
 }
 
 /// A value bound to a statement parameter.

@@ -9,7 +9,7 @@ import Foundation
 enum Schema {
     /// 'DocS' in ASCII.
     static let applicationID: Int64 = 0x446F_6353
-    static let currentVersion: Int64 = 2
+    static let currentVersion: Int64 = 3
 
     /// Migration steps; step `k` takes the schema from version `k` to `k + 1`.
     static let migrations: [String] = [
@@ -106,6 +106,37 @@ enum Schema {
             prev INTEGER
         ) STRICT;
         INSERT INTO changes (seq, doc, prev) SELECT seq, doc, NULL FROM docs ORDER BY seq;
+        """,
+        // Version 3: attachment contents keep their encoding (CouchDB sends compressible types gzip-encoded,
+        // and the digest is the MD5 of those stored bytes), and large contents are stored in chunks, so
+        // that they are written and read in bounded pieces.
+        """
+        -- One row per stored content. `digest` is the MD5 of the stored bytes (`md5-<base64>`), unique
+        -- with the encoding; `length` is the decoded length, `stored_length` the number of stored bytes.
+        -- A content of at most one chunk is in `data`; a larger one has `data` NULL and its bytes in
+        -- `attachment_chunks`. While a content is streamed in, its digest is 'staging:<uuid>' until the
+        -- document write that uses it adopts it (opening the database deletes leftovers).
+        CREATE TABLE attachments_v3 (
+            content INTEGER PRIMARY KEY,
+            digest TEXT NOT NULL,
+            encoding TEXT NOT NULL,
+            length INTEGER NOT NULL,
+            stored_length INTEGER NOT NULL,
+            data BLOB,
+            UNIQUE (digest, encoding)
+        ) STRICT;
+        INSERT INTO attachments_v3 (digest, encoding, length, stored_length, data)
+            SELECT digest, 'identity', length, length(data), data FROM attachments;
+        DROP TABLE attachments;
+        ALTER TABLE attachments_v3 RENAME TO attachments;
+
+        -- The bytes of large contents, in order.
+        CREATE TABLE attachment_chunks (
+            content INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (content, position)
+        ) STRICT;
         """,
     ]
 

@@ -65,9 +65,7 @@ struct LocalPeer: ReplicationPeer {
             let history = [request.revision] + (document.revisionHistory ?? [])
             let known = request.attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
             for (name, attachment) in document.attachments where (attachment.revpos ?? Int.max) > known {
-                let data = try await database.attachmentData(attachment)
-                document.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
-                                                        digest: attachment.digest, revpos: attachment.revpos)
+                document.attachments[name] = try database.loadingContent(of: attachment)
             }
             documents.append(document)
         }

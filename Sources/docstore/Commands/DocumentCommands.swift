@@ -60,9 +60,7 @@ struct Get: AsyncParsableCommand {
             var output = document
             if attachments {
                 for (name, attachment) in document.attachments {
-                    let data = try await db.attachmentData(attachment)
-                    output.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
-                                                          digest: attachment.digest, revpos: attachment.revpos)
+                    output.attachments[name] = try db.loadingContent(of: attachment)
                 }
             }
             printJSON(output.json(attachmentData: attachments, revisions: revs))

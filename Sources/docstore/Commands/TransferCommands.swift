@@ -87,9 +87,7 @@ struct Export: AsyncParsableCommand {
                 for row in page.rows {
                     guard var document = try await db.document(withID: row.id, includeRevisionHistory: true) else { continue }
                     for (name, attachment) in document.attachments {
-                        let data = try await db.attachmentData(attachment)
-                        document.attachments[name] = Attachment(data: data, contentType: attachment.contentType,
-                                                                digest: attachment.digest, revpos: attachment.revpos)
+                        document.attachments[name] = try db.loadingContent(of: attachment)
                     }
                     output += document.json(attachmentData: true, revisions: true).description + "\n"
                 }

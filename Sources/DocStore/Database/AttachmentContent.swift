@@ -1,0 +1,227 @@
+import Foundation
+import Synchronization
+
+/// An attachment's bytes as an asynchronous sequence of pieces of at most 256 KiB, read from the
+/// database one chunk at a time — a content of any size is streamed without being held whole.
+///
+/// Get one with ``Database/attachmentContent(_:encoded:)``. With `encoded: false` the pieces are the
+/// content itself (gzip-stored bytes are decompressed as they are read); with `encoded: true` they are
+/// the stored bytes, e.g. to send a gzip-stored attachment on as it is (``isEncoded`` tells).
+///
+/// ```swift
+/// let content = try await db.attachmentContent(doc.attachments["video.mp4"]!)
+/// for try await piece in content { try output.write(contentsOf: piece) }
+/// ```
+///
+/// While it is read, the content is kept even if compaction finds that no revision uses it any more.
+public struct AttachmentContent: AsyncSequence, Sendable {
+    public typealias Element = Data
+
+    /// The attachment whose content this is.
+    public let attachment: Attachment
+    /// Whether the pieces are the stored bytes in ``Attachment/encoding`` rather than the decoded content.
+    public let isEncoded: Bool
+    private let source: Source
+
+    enum Source: Sendable {
+        case memory(Data)
+        case stored(Database, StoredContent)
+    }
+
+    init(attachment: Attachment, decode: Bool, source: Source) {
+        self.attachment = attachment
+        self.isEncoded = !decode || attachment.encoding == .identity
+        self.source = source
+    }
+
+    /// The number of bytes the sequence yields: the content's length, or the stored length for encoded
+    /// bytes.
+    public var byteCount: Int { isEncoded ? attachment.encodedLength : attachment.length }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(reader: ChunkReader(source: source, attachment: attachment, decode: !isEncoded))
+    }
+
+    /// Reads the pieces in order.
+    public struct Iterator: AsyncIteratorProtocol {
+        let reader: ChunkReader
+
+        public mutating func next() async throws -> Data? {
+            try reader.next()
+        }
+    }
+
+    /// All of the content in one `Data` (what ``Database/attachmentData(_:)`` returns).
+    func collect() throws -> Data {
+        let reader = ChunkReader(source: source, attachment: attachment, decode: !isEncoded)
+        var result = Data()
+        result.reserveCapacity(byteCount)
+        while let piece = try reader.next() { result.append(piece) }
+        return result
+    }
+}
+
+/// The reading state of one pass over a content. Owned by one iterator, used by one task at a time;
+/// its lock only makes that safe to state. Pins the content while alive.
+final class ChunkReader: Sendable {
+    private struct State {
+        var position = 0
+        var delivered = false
+        var inflater: GzipStream?
+    }
+
+    private let source: AttachmentContent.Source
+    private let attachment: Attachment
+    private let state: Mutex<State>
+
+    init(source: AttachmentContent.Source, attachment: Attachment, decode: Bool) {
+        self.source = source
+        self.attachment = attachment
+        var state = State()
+        if decode { state.inflater = try? GzipStream(.inflate) }
+        self.state = Mutex(state)
+        if case .stored(let database, let content) = source { database.writer.pins.pin(content.key) }
+    }
+
+    deinit {
+        if case .stored(let database, let content) = source { database.writer.pins.unpin(content.key) }
+    }
+
+    /// The next piece, or `nil` at the end.
+    func next() throws -> Data? {
+        try state.withLock { state in
+            guard let inflater = state.inflater else { return try nextStored(&state) }
+            while true {
+                let piece = try decoding { try inflater.produce(maximum: AttachmentStorage.chunkSize) }
+                if !piece.isEmpty { return piece }
+                if inflater.isFinished {
+                    // Bytes stored after the end of the gzip data would be a corrupt content.
+                    if let extra = try nextStored(&state), !extra.isEmpty {
+                        throw DocStoreError(.storage, "Attachment content \(attachment.digest) continues after its gzip data")
+                    }
+                    return nil
+                }
+                guard inflater.needsInput else {
+                    throw DocStoreError(.storage, "Attachment content \(attachment.digest) could not be decompressed")
+                }
+                guard let input = try nextStored(&state) else {
+                    throw DocStoreError(.storage, "The gzip data of attachment content \(attachment.digest) ends early")
+                }
+                inflater.feed(input)
+            }
+        }
+    }
+
+    private func decoding<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DocStoreError {
+            throw DocStoreError(.storage, "Attachment content \(attachment.digest) is corrupt: \(error.reason)")
+        }
+    }
+
+    /// The next stored chunk.
+    private func nextStored(_ state: inout State) throws -> Data? {
+        switch source {
+        case .memory(let bytes):
+            guard !state.delivered else { return nil }
+            state.delivered = true
+            return bytes
+        case .stored(let database, let content):
+            if let inline = content.inline {
+                guard !state.delivered else { return nil }
+                state.delivered = true
+                return Data(inline)
+            }
+            guard state.position < content.chunkCount else { return nil }
+            let position = state.position
+            state.position += 1
+            return try database.read { connection in
+                try AttachmentRecords(connection: connection).withChunk(of: content.key, at: position) { Data($0) }
+            }
+        }
+    }
+}
+
+/// Contents being read, by `attachments.content`, with a count of readers each; purge and compaction
+/// keep them.
+final class ContentPins: Sendable {
+    private let counts = Mutex<[Int64: Int]>([:])
+
+    func pin(_ key: Int64) { counts.withLock { $0[key, default: 0] += 1 } }
+
+    func unpin(_ key: Int64) {
+        counts.withLock { counts in
+            let left = (counts[key] ?? 1) - 1
+            counts[key] = left > 0 ? left : nil
+        }
+    }
+
+    var keys: Set<Int64> { counts.withLock { Set($0.keys) } }
+}
+
+extension Database {
+    // MARK: Attachments
+
+    /// The content of an attachment, whole and decoded.
+    /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
+    /// - Complexity: O(length); the content is held in memory — stream large ones with
+    ///   ``attachmentContent(_:encoded:)``.
+    public func attachmentData(_ attachment: Attachment) async throws -> Data {
+        if let data = attachment.data { return data }
+        return try attachmentContent(attachment).collect()
+    }
+
+    /// The content of attachment `name` of document `id` (current revision, or `revision`).
+    /// - Throws: ``DocStoreError/Code/notFound`` if the document, revision or attachment is missing.
+    public func attachmentData(named name: String, documentID id: String, revision: RevisionID? = nil) async throws -> Data {
+        guard let document = try await document(withID: id, revision: revision) else {
+            throw DocStoreError.notFound(revision == nil ? "missing" : "missing revision")
+        }
+        guard let attachment = document.attachments[name] else {
+            throw DocStoreError.notFound("Document is missing attachment")
+        }
+        return try await attachmentData(attachment)
+    }
+
+    /// An attachment's bytes as a stream of bounded pieces.
+    /// - Parameter encoded: yield the stored bytes (gzip data for a gzip-encoded attachment) instead of
+    ///   the decoded content.
+    /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
+    public func attachmentContent(_ attachment: Attachment, encoded: Bool = false) throws -> AttachmentContent {
+        if case .bytes(let bytes) = attachment.content {
+            return AttachmentContent(attachment: attachment, decode: !encoded, source: .memory(bytes))
+        }
+        let stored = try read { connection in
+            try AttachmentRecords(connection: connection).content(digest: attachment.digest, encoding: attachment.encoding)
+        }
+        guard let stored else { throw DocStoreError.notFound("Document is missing attachment") }
+        return AttachmentContent(attachment: attachment, decode: !encoded, source: .stored(self, stored))
+    }
+
+    /// The attachment with its stored bytes in memory (``Attachment/encodedData``), e.g. to send it
+    /// inline or to another database.
+    package func loadingContent(of attachment: Attachment) throws -> Attachment {
+        guard attachment.isStub else { return attachment }
+        return attachment.with(encodedData: try attachmentContent(attachment, encoded: true).collect())
+    }
+
+    /// Starts streaming an attachment's bytes into the database (see ``AttachmentWriter``).
+    ///
+    /// - Parameters:
+    ///   - contentType: the attachment's MIME type.
+    ///   - encoding: the encoding of the bytes that will be written (`.gzip` for gzip data, whose
+    ///     content length is counted as it is decoded).
+    ///   - digest: the `md5-<base64>` digest the bytes must have, if known (e.g. sent by a peer).
+    ///   - encodedLength: the number of bytes that will be written, if known.
+    ///   - length: the decoded length the content must have, if known.
+    ///   - maximumLength: the most bytes accepted.
+    /// - Throws: ``DocStoreError/Code/attachmentTooLarge`` if `encodedLength` exceeds `maximumLength`.
+    public func attachmentWriter(contentType: String, encoding: AttachmentEncoding = .identity, digest: String? = nil,
+                                 encodedLength: Int? = nil, length: Int? = nil,
+                                 maximumLength: Int? = nil) throws -> AttachmentWriter {
+        try ensureOpen()
+        return try AttachmentWriter(writer: writer, contentType: contentType, encoding: encoding, expectedDigest: digest,
+                                    expectedLength: encodedLength, decodedLength: length, maximumLength: maximumLength)
+    }
+}
