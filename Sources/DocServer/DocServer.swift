@@ -2,8 +2,10 @@ import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// A CouchDB-compatible HTTP endpoint over the DocStore databases of one folder.
@@ -55,9 +57,12 @@ public final class DocServer: Sendable {
         let responder = CallbackResponder<BasicRequestContext> { [self] request, context in
             await self.respond(to: request, context: context)
         }
+        let (idleTimeout, chunkLimit) = (configuration.idleTimeout, max(configuration.maximumBodySize, configuration.maximumAttachmentSize))
         return Application(
             responder: responder,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout.components.seconds)))),
+            server: HTTPServerBuilder { responder in
+                CouchHTTPChannel(responder: responder, idleTimeout: idleTimeout, chunkLimit: chunkLimit)
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "DocStore"),
             onServerRunning: { channel in onRunning(channel.localAddress?.port ?? 0) },
             logger: logger
@@ -113,23 +118,31 @@ public final class DocServer: Sendable {
     public func respond<Context: RequestContext>(to request: Request, context: Context) async -> Response {
         let started = ContinuousClock.now
         var request = request
-        let response: Response
+        var response: Response
+        var streaming = false
         do {
-            let buffer = try await request.collectBody(upTo: configuration.maximumBodySize)
-            let couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
-                                         headers: request.headers, body: Array(buffer.readableBytesView))
+            var couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
+                                         headers: request.headers, body: [])
+            if DocServer.streamsBody(couch) {
+                streaming = true
+                couch.bodyStream = request.body
+            } else {
+                if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumBodySize {
+                    throw tooLarge
+                }
+                couch.body = Array(try await request.collectBody(upTo: configuration.maximumBodySize).readableBytesView)
+            }
             response = try await route(couch)
-        } catch let error as CouchError {
-            response = error.response
-        } catch let error as DocStoreError {
-            response = CouchError(error).response
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            response = tooLarge.response
-        } catch is NIOTooManyBytesError {
-            response = tooLarge.response
         } catch {
-            logger.error("unexpected error: \(error)")
-            response = CouchError(.internalServerError, "unknown_error", "\(error)").response
+            let (couch, closes) = errorAnswer(error)
+            response = couch.response
+            // The rest of a refused upload, or of a request that could not be framed, is not read: the
+            // connection closes after the answer instead.
+            // After CONNECT the parser takes the rest of the connection for a tunnel: it must close too.
+            if closes || request.method == .connect || (streaming && request.headers[.contentLength] != "0") {
+                response.headers[.connection] = "close"
+                ConnectionControl.closeAfterResponse()
+            }
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -139,7 +152,45 @@ public final class DocServer: Sendable {
 
     /// The 413 answer for a body over ``ServerConfiguration/maximumBodySize``.
     private var tooLarge: CouchError {
-        CouchError(.contentTooLarge, "too_large", "The request body is larger than \(configuration.maximumBodySize) bytes")
+        CouchError(.contentTooLarge, "too_large", "the request entity is too large")
+    }
+
+    /// CouchDB's answer for an error, and whether the connection must close after it.
+    private func errorAnswer(_ error: any Error) -> (CouchError, closes: Bool) {
+        switch error {
+        case let error as CouchError:
+            return (error, error.status == .contentTooLarge)
+        case let error as DocStoreError:
+            return (CouchError(error), error.code == .attachmentTooLarge)
+        case let error as HTTPError where error.status == .contentTooLarge:
+            return (tooLarge, true)
+        case is NIOTooManyBytesError, is ChunkTooLargeError:
+            return (tooLarge, true)
+        case let error as HTTPParserError:
+            return (CouchError.badRequest("Malformed HTTP request body: \(error)"), true)
+        default:
+            logger.error("unexpected error: \(error)")
+            return (CouchError(.internalServerError, "unknown_error", "\(error)"), true)
+        }
+    }
+
+    /// Whether a request's body is read by its route as it arrives rather than collected first:
+    /// standalone attachment uploads and multipart documents, which carry attachments of any size.
+    static func streamsBody(_ request: CouchRequest) -> Bool {
+        let segments = request.segments
+        guard segments.count >= 2 || request.method == .post else { return false }
+        let isMultipart = request.header(.contentType).map { Multipart.mediaType(of: $0) == "multipart/related" } ?? false
+        switch request.method {
+        case .put:
+            guard segments.count >= 2, !segments[1].hasPrefix("_") || segments[1] == "_design" else { return false }
+            let documentSegments = segments[1] == "_design" ? 3 : 2
+            if segments.count > documentSegments { return !(segments[1] == "_design" && segments[3] == "_view") }
+            return segments.count == documentSegments && isMultipart
+        case .post:
+            return segments.count == 1 && isMultipart
+        default:
+            return false
+        }
     }
 
     /// Dispatches on the decoded path segments, as CouchDB's URL layout.
@@ -173,10 +224,12 @@ public final class DocServer: Sendable {
         case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
         case "_ensure_full_commit":
             guard request.method == .post else { throw CouchError.methodNotAllowed }
+            try request.requireJSONContentType()
             return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
         case "_compact":
             guard principal.isAdmin else { throw CouchError.adminRequired }
             guard request.method == .post else { throw CouchError.methodNotAllowed }
+            try request.requireJSONContentType()
             _ = try await db.compact()
             return Response.json(["ok": true], status: .accepted)
         case "_local":

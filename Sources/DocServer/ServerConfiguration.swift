@@ -14,8 +14,13 @@ public struct ServerConfiguration: Sendable {
     /// Whether requests without credentials are served, with administrator rights (CouchDB's "admin
     /// party"). Off by default.
     public var allowAnonymous = false
-    /// The largest request body accepted; larger ones get 413.
+    /// The largest JSON request body (and JSON part of a multipart document) accepted; larger ones get
+    /// 413 `too_large`. Attachment bytes do not count against it.
     public var maximumBodySize = 64 * 1024 * 1024
+    /// The largest attachment accepted, in a standalone `PUT /db/doc/name` or a multipart document;
+    /// larger ones get 413 `attachment_too_large` (CouchDB's `max_attachment_size`, 1 GiB by default).
+    /// Attachments are streamed to and from SQLite in chunks, so memory does not grow with this limit.
+    public var maximumAttachmentSize = 1024 * 1024 * 1024
     /// Connections idle (or stalled mid-request) this long are closed.
     public var idleTimeout: Duration = .seconds(30)
     /// PBKDF2-SHA256 iterations for new password hashes.

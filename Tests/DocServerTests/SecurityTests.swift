@@ -80,7 +80,7 @@ final class SecurityTests: XCTestCase {
         let bulkGet = try await server.request("POST", "/db/_bulk_get", json: ["docs": [["id": "blue1"], ["id": "red1"]]], as: alice)
         XCTAssertEqual(bulkGet.json["results"]?[0]?["docs"]?[0]?["error"]?["error"], "forbidden")
         XCTAssertEqual(bulkGet.json["results"]?[1]?["docs"]?[0]?["ok"]?["_id"], "red1")
-        let openRevs = try await server.request("GET", "/db/blue1?open_revs=all", as: alice)
+        let openRevs = try await server.request("GET", "/db/blue1?open_revs=all", headers: ["Accept": "application/json"], as: alice)
         XCTAssertEqual(openRevs.json, [])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/blue1", as: .user("bob", "bob-pw")).status, 200)
 

@@ -4,14 +4,18 @@ import HTTPTypes
 import Hummingbird
 
 /// A request as the CouchDB routes see it: method, percent-decoded path segments, query parameters,
-/// headers and the collected body.
+/// headers, and the body — collected, or for uploads that may be large (attachments, multipart
+/// documents) a stream the route reads in pieces.
 struct CouchRequest: Sendable {
     let method: HTTPRequest.Method
     /// Path segments, percent-decoded; `/db/a%2Fb` is `["db", "a/b"]`.
     let segments: [String]
     let query: [String: String]
     let headers: HTTPFields
-    let body: [UInt8]
+    /// The collected body (empty when ``bodyStream`` is set).
+    var body: [UInt8]
+    /// The body, not yet read, for the routes that stream it.
+    var bodyStream: RequestBody?
 
     init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8]) throws {
         self.method = method
@@ -67,12 +71,19 @@ struct CouchRequest: Sendable {
         }
     }
 
-    /// The body parsed as JSON.
-    func jsonBody() throws -> JSON {
-        if let type = header(.contentType)?.lowercased(), !type.contains("json"), !type.hasPrefix("text/plain") {
+    /// Checks the `Content-Type` as CouchDB does on the endpoints that take only JSON (`_bulk_docs`,
+    /// `_bulk_get`, `_revs_diff`, `POST /db`, …): its media type must be exactly `application/json`.
+    /// - Throws: 415 `bad_content_type` otherwise, or when it is missing.
+    func requireJSONContentType() throws {
+        let type = header(.contentType).map { String($0.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]) }
+        guard type?.trimmingCharacters(in: .whitespaces) == "application/json" else {
             throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
         }
-        guard !body.isEmpty else { throw CouchError.badRequest("Request body is empty; expected JSON") }
+    }
+
+    /// The body parsed as JSON (whatever the `Content-Type`, as CouchDB reads document bodies).
+    func jsonBody() throws -> JSON {
+        guard !body.isEmpty else { throw CouchError.badRequest("Missing request body") }
         do {
             return try JSON(parsing: body)
         } catch let error as DocStoreError {
@@ -86,8 +97,21 @@ struct CouchRequest: Sendable {
         return object
     }
 
-    /// Whether the client accepts `type` (e.g. `multipart/mixed`).
+    /// Whether the client accepts `type` (e.g. `multipart/mixed`) as CouchDB's HTTP layer decides it:
+    /// yes without an `Accept` header, or when a listed range — the type itself, `type/*` or `*/*` —
+    /// has a non-zero quality.
     func accepts(_ type: String) -> Bool {
-        header(.accept)?.lowercased().contains(type) ?? false
+        guard let accept = header(.accept) else { return true }
+        let wanted = type.lowercased()
+        let major = wanted.split(separator: "/").first.map(String.init) ?? wanted
+        for item in accept.split(separator: ",") {
+            let parameters = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let range = parameters.first, !range.isEmpty else { continue }
+            if let quality = parameters.dropFirst().first(where: { $0.hasPrefix("q=") }), Double(quality.dropFirst(2)) == 0 {
+                continue
+            }
+            if range == wanted || range == "*/*" || range == "\(major)/*" { return true }
+        }
+        return false
     }
 }

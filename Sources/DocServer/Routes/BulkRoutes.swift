@@ -5,27 +5,54 @@ import Hummingbird
 
 extension DocServer {
     /// `POST /{db}/_bulk_docs`: `{"docs": […], "new_edits": true|false}`.
+    ///
+    /// As CouchDB: every document is read before any is written, so a malformed one (not an object, a
+    /// reserved id or member, a replicated one without `_rev`) fails the whole request with 400; a stub
+    /// that names no attachment fails it with 412 `missing_stub`; other failures (conflicts, access)
+    /// are rows of the answer.
     func bulkDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
+        try request.requireJSONContentType()
         let body = try request.jsonObjectBody()
-        guard case .array(let items)? = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
-        let newEdits = body["new_edits"]?.boolValue ?? true
-        var rows = [JSON?](repeating: nil, count: items.count)
-        var documents: [Document] = []
-        var positions: [Int] = []
-        for (position, item) in items.enumerated() {
+        guard let docs = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
+        guard case .array(let items) = docs else { throw CouchError.badRequest("`docs` parameter must be an array.") }
+        var newEdits = true
+        if let value = body["new_edits"] {
+            guard case .bool(let flag) = value else { throw CouchError.badRequest("`new_edits` parameter must be a boolean.") }
+            newEdits = flag
+        }
+        var parsed: [Document] = []
+        parsed.reserveCapacity(items.count)
+        for item in items {
+            guard case .object = item else { throw CouchError.badRequest("Document must be a JSON object") }
             do {
                 let document = try Document(json: item)
+                if document.hasID { try DocumentValidation.validateID(document.id, allowDesign: true) }
+                try DocumentValidation.validateBody(document.body)
+                if !newEdits && document.revision == nil {
+                    throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
+                }
+                parsed.append(document)
+            } catch let error as DocStoreError {
+                throw CouchError(error)
+            }
+        }
+        var rows = [JSON?](repeating: nil, count: parsed.count)
+        var documents: [Document] = []
+        var positions: [Int] = []
+        for (position, document) in parsed.enumerated() {
+            do {
                 try await checkWrite(document, in: db, principal)
                 documents.append(document)
                 positions.append(position)
-            } catch let error as DocStoreError {
-                rows[position] = ["id": item["_id"] ?? .null, "error": .string(error.couchDBError), "reason": .string(error.reason)]
             } catch let error as CouchError {
-                rows[position] = ["id": item["_id"] ?? .null, "error": .string(error.error), "reason": .string(error.reason)]
+                rows[position] = ["id": document.hasID ? .string(document.id) : .null, "error": .string(error.error), "reason": .string(error.reason)]
             }
         }
         let results = newEdits ? try await db.save(documents) : try await db.insertRevisions(documents)
+        if let missing = results.lazy.compactMap(\.error).first(where: { $0.code == .missingStub }) {
+            throw CouchError(missing)
+        }
         for (position, result) in zip(positions, results) {
             // With new_edits=false CouchDB lists only the failures.
             if !newEdits && result.isSuccess { continue }
@@ -34,30 +61,43 @@ extension DocServer {
         return Response.json(.array(rows.compactMap { $0 }), status: .created)
     }
 
-    /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`.
+    /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`,
+    /// answered as JSON, or as `multipart/mixed` to a client that accepts that and not JSON (each
+    /// document complete: its attachments' bytes follow it). A document's `atts_since` asks for its
+    /// attachments, stubs for those no newer than the newest of those revisions on its history.
     func bulkGet(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
+        try request.requireJSONContentType()
+        for name in ["open_revs", "new_edits", "w", "rev", "atts_since"] where request.query[name] != nil {
+            throw CouchError.badRequest("\"\(name)\" query parameter is not acceptable")
+        }
         let body = try request.jsonObjectBody()
         guard case .array(let items)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
-        var base = try DocumentOptions(request)
-        base.revs = try request.bool("revs")
+        let base = try DocumentOptions(request)
+        let multipart = !request.accepts("application/json")
+            && (request.accepts("multipart/mixed") || request.accepts("multipart/related"))
         var results: [JSON] = []
+        let boundary = "--" + Multipart.makeBoundary()
+        var parts = MultipartBody()
         for item in items {
             guard case .object(let spec) = item, let id = spec["id"]?.stringValue else {
-                results.append(["id": .null, "docs": [["error": ["id": .null, "rev": .null, "error": "bad_request", "reason": "Missing id"]]]])
+                let error: JSONObject = ["id": .null, "rev": .null, "error": "bad_request", "reason": "Missing id"]
+                results.append(["id": .null, "docs": [["error": .object(error)]]])
+                if multipart { appendBulkGetError(error, to: &parts, boundary: boundary) }
                 continue
             }
             var options = base
-            if case .array(let since)? = spec["atts_since"] {
-                options.attsSince = since.compactMap { $0.stringValue.flatMap(RevisionID.init) }
+            if let since = spec["atts_since"], since.arrayValue?.isEmpty == false {
+                options.attsSince = try DocumentOptions.revisions(since, name: "atts_since")
+                options.attachments = true
             }
             let revisionText = spec["rev"]?.stringValue
-            func failure(_ error: String, _ reason: String) -> JSON {
-                ["error": ["id": .string(id), "rev": revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]]
+            func failure(_ error: String, _ reason: String) -> JSONObject {
+                ["id": .string(id), "rev": revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]
             }
             var docs: [JSON] = []
             if let revisionText, RevisionID(revisionText) == nil {
-                docs.append(failure("bad_request", "Invalid rev format"))
+                docs.append(["error": .object(failure("bad_request", "Invalid rev format"))])
             } else {
                 var revisions: [RevisionID?] = [revisionText.flatMap(RevisionID.init)]
                 if options.latest, let requested = revisions[0], let tree = try await db.revisionTree(ofDocumentWithID: id),
@@ -66,19 +106,43 @@ extension DocServer {
                 }
                 for revision in revisions {
                     guard let document = try await db.document(withID: id, revision: revision, includeRevisionHistory: true) else {
-                        docs.append(failure("not_found", revision == nil ? "missing" : "missing revision"))
+                        docs.append(["error": .object(failure("not_found", "missing"))])
                         continue
                     }
                     guard principal.canRead(document.channels) else {
-                        docs.append(failure("forbidden", "You are not allowed to access this document."))
+                        docs.append(["error": .object(failure("forbidden", "You are not allowed to access this document."))])
                         continue
                     }
-                    docs.append(["ok": try await documentJSON(db, document, options)])
+                    let answer = try await self.answer(for: document, in: db, options, withData: multipart || options.attachments,
+                                                       multipart: multipart)
+                    docs.append(["ok": answer.json])
+                    guard multipart else { continue }
+                    if answer.following.isEmpty {
+                        parts.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: false))
+                        parts.append((try? answer.json.serialized()) ?? [])
+                    } else {
+                        let inner = Multipart.makeBoundary()
+                        parts.append(Multipart.partHeader(boundary: boundary, headers: [
+                            ("X-Doc-Id", id), ("X-Rev-Id", document.revision!.description),
+                            ("Content-Type", "multipart/related; boundary=\(inner)"),
+                        ], first: false))
+                        parts.appendRelated(answer, boundary: inner)
+                    }
                 }
+            }
+            if multipart {
+                for doc in docs { if case .object(let error)? = doc["error"] { appendBulkGetError(error, to: &parts, boundary: boundary) } }
             }
             results.append(["id": .string(id), "docs": .array(docs)])
         }
-        return Response.json(["results": .array(results)])
+        guard multipart else { return Response.json(["results": .array(results)]) }
+        parts.append(Multipart.closing(boundary: boundary) + [0x0D, 0x0A])
+        return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""], body: parts.responseBody(db))
+    }
+
+    private func appendBulkGetError(_ error: JSONObject, to parts: inout MultipartBody, boundary: String) {
+        parts.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json; error=\"true\"")], first: false))
+        parts.append((try? JSON.object(error).serialized()) ?? [])
     }
 
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
@@ -102,7 +166,8 @@ extension DocServer {
         query.skip = try request.int("skip") ?? 0
         let includeDocs = try request.bool("include_docs")
         var keys: [JSON]? = try request.json("keys")?.arrayValue
-        if request.method == .post, !request.body.isEmpty {
+        if request.method == .post {
+            try request.requireJSONContentType()
             let body = try request.jsonObjectBody()
             if let list = body["keys"] {
                 guard let array = list.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
@@ -130,6 +195,7 @@ extension DocServer {
     /// `POST /{db}/_revs_diff`: `{"id": ["rev", …]}` → the revisions this database lacks.
     func revisionsDiff(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
+        try request.requireJSONContentType()
         let body = try request.jsonObjectBody()
         var offered: [(id: String, revisions: [RevisionID])] = []
         for (id, value) in body {
@@ -176,7 +242,8 @@ extension DocServer {
         case nil, "true": break
         case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
         }
-        if request.method == .post, !request.body.isEmpty {
+        if request.method == .post {
+            try request.requireJSONContentType()
             let body = try request.jsonObjectBody()
             if let keys = body["keys"] {
                 guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }

@@ -116,6 +116,7 @@ extension DocServer {
     /// `GET|POST /{db}/_changes` in the normal, longpoll, continuous and eventsource feeds.
     func changes(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
+        if request.method == .post { try request.requireJSONContentType() }
         let parameters = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
         switch parameters.feed {
         case .normal:

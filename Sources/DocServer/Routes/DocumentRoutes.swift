@@ -54,80 +54,15 @@ extension DocServer {
         return revision
     }
 
-    /// Options that shape a document's JSON, from the query string.
-    struct DocumentOptions {
-        var revs = false
-        var revsInfo = false
-        var conflicts = false
-        var deletedConflicts = false
-        var attachments = false
-        var attsSince: [RevisionID] = []
-        var latest = false
-
-        init(_ request: CouchRequest) throws {
-            revs = try request.bool("revs")
-            revsInfo = try request.bool("revs_info")
-            conflicts = try request.bool("conflicts")
-            deletedConflicts = try request.bool("deleted_conflicts")
-            attachments = try request.bool("attachments")
-            latest = try request.bool("latest")
-            if let since = try request.json("atts_since") {
-                guard let list = since.arrayValue else { throw CouchError.badRequest("atts_since must be a JSON array") }
-                attsSince = try list.map { value in
-                    guard let text = value.stringValue, let revision = RevisionID(text) else {
-                        throw CouchError.badRequest("Invalid rev in atts_since")
-                    }
-                    return revision
-                }
-            }
-        }
-
-        init() {}
-    }
-
-    /// A document's CouchDB JSON with the requested extras.
-    func documentJSON(_ db: Database, _ document: Document, _ options: DocumentOptions) async throws -> JSON {
-        var document = document
-        var withData = false
-        if options.attachments, !document.attachments.isEmpty {
-            let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
-            let knownGeneration = options.attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
-            withData = true
-            for (name, attachment) in document.attachments {
-                guard (attachment.revpos ?? Int.max) > knownGeneration else { continue }
-                document.attachments[name] = try db.loadingContent(of: attachment)
-            }
-        }
-        var json = document.json(attachmentData: withData, revisions: options.revs && document.revisionHistory != nil)
-        if (options.conflicts || options.deletedConflicts || options.revsInfo), let tree = try await db.revisionTree(ofDocumentWithID: document.id) {
-            if options.conflicts, !tree.conflicts.isEmpty { json["_conflicts"] = JSON(tree.conflicts.map(\.description)) }
-            if options.deletedConflicts, !tree.deletedConflicts.isEmpty {
-                json["_deleted_conflicts"] = JSON(tree.deletedConflicts.map(\.description))
-            }
-            if options.revsInfo, let revision = document.revision {
-                var info: [JSON] = []
-                for ancestor in tree.history(of: revision) {
-                    let status: String
-                    if tree.isDeleted(ancestor) {
-                        status = "deleted"
-                    } else if ancestor == revision {
-                        status = "available"
-                    } else {
-                        status = try await db.document(withID: document.id, revision: ancestor) == nil ? "missing" : "available"
-                    }
-                    info.append(["rev": .string(ancestor.description), "status": .string(status)])
-                }
-                json["_revs_info"] = .array(info)
-            }
-        }
-        return json
-    }
-
+    /// `GET /db/doc`: the winner or a given revision, as JSON — or with `attachments=true` (or
+    /// `atts_since`) as `multipart/related` when the client accepts it, attachments after the JSON.
     private func getDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        let options = try DocumentOptions(request)
+        var options = try DocumentOptions(request)
         if let openRevs = request.query["open_revs"] {
             return try await openRevisions(db, id: id, openRevs, options, request, principal: principal)
         }
+        // atts_since alone asks for attachments, as in CouchDB.
+        if !options.attsSince.isEmpty { options.attachments = true }
         var revision = try request.query["rev"].map(parseRevision)
         if options.latest, let requested = revision, let tree = try await db.revisionTree(ofDocumentWithID: id),
             !tree.isLeaf(requested) {
@@ -139,8 +74,20 @@ extension DocServer {
             throw CouchError.notFound(tree != nil && revision == nil ? "deleted" : "missing")
         }
         try checkRead(document, principal)
-        let json = try await documentJSON(db, document, options)
-        return Response.json(json, headers: [.eTag: "\"\(document.revision!)\""])
+        let etag = "\"\(document.revision!)\""
+        if request.header(.ifNoneMatch) == etag {
+            return Response(status: .notModified, headers: [.eTag: etag])
+        }
+        let multipart = options.attachments && request.accepts("multipart/related")
+        let answer = try await self.answer(for: document, in: db, options, withData: options.attachments, multipart: multipart)
+        guard multipart, !answer.following.isEmpty else {
+            return Response.json(answer.json, headers: [.eTag: etag])
+        }
+        let boundary = Multipart.makeBoundary()
+        var body = MultipartBody()
+        body.appendRelated(answer, boundary: boundary)
+        return Response(status: .ok, headers: [.contentType: "multipart/related; boundary=\"\(boundary)\"", .eTag: etag],
+                        body: request.method == .head ? ResponseBody() : body.responseBody(db))
     }
 
     /// The leaves of `tree` whose history contains `revision`, best first.
@@ -148,12 +95,14 @@ extension DocServer {
         tree.rankedLeaves.map(\.revision).filter { tree.history(of: $0).contains(revision) }
     }
 
-    /// `GET /db/doc?open_revs=all|[…]`: the requested leaf revisions, as JSON or multipart/mixed.
+    /// `GET /db/doc?open_revs=all|[…]`: the requested revisions, each complete — as `multipart/mixed`
+    /// (every attachment's bytes following each leaf, unless it is no newer than the newest `atts_since`
+    /// revision on that leaf's history) when the client accepts it, else as JSON.
     private func openRevisions(_ db: Database, id: String, _ openRevs: String, _ options: DocumentOptions,
                                _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard let tree = try await db.revisionTree(ofDocumentWithID: id) else {
             if openRevs == "all" { throw CouchError.notFound() }
-            return try openRevisionsResponse([], missing: [], request)
+            return try await openRevisionsResponse(db, [], missing: [], options, request)
         }
         var wanted: [RevisionID] = []
         var missing: [String] = []
@@ -176,7 +125,7 @@ extension DocServer {
                 }
             }
         }
-        var found: [JSON] = []
+        var found: [Document] = []
         var seen = Set<RevisionID>()
         for revision in wanted where seen.insert(revision).inserted {
             guard let document = try await db.document(withID: id, revision: revision, includeRevisionHistory: true) else {
@@ -184,78 +133,53 @@ extension DocServer {
                 continue
             }
             guard principal.canRead(document.channels) else { continue }
-            found.append(try await documentJSON(db, document, options))
+            found.append(document)
         }
-        return try openRevisionsResponse(found, missing: missing, request)
+        return try await openRevisionsResponse(db, found, missing: missing, options, request)
     }
 
-    private func openRevisionsResponse(_ found: [JSON], missing: [String], _ request: CouchRequest) throws -> Response {
-        if request.accepts("multipart/mixed") {
-            let boundary = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            var parts: [(headers: [(String, String)], body: [UInt8])] = found.map { doc in
-                ([("Content-Type", "application/json")], (try? doc.serialized()) ?? [])
+    private func openRevisionsResponse(_ db: Database, _ found: [Document], missing: [String], _ options: DocumentOptions,
+                                       _ request: CouchRequest) async throws -> Response {
+        guard request.accepts("multipart/mixed") else {
+            var rows: [JSON] = []
+            for document in found {
+                rows.append(["ok": try await answer(for: document, in: db, options, withData: options.attachments, multipart: false).json])
             }
-            for revision in missing {
-                parts.append(([("Content-Type", "application/json; error=\"true\"")], Array(#"{"missing":"\#(revision)"}"#.utf8)))
-            }
-            let body = Multipart.encode(parts: parts, boundary: boundary)
-            return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            rows += missing.map { JSON.object(["missing": .string($0)]) }
+            return Response.json(.array(rows))
         }
-        let rows = found.map { JSON.object(["ok": $0]) } + missing.map { JSON.object(["missing": .string($0)]) }
-        return Response.json(.array(rows))
+        let boundary = Multipart.makeBoundary()
+        let inner = Multipart.makeBoundary()
+        var body = MultipartBody()
+        for (index, document) in found.enumerated() {
+            let answer = try await self.answer(for: document, in: db, options, withData: true, multipart: true)
+            if answer.following.isEmpty {
+                body.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: index == 0))
+                body.append((try? answer.json.serialized()) ?? [])
+            } else {
+                body.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "multipart/related; boundary=\"\(inner)\"")],
+                                                 first: index == 0))
+                body.appendRelated(answer, boundary: inner)
+            }
+        }
+        for (index, revision) in missing.enumerated() {
+            body.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json; error=\"true\"")],
+                                             first: found.isEmpty && index == 0))
+            body.append(Array(#"{"missing":"\#(revision)"}"#.utf8))
+        }
+        if found.isEmpty && missing.isEmpty {
+            body.append(Array("--\(boundary)--".utf8))
+        } else {
+            body.append(Multipart.closing(boundary: boundary))
+        }
+        return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""],
+                        body: body.responseBody(db))
     }
 
-    /// Reads a document from a request body: JSON, or `multipart/related` whose first part is the JSON
-    /// and whose next parts are the attachments marked `"follows": true`, in order.
-    func documentFromBody(_ request: CouchRequest) throws -> Document {
-        let type = request.header(.contentType) ?? "application/json"
-        guard type.lowercased().hasPrefix("multipart/related") else {
-            do {
-                return try Document(json: try request.jsonBody())
-            } catch let error as DocStoreError {
-                throw CouchError(error)
-            }
-        }
-        guard let boundary = Multipart.boundary(from: type) else { throw CouchError.badRequest("multipart body without boundary") }
-        let parts = try Multipart.parse(request.body, boundary: boundary)
-        guard let first = parts.first, case .object(var object) = try? JSON(parsing: first.body) else {
-            throw CouchError.badRequest("The first part of a multipart document must be its JSON")
-        }
-        var following: [(String, JSONObject)] = []
-        if case .object(var stubs)? = object["_attachments"] {
-            for (name, stub) in stubs {
-                if case .object(let meta) = stub, meta["follows"]?.boolValue == true {
-                    following.append((name, meta))
-                    stubs.removeValue(forKey: name)
-                }
-            }
-            object["_attachments"] = stubs.isEmpty ? nil : .object(stubs)
-        }
-        guard parts.count - 1 == following.count else {
-            throw CouchError.badRequest("Expected \(following.count) attachment parts, got \(parts.count - 1)")
-        }
-        var document: Document
-        do {
-            document = try Document(json: .object(object))
-        } catch let error as DocStoreError {
-            throw CouchError(error)
-        }
-        for ((name, meta), part) in zip(following, parts.dropFirst()) {
-            let data = Data(part.body)
-            if let length = meta["length"]?.intValue, meta["encoding"] == nil, length != data.count {
-                throw CouchError.badRequest("Attachment \(name) has \(data.count) bytes, expected \(length)")
-            }
-            let contentType = meta["content_type"]?.stringValue ?? part.header("content-type") ?? "application/octet-stream"
-            document.attachments[name] = try Attachment(encodedData: data, encoding: meta["encoding"] == "gzip" ? .gzip : .identity,
-                                                        contentType: contentType, digest: meta["digest"]?.stringValue,
-                                                        revpos: meta["revpos"]?.intValue)
-        }
-        return document
-    }
-
+    /// `PUT /db/doc`: a new revision (or with `new_edits=false` a replicated one), from JSON or a
+    /// multipart document.
     private func putDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        var document = try documentFromBody(request)
+        var document = try await documentFromBody(request, db: db)
         if document.hasID, document.id != id {
             throw CouchError.badRequest("Document id in the body does not match the URL")
         }
@@ -267,10 +191,13 @@ extension DocServer {
         }
         try await checkWrite(document, in: db, principal)
         if try !request.bool("new_edits", default: true) {
-            guard document.revision != nil else { throw CouchError.badRequest("new_edits=false needs a _rev") }
+            guard document.revision != nil else {
+                throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
+            }
             let result = try await db.insertRevisions([document])[0]
             if let error = result.error { throw CouchError(error) }
-            return Response.json(["ok": true, "id": .string(id), "rev": .string(document.revision!.description)], status: .created)
+            return Response.json(["ok": true, "id": .string(id), "rev": .string(document.revision!.description)], status: .created,
+                                 headers: [.eTag: "\"\(document.revision!)\""])
         }
         let saved = try await db.save(document)
         return Response.json(saved.writeResultJSON, status: .created,
@@ -279,53 +206,11 @@ extension DocServer {
 
     /// `POST /{db}`: a new document, id from the body or generated.
     func createDocument(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        let document = try documentFromBody(request)
+        if request.bodyStream == nil { try request.requireJSONContentType() }
+        let document = try await documentFromBody(request, db: db)
         try await checkWrite(document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(saved.writeResultJSON, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
-    }
-
-    // MARK: Attachments
-
-    func attachmentRoute(_ db: Database, id: String, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        let revision = try request.query["rev"].map(parseRevision)
-        switch request.method {
-        case .get, .head:
-            guard let document = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
-            try checkRead(document, principal)
-            guard let attachment = document.attachments[name] else { throw CouchError.notFound("Document is missing attachment") }
-            let data = try await db.attachmentData(attachment)
-            let headers: HTTPFields = [.contentType: attachment.contentType, .eTag: "\"\(attachment.digest)\"",
-                                       .contentLength: String(data.count)]
-            if request.method == .head { return Response(status: .ok, headers: headers) }
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
-        case .put, .delete:
-            var document: Document
-            if let current = try await db.document(withID: id) {
-                guard let revision, revision == current.revision else {
-                    throw CouchError(.conflict, "conflict", "Document update conflict.")
-                }
-                document = current
-            } else {
-                guard revision == nil else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
-                guard request.method == .put else { throw CouchError.notFound() }
-                document = Document(id: id)
-            }
-            try await checkWrite(document, in: db, principal)
-            if request.method == .put {
-                let contentType = request.header(.contentType) ?? "application/octet-stream"
-                document.attachments[name] = Attachment(data: Data(request.body), contentType: contentType)
-            } else {
-                guard document.attachments.removeValue(forKey: name) != nil else {
-                    throw CouchError.notFound("Document is missing attachment")
-                }
-            }
-            let saved = try await db.save(document)
-            return Response.json(saved.writeResultJSON, status: request.method == .put ? .created : .ok,
-                                 headers: [.eTag: "\"\(saved.revision!)\""])
-        default:
-            throw CouchError.methodNotAllowed
-        }
     }
 
     // MARK: _local

@@ -28,18 +28,22 @@ public struct AttachmentContent: AsyncSequence, Sendable {
         case stored(Database, StoredContent)
     }
 
-    init(attachment: Attachment, decode: Bool, source: Source) {
+    /// Where the stored bytes are read from (0 unless a later offset was asked for).
+    let offset: Int
+
+    init(attachment: Attachment, decode: Bool, source: Source, offset: Int = 0) {
         self.attachment = attachment
         self.isEncoded = !decode || attachment.encoding == .identity
         self.source = source
+        self.offset = offset
     }
 
     /// The number of bytes the sequence yields: the content's length, or the stored length for encoded
-    /// bytes.
-    public var byteCount: Int { isEncoded ? attachment.encodedLength : attachment.length }
+    /// bytes (less the offset the stream starts at).
+    public var byteCount: Int { (isEncoded ? attachment.encodedLength : attachment.length) - offset }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(reader: ChunkReader(source: source, attachment: attachment, decode: !isEncoded))
+        Iterator(reader: ChunkReader(source: source, attachment: attachment, decode: !isEncoded, offset: offset))
     }
 
     /// Reads the pieces in order.
@@ -53,7 +57,7 @@ public struct AttachmentContent: AsyncSequence, Sendable {
 
     /// All of the content in one `Data` (what ``Database/attachmentData(_:)`` returns).
     func collect() throws -> Data {
-        let reader = ChunkReader(source: source, attachment: attachment, decode: !isEncoded)
+        let reader = ChunkReader(source: source, attachment: attachment, decode: !isEncoded, offset: offset)
         var result = Data()
         result.reserveCapacity(byteCount)
         while let piece = try reader.next() { result.append(piece) }
@@ -65,8 +69,10 @@ public struct AttachmentContent: AsyncSequence, Sendable {
 /// its lock only makes that safe to state. Pins the content while alive.
 final class ChunkReader: Sendable {
     private struct State {
+        /// The next chunk to read.
         var position = 0
-        var delivered = false
+        /// Bytes of the next stored piece to leave out (a stream that starts at an offset).
+        var skip = 0
         var inflater: GzipStream?
     }
 
@@ -74,10 +80,12 @@ final class ChunkReader: Sendable {
     private let attachment: Attachment
     private let state: Mutex<State>
 
-    init(source: AttachmentContent.Source, attachment: Attachment, decode: Bool) {
+    init(source: AttachmentContent.Source, attachment: Attachment, decode: Bool, offset: Int = 0) {
         self.source = source
         self.attachment = attachment
         var state = State()
+        state.position = offset / AttachmentStorage.chunkSize
+        state.skip = offset % AttachmentStorage.chunkSize
         if decode { state.inflater = try? GzipStream(.inflate) }
         self.state = Mutex(state)
         if case .stored(let database, let content) = source { database.writer.pins.pin(content.key) }
@@ -120,26 +128,41 @@ final class ChunkReader: Sendable {
         }
     }
 
-    /// The next stored chunk.
+    /// Piece `position` of bytes in memory (an empty content is one empty piece).
+    private static func piece(_ position: Int, of bytes: Data) -> Data? {
+        let start = position * AttachmentStorage.chunkSize
+        guard start < bytes.count || (position == 0 && bytes.isEmpty) else { return nil }
+        return bytes[(bytes.startIndex + start)..<(bytes.startIndex + min(start + AttachmentStorage.chunkSize, bytes.count))]
+    }
+
+    /// The next stored chunk: every one but the last is ``AttachmentStorage/chunkSize`` bytes, whether
+    /// the bytes are in memory, in one row or in chunk rows.
     private func nextStored(_ state: inout State) throws -> Data? {
+        let position = state.position
+        let chunkSize = AttachmentStorage.chunkSize
+        var chunk: Data
         switch source {
         case .memory(let bytes):
-            guard !state.delivered else { return nil }
-            state.delivered = true
-            return bytes
+            guard let piece = ChunkReader.piece(position, of: bytes) else { return nil }
+            chunk = piece
         case .stored(let database, let content):
             if let inline = content.inline {
-                guard !state.delivered else { return nil }
-                state.delivered = true
-                return Data(inline)
-            }
-            guard state.position < content.chunkCount else { return nil }
-            let position = state.position
-            state.position += 1
-            return try database.read { connection in
-                try AttachmentRecords(connection: connection).withChunk(of: content.key, at: position) { Data($0) }
+                // Version 2 stored contents of any size in one row; they are read in chunk-size pieces too.
+                guard let piece = ChunkReader.piece(position, of: Data(inline)) else { return nil }
+                chunk = piece
+            } else {
+                guard position < content.chunkCount else { return nil }
+                chunk = try database.read { connection in
+                    try AttachmentRecords(connection: connection).withChunk(of: content.key, at: position) { Data($0) }
+                }
             }
         }
+        state.position += 1
+        if state.skip > 0 {
+            chunk = chunk.dropFirst(state.skip)
+            state.skip = 0
+        }
+        return chunk
     }
 }
 
@@ -188,15 +211,19 @@ extension Database {
     /// - Parameter encoded: yield the stored bytes (gzip data for a gzip-encoded attachment) instead of
     ///   the decoded content.
     /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
-    public func attachmentContent(_ attachment: Attachment, encoded: Bool = false) throws -> AttachmentContent {
+    /// - Parameter offset: with `encoded` (or an attachment stored as it is), the byte of the stored
+    ///   bytes to start at, e.g. for a byte range.
+    public func attachmentContent(_ attachment: Attachment, encoded: Bool = false, from offset: Int = 0) throws -> AttachmentContent {
+        precondition(offset == 0 || encoded || attachment.encoding == .identity, "an offset into decoded gzip content")
+        precondition(offset >= 0 && offset <= attachment.encodedLength, "an offset past the end")
         if case .bytes(let bytes) = attachment.content {
-            return AttachmentContent(attachment: attachment, decode: !encoded, source: .memory(bytes))
+            return AttachmentContent(attachment: attachment, decode: !encoded, source: .memory(bytes), offset: offset)
         }
         let stored = try read { connection in
             try AttachmentRecords(connection: connection).content(digest: attachment.digest, encoding: attachment.encoding)
         }
         guard let stored else { throw DocStoreError.notFound("Document is missing attachment") }
-        return AttachmentContent(attachment: attachment, decode: !encoded, source: .stored(self, stored))
+        return AttachmentContent(attachment: attachment, decode: !encoded, source: .stored(self, stored), offset: offset)
     }
 
     /// The attachment with its stored bytes in memory (``Attachment/encodedData``), e.g. to send it

@@ -40,7 +40,7 @@ public struct Attachment: Sendable, Hashable {
     /// of the gzip bytes. Empty for a stub that names an attachment only by name.
     public let digest: String
     /// The generation of the revision that added this content, once saved.
-    public internal(set) var revpos: Int?
+    public package(set) var revpos: Int?
     /// How the bytes are stored.
     public let encoding: AttachmentEncoding
     /// The number of stored bytes: ``length`` for `.identity`, the size of the gzip data for `.gzip`.

@@ -243,9 +243,10 @@ extension Document {
         return Array(revisions.dropFirst())
     }
 
-    /// The document in CouchDB's JSON form: `_id`, `_rev`, `_deleted` (when deleted), the body fields,
-    /// `_attachments` (stubs, or inline data with `attachmentData`), `_conflicts` (when fetched with
-    /// conflicts) and `_revisions` (when `revisions` is set and the history is known).
+    /// The document in CouchDB's JSON form, members in CouchDB's order: `_id`, `_rev`, `_deleted` (when
+    /// deleted), the body fields, `_revisions` (when `revisions` is set and the history is known),
+    /// `_conflicts` (when fetched with conflicts) and `_attachments` (stubs, or inline data with
+    /// `attachmentData` for attachments whose content is in memory).
     public func json(attachmentData: Bool = false, revisions: Bool = false) -> JSON {
         var object = JSONObject()
         object.reserveCapacity(body.count + 5)
@@ -253,17 +254,17 @@ extension Document {
         if let revision { object["_rev"] = .string(revision.description) }
         if isDeleted { object["_deleted"] = true }
         for (key, value) in body { object[key] = value }
+        if revisions, let revision {
+            let ids = ([revision] + (revisionHistory ?? [])).map { JSON.string($0.digest) }
+            object["_revisions"] = ["start": .integer(revision.generation), "ids": .array(ids)]
+        }
+        if !conflicts.isEmpty { object["_conflicts"] = JSON(conflicts.map(\.description)) }
         if !attachments.isEmpty {
             var members = JSONObject()
             for name in attachments.keys.sorted() {
                 members[name] = attachments[name]!.json(includeData: attachmentData)
             }
             object["_attachments"] = .object(members)
-        }
-        if !conflicts.isEmpty { object["_conflicts"] = JSON(conflicts.map(\.description)) }
-        if revisions, let revision {
-            let ids = ([revision] + (revisionHistory ?? [])).map { JSON.string($0.digest) }
-            object["_revisions"] = ["start": .integer(revision.generation), "ids": .array(ids)]
         }
         return .object(object)
     }

@@ -1,8 +1,8 @@
 /// Rules for document ids and bodies, as CouchDB applies them.
-enum DocumentValidation {
+package enum DocumentValidation {
     /// Checks an id: non-empty, and not beginning with `_` except `_design/` ids where allowed
     /// (replication may carry CouchDB design documents).
-    static func validateID(_ id: String, allowDesign: Bool) throws {
+    package static func validateID(_ id: String, allowDesign: Bool) throws {
         guard !id.isEmpty else {
             throw DocStoreError(.invalidDocumentID, "Document id must not be empty")
         }
@@ -14,7 +14,7 @@ enum DocumentValidation {
     }
 
     /// Checks that no body member name begins with `_` (reserved for CouchDB metadata).
-    static func validateBody(_ body: JSONObject) throws {
+    package static func validateBody(_ body: JSONObject) throws {
         for (key, _) in body where key.utf8.first == UInt8(ascii: "_") {
             throw DocStoreError(.invalidDocument, "Bad special document member: \(key)")
         }

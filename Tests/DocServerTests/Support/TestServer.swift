@@ -75,6 +75,8 @@ final class TestServer: Sendable {
         case .cookie(let cookie): request.setValue("AuthSession=\(cookie)", forHTTPHeaderField: "Cookie")
         case .none: break
         }
+        // As CouchDB clients do; a test that wants multipart answers says so.
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await session.data(for: request)
         let http = response as! HTTPURLResponse

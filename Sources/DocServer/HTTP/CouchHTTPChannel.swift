@@ -1,0 +1,164 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// The HTTP/1.1 connection handling of ``DocServer``: Hummingbird's HTTP/1 pipeline behind a
+/// ``ChunkSizeGuardHandler``, and a request loop that answers what the HTTP parser rejects the way
+/// CouchDB does — with a JSON error body (405 for an unknown method token, 400 otherwise) instead of an
+/// empty 400 — and closes the connection after a response that asks for it (``ConnectionControl``),
+/// rather than reading on through a large request body that was refused.
+struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    let http1: HTTP1Channel
+    /// The largest chunk a request may declare (``ChunkSizeGuard/limit``).
+    let chunkLimit: UInt64
+
+    init(responder: @escaping HTTPChannelHandler.Responder, idleTimeout: Duration, chunkLimit: Int) {
+        self.responder = responder
+        self.http1 = HTTP1Channel(responder: responder, configuration: .init(idleTimeout: .seconds(idleTimeout.components.seconds)))
+        self.chunkLimit = UInt64(max(chunkLimit, 0))
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let limit = chunkLimit
+        return channel.eventLoop.makeCompletedFuture {
+            // First in the pipeline: it sees the raw bytes before the HTTP decoder that HTTP1Channel adds.
+            try channel.pipeline.syncOperations.addHandler(ChunkSizeGuardHandler(limit: limit))
+        }.flatMap { http1.setup(channel: channel, logger: logger) }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        do {
+            try await withTaskCancellationHandler {
+                try await asyncChannel.executeThenClose { inbound, outbound in
+                    let parts = InboundParts(inbound.makeAsyncIterator())
+                    var responding = false
+                    do {
+                        while true {
+                            guard let part = try await parts.next() else { break }
+                            guard case .head(let head) = part else { break }
+                            let control = ConnectionControl()
+                            let request = Request(head: head, body: RequestBody(asyncSequence: RequestBodyParts(parts: parts)))
+                            responding = true
+                            try await ConnectionControl.$current.withValue(control) {
+                                try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)
+                            }
+                            responding = false
+                            if control.closesConnection || head.headerFields[.connection]?.lowercased() == "close" { break }
+                            // Whatever the responder left of the body is read and dropped.
+                            guard try await parts.skipBody() else { break }
+                        }
+                    } catch where !responding && !parts.requestStarted {
+                        // The parser rejected a request before its head was complete: nothing was answered yet.
+                        let response = CouchHTTPChannel.parserErrorResponse(error)
+                        try await outbound.write(.head(response.head))
+                        try await outbound.write(.body(response.body))
+                        try await outbound.write(.end(nil))
+                    }
+                    outbound.finish()
+                    try await asyncChannel.channel.closeFuture.get()
+                }
+            } onCancel: {
+                asyncChannel.channel.close(mode: .input, promise: nil)
+            }
+        } catch {
+            logger.trace("Failed to read/write to channel: \(error)")
+        }
+    }
+
+    /// CouchDB's answer to a request the HTTP parser rejects.
+    static func parserErrorResponse(_ error: any Error) -> (head: HTTPResponse, body: ByteBuffer) {
+        let couch: CouchError
+        switch error as? HTTPParserError {
+        case .invalidMethod?:
+            couch = CouchError(.methodNotAllowed, "method_not_allowed", "Only DELETE,GET,HEAD,POST,PUT,COPY allowed")
+        case let parserError?:
+            couch = CouchError.badRequest("Malformed HTTP request: \(parserError)")
+        case nil:
+            couch = CouchError.badRequest("Malformed HTTP request")
+        }
+        var bytes = (try? couch.json.serialized()) ?? []
+        bytes.append(0x0A)
+        let head = HTTPResponse(status: couch.status, headerFields: [
+            .contentType: "application/json", .contentLength: String(bytes.count), .connection: "close",
+        ])
+        return (head, ByteBuffer(bytes: bytes))
+    }
+}
+
+/// Lets a response close its connection once written (a refused upload whose body was not read, a
+/// request the server could not frame); the request loop reads the flag after the responder.
+final class ConnectionControl: @unchecked Sendable {
+    // Set and read by the one task that serves the connection's current request: the responder runs
+    // inside the request loop's task (task-local values do not reach detached work), and the loop reads
+    // the flag only after the responder has returned.
+    var closesConnection = false
+
+    @TaskLocal static var current: ConnectionControl?
+
+    /// Asks the connection serving the current request to close after the response.
+    static func closeAfterResponse() { current?.closesConnection = true }
+}
+
+/// The request parts of one connection, shared by the request loop and the body of its current request.
+///
+/// `@unchecked Sendable`: NIOAsyncChannel's iterator is not Sendable, but it is only ever used by the
+/// connection's one task — the loop awaits the responder, which reads the body in that same task (the
+/// server never hands a request body to another task) — so no two accesses overlap.
+final class InboundParts: @unchecked Sendable {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator
+    /// Whether the current request's body has ended.
+    private(set) var bodyEnded = true
+    /// Whether a request head has been read and its request is not complete.
+    private(set) var requestStarted = false
+
+    init(_ iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> HTTPRequestPart? {
+        let part = try await iterator.next()
+        switch part {
+        case .head?: (bodyEnded, requestStarted) = (false, true)
+        case .end?, nil: (bodyEnded, requestStarted) = (true, false)
+        case .body?: break
+        }
+        return part
+    }
+
+    /// The next piece of the current request's body, or `nil` at its end.
+    func nextBodyPart() async throws -> ByteBuffer? {
+        guard !bodyEnded else { return nil }
+        switch try await next() {
+        case .body(let buffer)?: return buffer
+        default: return nil
+        }
+    }
+
+    /// Reads the rest of the current request; `false` if the connection ended.
+    func skipBody() async throws -> Bool {
+        while !bodyEnded {
+            guard try await next() != nil else { return false }
+        }
+        return true
+    }
+}
+
+/// The body of the request being served, read from the connection's ``InboundParts``.
+struct RequestBodyParts: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let parts: InboundParts
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let parts: InboundParts
+        mutating func next() async throws -> ByteBuffer? { try await parts.nextBodyPart() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(parts: parts) }
+}

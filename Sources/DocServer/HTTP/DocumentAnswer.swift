@@ -1,0 +1,181 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// One document of an answer: its JSON, and — in a multipart answer — the attachments whose bytes
+/// follow it, in the order of its `_attachments`.
+struct DocumentAnswer: Sendable {
+    var json: JSON
+    var following: [(name: String, attachment: Attachment)] = []
+}
+
+/// The options of a document read, from the query string.
+struct DocumentOptions: Sendable {
+    var revs = false
+    var revsInfo = false
+    var conflicts = false
+    var deletedConflicts = false
+    /// Attachment data for every attachment the client cannot have (see ``attsSince``).
+    var attachments = false
+    /// Revisions the client has: attachments no newer than the newest of them on a document's
+    /// history are sent as stubs.
+    var attsSince: [RevisionID] = []
+    var latest = false
+    /// `encoding` and `encoded_length` in attachment stubs.
+    var encodingInfo = false
+
+    init(_ request: CouchRequest) throws {
+        revs = try request.bool("revs")
+        revsInfo = try request.bool("revs_info")
+        conflicts = try request.bool("conflicts")
+        deletedConflicts = try request.bool("deleted_conflicts")
+        if try request.bool("meta") {
+            (revsInfo, conflicts, deletedConflicts) = (true, true, true)
+        }
+        attachments = try request.bool("attachments")
+        latest = try request.bool("latest")
+        encodingInfo = try request.bool("att_encoding_info")
+        if let since = try request.json("atts_since") {
+            attsSince = try DocumentOptions.revisions(since, name: "atts_since")
+        }
+    }
+
+    init() {}
+
+    static func revisions(_ value: JSON, name: String) throws -> [RevisionID] {
+        guard let list = value.arrayValue else { throw CouchError.badRequest("\(name) must be a JSON array") }
+        return try list.map { item in
+            guard let text = item.stringValue, let revision = RevisionID(text) else {
+                throw CouchError.badRequest("Invalid rev in \(name)")
+            }
+            return revision
+        }
+    }
+}
+
+extension DocServer {
+    /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, `_deleted`, body,
+    /// `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_attachments`).
+    ///
+    /// - Parameters:
+    ///   - withData: send the bytes of every attachment the client cannot already have: those added
+    ///     after the newest revision of `options.attsSince` on this revision's history (all of them
+    ///     when none is). The others are stubs.
+    ///   - multipart: the bytes follow the JSON as parts of their own (`"follows": true`, with the
+    ///     stored bytes, gzip ones included); otherwise they are inline, decoded, in base64.
+    func answer(for document: Document, in db: Database, _ options: DocumentOptions, withData: Bool,
+                multipart: Bool) async throws -> DocumentAnswer {
+        var bare = document
+        bare.attachments = [:]
+        guard case .object(var object) = bare.json(revisions: options.revs && document.revisionHistory != nil) else {
+            return DocumentAnswer(json: bare.json())
+        }
+        if options.conflicts || options.deletedConflicts || options.revsInfo,
+            let tree = try await db.revisionTree(ofDocumentWithID: document.id) {
+            if options.revsInfo, let revision = document.revision {
+                var info: [JSON] = []
+                for ancestor in tree.history(of: revision) {
+                    let status: String
+                    if tree.isDeleted(ancestor) {
+                        status = "deleted"
+                    } else if ancestor == revision {
+                        status = "available"
+                    } else {
+                        status = try await db.document(withID: document.id, revision: ancestor) == nil ? "missing" : "available"
+                    }
+                    info.append(["rev": .string(ancestor.description), "status": .string(status)])
+                }
+                object["_revs_info"] = .array(info)
+            }
+            if options.conflicts, !tree.conflicts.isEmpty { object["_conflicts"] = JSON(tree.conflicts.map(\.description)) }
+            if options.deletedConflicts, !tree.deletedConflicts.isEmpty {
+                object["_deleted_conflicts"] = JSON(tree.deletedConflicts.map(\.description))
+            }
+        }
+        var answer = DocumentAnswer(json: .null)
+        if !document.attachments.isEmpty {
+            let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
+            let known = history.first(where: options.attsSince.contains)?.generation ?? 0
+            var members = JSONObject()
+            for name in document.attachments.keys.sorted() {
+                let attachment = document.attachments[name]!
+                if withData, (attachment.revpos ?? Int.max) > known {
+                    if multipart {
+                        members[name] = attachment.json(.follows, encodingInfo: true)
+                        answer.following.append((name, attachment))
+                    } else {
+                        members[name] = try db.loadingContent(of: attachment).json(.inline, encodingInfo: options.encodingInfo)
+                    }
+                } else {
+                    members[name] = attachment.json(.stub, encodingInfo: options.encodingInfo || multipart)
+                }
+            }
+            object["_attachments"] = .object(members)
+        }
+        answer.json = .object(object)
+        return answer
+    }
+}
+
+/// A multipart answer as the pieces it is written from: bytes, and attachments whose stored bytes are
+/// read from the database in chunks while the answer is sent, so that its size does not matter.
+struct MultipartBody: Sendable {
+    enum Piece: Sendable {
+        case bytes([UInt8])
+        case attachment(Attachment)
+    }
+
+    private(set) var pieces: [Piece] = []
+    private(set) var length = 0
+
+    mutating func append(_ bytes: [UInt8]) {
+        length += bytes.count
+        if case .bytes(let previous)? = pieces.last {
+            pieces[pieces.count - 1] = .bytes(previous + bytes)
+        } else {
+            pieces.append(.bytes(bytes))
+        }
+    }
+
+    mutating func append(_ attachment: Attachment) {
+        length += attachment.encodedLength
+        pieces.append(.attachment(attachment))
+    }
+
+    /// Appends a document as a `multipart/related` body: its JSON, then one part per following attachment
+    /// with CouchDB's part headers (`Content-Disposition`, `Content-Type`, `Content-Length`, and
+    /// `Content-Encoding: gzip` for gzip-stored bytes).
+    mutating func appendRelated(_ answer: DocumentAnswer, boundary: String) {
+        append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: true))
+        append((try? answer.json.serialized()) ?? [])
+        for (name, attachment) in answer.following {
+            var headers = [("Content-Disposition", "attachment; filename=\"\(name)\""),
+                           ("Content-Type", attachment.contentType),
+                           ("Content-Length", String(attachment.encodedLength))]
+            if attachment.encoding == .gzip { headers.append(("Content-Encoding", "gzip")) }
+            append(Multipart.partHeader(boundary: boundary, headers: headers, first: false))
+            append(attachment)
+        }
+        append(Multipart.closing(boundary: boundary))
+    }
+
+    /// The answer's body, written piece by piece.
+    func responseBody(_ db: Database) -> ResponseBody {
+        let pieces = self.pieces
+        return ResponseBody(contentLength: length) { writer in
+            for piece in pieces {
+                switch piece {
+                case .bytes(let bytes):
+                    try await writer.write(ByteBuffer(bytes: bytes))
+                case .attachment(let attachment):
+                    for try await chunk in try db.attachmentContent(attachment, encoded: true) {
+                        try await writer.write(ByteBuffer(bytes: chunk))
+                    }
+                }
+            }
+            try await writer.finish(nil)
+        }
+    }
+}
