@@ -344,12 +344,12 @@ public final class Replicator: Sendable {
                 documents = documents.filter { pushFilter($0, configuration.filterParameters) }
             }
             let refused = try await target.store(documents)
-            let refusedIDs = Dictionary(refused.map { ($0.id, $0.reason) }, uniquingKeysWith: { first, _ in first })
+            let refusedIDs = Dictionary(refused.map { (ExactString($0.id), $0.reason) }, uniquingKeysWith: { first, _ in first })
             failures += refused.count
             docsWritten += documents.count - refused.count
-            publish(documents.map { ReplicatedDocument(id: $0.id, revision: $0.revision, flow: flow, error: refusedIDs[$0.id]) })
+            publish(documents.map { ReplicatedDocument(id: $0.id, revision: $0.revision, flow: flow, error: refusedIDs[ExactString($0.id)]) })
             if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint(flow) {
-                try await resolveConflicts(in: database, ids: Set(documents.map(\.id)), resolver: resolver)
+                try await resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
             }
             since = last
             try await saveCheckpoint()
@@ -397,9 +397,9 @@ public final class Replicator: Sendable {
     }
 
     /// Lets the resolver pick a revision among a document's live leaves, then deletes the others.
-    private func resolveConflicts(in database: Database, ids: Set<String>,
+    private func resolveConflicts(in database: Database, ids: Set<ExactString>,
                                   resolver: @Sendable (Document, [Document]) -> Document?) async throws {
-        for id in ids {
+        for id in ids.map(\.value) {
             guard let winner = try await database.document(withID: id, includeConflicts: true), !winner.conflicts.isEmpty else { continue }
             var conflicts: [Document] = []
             for revision in winner.conflicts {

@@ -148,14 +148,14 @@ final class JSONTests: XCTestCase {
     }
 
     /// Duplicate keys are found whatever the path: plain ASCII keys (hashed), escaped spellings of the
-    /// same key, canonically equivalent non-ASCII keys, and objects too large for the pairwise check.
+    /// same key, and objects too large for the pairwise check. Keys are compared by their bytes, as in
+    /// CouchDB: canonically equivalent spellings are different keys.
     func testDuplicateKeysAreRejectedAtTheRepeatedKey() throws {
         let many = (0..<40).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
         let cases: [(String, Int)] = [
             (#"{"a":1,"b":2,"a":3}"#, 13),
             (#"{"a":1,"\u0061":2}"#, 7),
-            (#"{"K":1,"\u212A":2}"#, 7),
-            ("{\"é\":1,\"e\u{301}\":2}", 8),
+            (#"{"\u00e9":1,"é":2}"#, 12),
             ("{" + many + ",\"k7\":0}", 1 + many.utf8.count + 1),
             (#"{"x":{"a":1},"y":{"b":1,"b":2}}"#, 24),
         ]
@@ -164,6 +164,8 @@ final class JSONTests: XCTestCase {
             XCTAssertEqual(error?.byteOffset, offset, "offset for \(text.debugDescription): \(error?.reason ?? "")")
             XCTAssertTrue(error?.reason.contains("Duplicate key") ?? false, error?.reason ?? "")
         }
+        XCTAssertEqual(try JSON(parsing: #"{"K":1,"\u212A":2}"#).objectValue?.count, 2)
+        XCTAssertEqual(try JSON(parsing: "{\"é\":1,\"e\u{301}\":2}").objectValue?.count, 2)
         // The same keys in different objects, and keys that only share a hash prefix, are fine.
         let nested = try JSON(parsing: #"{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}],"ab":1,"ba":2}"#)
         XCTAssertEqual(nested["a"]?["a"]?["a"], .integer(1))
@@ -254,14 +256,15 @@ final class JSONTests: XCTestCase {
                 XCTAssertNotEqual(object, JSONObject(expected.reversed()), "order matters")
             }
         }
-        // Keys compare as Swift strings, in small and large objects alike.
+        // Keys compare as exact bytes, in small and large objects alike.
         var small: JSONObject = ["K": 1]
         small["\u{212A}"] = 2
-        XCTAssertEqual(small.count, 1)
-        XCTAssertEqual(small["K"], 2)
+        XCTAssertEqual(small.count, 2)
+        XCTAssertEqual(small["K"], 1)
         var large = JSONObject((0..<30).map { ("k\($0)", JSON.integer($0)) })
         large["e\u{301}"] = 1
-        XCTAssertEqual(large["\u{E9}"], 1)
+        XCTAssertNil(large["\u{E9}"])
+        XCTAssertEqual(large["e\u{301}"], 1)
         XCTAssertEqual(large.count, 31)
     }
 
@@ -432,5 +435,30 @@ struct SplitMix64: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// Object keys are exact bytes, as in CouchDB: the NFC and NFD spellings of a key are two members.
+final class JSONExactKeyTests: XCTestCase {
+    func testCanonicallyEquivalentKeysAreDistinct() throws {
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        XCTAssertEqual(nfc, nfd, "Swift's String equality merges them")
+        let parsed = try JSON(parsing: #"{"\#(nfc)":["1-a"],"\#(nfd)":["1-b"]}"#)
+        let object = try XCTUnwrap(parsed.objectValue)
+        XCTAssertEqual(object.count, 2)
+        XCTAssertEqual(object[nfc], ["1-a"])
+        XCTAssertEqual(object[nfd], ["1-b"])
+        XCTAssertThrowsError(try JSON(parsing: #"{"\#(nfc)":1,"\#(nfc)":2}"#), "the same bytes twice are a duplicate")
+        // Past the size at which an object keeps a key table, too.
+        var large = JSONObject()
+        for index in 0..<40 { large["k\(index)"] = .integer(index) }
+        large[nfc] = 1
+        large[nfd] = 2
+        XCTAssertEqual(large[nfc], 1)
+        XCTAssertEqual(large[nfd], 2)
+        large.removeValue(forKey: nfc)
+        XCTAssertNil(large[nfc])
+        XCTAssertEqual(large[nfd], 2)
+        XCTAssertNotEqual(JSONObject([(nfc, JSON.integer(1))]), JSONObject([(nfd, JSON.integer(1))]))
     }
 }

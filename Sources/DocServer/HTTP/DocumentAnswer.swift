@@ -96,8 +96,10 @@ extension DocServer {
         }
         var answer = DocumentAnswer(json: .null)
         if !document.attachments.isEmpty {
+            // The newest revision the client has on this revision's history; without one every
+            // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
             let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
-            let known = history.first(where: options.attsSince.contains)?.generation ?? 0
+            let known = history.first(where: options.attsSince.contains)?.generation ?? -1
             var members = JSONObject()
             for name in document.attachments.keys.sorted() {
                 let attachment = document.attachments[name]!

@@ -18,7 +18,8 @@ struct ChangesRequest: Sendable {
     var timeout: Duration = .seconds(60)
     var heartbeat: Duration?
     /// Only these documents (`filter=_doc_ids`).
-    var documentIDs: Set<String>?
+    /// By exact bytes: the NFC and NFD spellings of an id are two documents.
+    var documentIDs: Set<ExactString>?
     /// Only documents matching this selector (`filter=_selector`).
     var selector: Selector?
     /// Only documents in one of these channels (`filter=sync_gateway/bychannel`).
@@ -87,7 +88,7 @@ struct ChangesRequest: Sendable {
             guard let ids = list?.arrayValue?.compactMap(\.stringValue) else {
                 throw CouchError.badRequest("filter=_doc_ids needs a doc_ids array")
             }
-            documentIDs = Set(ids)
+            documentIDs = Set(ids.map(ExactString.init))
         case "_selector"?:
             guard let selector = try body["selector"] ?? request.json("selector") else {
                 throw CouchError.badRequest("filter=_selector needs a selector")
@@ -214,7 +215,7 @@ extension DocServer {
 
     private func changeRow(_ db: Database, _ change: Change, _ parameters: ChangesRequest,
                            principal: Principal) async throws -> JSON? {
-        if let ids = parameters.documentIDs, !ids.contains(change.id) { return nil }
+        if let ids = parameters.documentIDs, !ids.contains(ExactString(change.id)) { return nil }
         let document = change.document
         let channels = document?.channels ?? []
         if !principal.readsEverything, !principal.canRead(channels) { return nil }

@@ -4,8 +4,9 @@
 /// document read back from a CouchDB peer keeps its member order. Equality is therefore order-sensitive:
 /// `{"a":1,"b":2}` and `{"b":2,"a":1}` are different objects.
 ///
-/// Keys compare as Swift strings (canonical equivalence), so an object never holds two keys that are
-/// `==`; the parser rejects such input as duplicate keys.
+/// Keys compare as exact UTF-8 bytes, as in CouchDB: `"café"` written precomposed and written with a
+/// combining accent are two keys (a `_revs_diff` body can name both documents). The parser rejects
+/// input with two keys of the same bytes.
 ///
 /// - Complexity: the members are one array, searched linearly up to ``indexThreshold`` members; larger
 ///   objects also keep a key → position table, for O(1) lookup on average. Appending is O(1);
@@ -28,7 +29,7 @@ public struct JSONObject: Sendable, Hashable {
     /// The members in order. One allocation per object, which parsing and freeing documents feel.
     @usableFromInline private(set) var members: [Member]
     /// Key → position in ``members``, only for objects larger than ``indexThreshold``.
-    @usableFromInline private(set) var positions: [String: Int]?
+    @usableFromInline private(set) var positions: [ExactString: Int]?
 
     /// An empty object.
     public init() {
@@ -54,20 +55,20 @@ public struct JSONObject: Sendable, Hashable {
     }
 
     private mutating func rebuildPositions() {
-        var table = [String: Int](minimumCapacity: members.count)
-        for (position, member) in members.enumerated() { table[member.key] = position }
+        var table = [ExactString: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { table[ExactString(member.key)] = position }
         positions = table
     }
 
     @usableFromInline func index(forKey key: String) -> Int? {
-        if let positions { return positions[key] }
-        return members.firstIndex { $0.key == key }
+        if let positions { return positions[ExactString(key)] }
+        return members.firstIndex { $0.key.utf8.elementsEqual(key.utf8) }
     }
 
     private mutating func append(_ key: String, _ value: JSON) {
         members.append(Member(key: key, value: value))
         if positions != nil {
-            positions![key] = members.count - 1
+            positions![ExactString(key)] = members.count - 1
         } else if members.count > JSONObject.indexThreshold {
             rebuildPositions()
         }
@@ -118,10 +119,19 @@ public struct JSONObject: Sendable, Hashable {
     /// Reserves room for `n` members.
     public mutating func reserveCapacity(_ n: Int) { members.reserveCapacity(n) }
 
-    /// Order-sensitive: the same keys with the same values in the same order.
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.members == rhs.members }
+    /// Order-sensitive: the same keys (by their bytes) with the same values in the same order.
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.count == rhs.members.count
+            && zip(lhs.members, rhs.members).allSatisfy { $0.key.utf8.elementsEqual($1.key.utf8) && $0.value == $1.value }
+    }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(members) }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        for member in members {
+            hasher.combine(ExactString(member.key))
+            hasher.combine(member.value)
+        }
+    }
 }
 
 extension JSONObject: Sequence {

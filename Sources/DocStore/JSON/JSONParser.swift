@@ -360,14 +360,14 @@ struct JSONReader: ~Copyable {
                 let bit = UInt64(1) &<< (hash >> 57 & 63)
                 let alreadySeen = hash >> 63 == 0 ? seen.0 & bit != 0 : seen.1 & bit != 0
                 if alreadySeen {
-                    for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key == memberStack[i].key { return i }
+                    for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key.utf8.elementsEqual(memberStack[i].key.utf8) { return i }
                 }
                 if hash >> 63 == 0 { seen.0 |= bit } else { seen.1 |= bit }
             }
             if allPlain { return nil }
         }
-        var seen = Set<String>(minimumCapacity: end - start)
-        for i in start..<end where !seen.insert(memberStack[i].key).inserted { return i }
+        var seen = Set<ExactString>(minimumCapacity: end - start)
+        for i in start..<end where !seen.insert(ExactString(memberStack[i].key)).inserted { return i }
         return nil
     }
 

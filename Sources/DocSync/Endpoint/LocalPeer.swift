@@ -30,13 +30,14 @@ struct LocalPeer: ReplicationPeer {
 
     private func collect(after start: Int64, limit: Int, filter: ChangesFilter) async throws -> (rows: [ChangeRow], last: JSON) {
         let needDocuments = filter.channels != nil || filter.selector != nil
+        let documentIDs = filter.documentIDs.map { Set($0.map(ExactString.init)) }
         var cursor = start
         var rows: [ChangeRow] = []
         while rows.count < limit {
             let page = try await database.changes(since: cursor, limit: max(limit, 100), includeDocuments: needDocuments)
             for change in page.changes {
                 cursor = change.sequence
-                if let ids = filter.documentIDs, !ids.contains(change.id) { continue }
+                if let ids = documentIDs, !ids.contains(ExactString(change.id)) { continue }
                 if let channels = filter.channels, !(change.document?.channels.contains(where: channels.contains) ?? false) { continue }
                 if let selector = filter.selector {
                     guard let document = change.document, !document.isDeleted, selector.matches(document) else { continue }
