@@ -331,19 +331,32 @@ public final class Replicator: Sendable {
             let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
             missingChecked += offered.reduce(0) { $0 + $1.revisions.count }
             let differences = try await target.missingRevisions(offered)
-            var requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])] = []
+            var requests: [FetchRequest] = []
             for difference in differences {
                 for revision in difference.missing {
-                    requests.append((difference.id, revision, difference.possibleAncestors))
+                    requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
                 }
             }
             missingFound += requests.count
-            var documents = try await fetchInParallel(requests, from: source)
+            // A pull into a local database streams attachments straight into it.
+            let staging: Database? = if case .local(let database) = receivingEndpoint(flow) { database } else { nil }
+            var documents = try await fetchInParallel(requests, from: source, stagingInto: staging)
             docsRead += documents.count
             if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
                 documents = documents.filter { pushFilter($0, configuration.filterParameters) }
             }
-            let refused = try await target.store(documents)
+            var outcome = try await target.store(documents)
+            if !outcome.missingStubs.isEmpty {
+                // The target lacks an attachment a stub named (its leaves changed since _revs_diff, or a
+                // possible ancestor was a deletion): send those revisions again with every attachment.
+                let again = outcome.missingStubs.compactMap { document in
+                    document.revision.map { FetchRequest(id: document.id, revision: $0, possibleAncestors: []) }
+                }
+                let retried = try await target.store(try await fetchInParallel(again, from: source, stagingInto: staging))
+                outcome.failures += retried.failures
+                outcome.failures += retried.missingStubs.map { ($0.id, $0.revision, "missing_stub: an attachment stub names no attachment") }
+            }
+            let refused = outcome.failures
             let refusedIDs = Dictionary(refused.map { (ExactString($0.id), $0.reason) }, uniquingKeysWith: { first, _ in first })
             failures += refused.count
             docsWritten += documents.count - refused.count
@@ -366,20 +379,20 @@ public final class Replicator: Sendable {
 
     /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``
     /// requests at once, keeping the order of `requests`.
-    private func fetchInParallel(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])],
-                                 from source: any ReplicationPeer) async throws -> [Document] {
+    private func fetchInParallel(_ requests: [FetchRequest], from source: any ReplicationPeer,
+                                 stagingInto staging: Database?) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
         let lanes = max(1, configuration.maximumRequestsInFlight)
         let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
         let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
-        if chunks.count == 1 { return try await source.fetch(chunks[0]) }
+        if chunks.count == 1 { return try await source.fetch(chunks[0], stagingInto: staging) }
         return try await withThrowingTaskGroup(of: (Int, [Document]).self) { group in
             var results: [Int: [Document]] = [:]
             var next = 0
             func launch() {
                 let index = next
                 let chunk = chunks[index]
-                group.addTask { (index, try await source.fetch(chunk)) }
+                group.addTask { (index, try await source.fetch(chunk, stagingInto: staging)) }
                 next += 1
             }
             while next < min(lanes, chunks.count) { launch() }

@@ -28,6 +28,14 @@ struct CouchRequest: Sendable {
             }
             segments.append(decoded)
         }
+        // `/db/_design%2Fname` and `/db/_local%2Fname` name the same documents as `/db/_design/name`.
+        if segments.count >= 2 {
+            for prefix in ["_design/", "_local/"] where segments[1].hasPrefix(prefix) && segments[1].count > prefix.count {
+                let name = String(segments[1].dropFirst(prefix.count))
+                segments[1] = String(prefix.dropLast())
+                segments.insert(name, at: 2)
+            }
+        }
         self.segments = segments
         var query: [String: String] = [:]
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {

@@ -26,6 +26,8 @@ public struct AttachmentContent: AsyncSequence, Sendable {
     enum Source: Sendable {
         case memory(Data)
         case stored(Database, StoredContent)
+        /// The identity bytes of a file.
+        case file(URL)
     }
 
     /// Where the stored bytes are read from (0 unless a later offset was asked for).
@@ -52,6 +54,18 @@ public struct AttachmentContent: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> Data? {
             try reader.next()
+        }
+    }
+
+    /// The stored bytes of an attachment that carries them — in memory, in a file, or in another database
+    /// (``Attachment/Content/stored(_:)``) — read in pieces, without a database of its own.
+    /// - Throws: ``DocStoreError/Code/notFound`` for a stub, or content streamed in but not yet saved.
+    package static func storedBytes(of attachment: Attachment) throws -> AttachmentContent {
+        switch attachment.content {
+        case .bytes(let bytes): return AttachmentContent(attachment: attachment, decode: false, source: .memory(bytes))
+        case .file(let url): return AttachmentContent(attachment: attachment, decode: false, source: .file(url))
+        case .stored(let database): return try database.attachmentContent(attachment.stub, encoded: true)
+        case .none, .staged: throw DocStoreError.notFound("The attachment's content is not readable here")
         }
     }
 
@@ -145,6 +159,18 @@ final class ChunkReader: Sendable {
         case .memory(let bytes):
             guard let piece = ChunkReader.piece(position, of: bytes) else { return nil }
             chunk = piece
+        case .file(let url):
+            let piece: Data
+            do {
+                let handle = try FileHandle(forReadingFrom: url)
+                defer { try? handle.close() }
+                try handle.seek(toOffset: UInt64(position * chunkSize))
+                piece = try handle.read(upToCount: chunkSize) ?? Data()
+            } catch {
+                throw DocStoreError(.io, "Cannot read attachment file \(url.path)", cause: error)
+            }
+            guard !piece.isEmpty else { return nil }
+            chunk = piece
         case .stored(let database, let content):
             if let inline = content.inline {
                 // Version 2 stored contents of any size in one row; they are read in chunk-size pieces too.
@@ -216,8 +242,13 @@ extension Database {
     public func attachmentContent(_ attachment: Attachment, encoded: Bool = false, from offset: Int = 0) throws -> AttachmentContent {
         precondition(offset == 0 || encoded || attachment.encoding == .identity, "an offset into decoded gzip content")
         precondition(offset >= 0 && offset <= attachment.encodedLength, "an offset past the end")
-        if case .bytes(let bytes) = attachment.content {
+        switch attachment.content {
+        case .bytes(let bytes):
             return AttachmentContent(attachment: attachment, decode: !encoded, source: .memory(bytes), offset: offset)
+        case .stored(let source) where source !== self:
+            return try source.attachmentContent(attachment.stub, encoded: encoded, from: offset)
+        default:
+            break
         }
         let stored = try read { connection in
             try AttachmentRecords(connection: connection).content(digest: attachment.digest, encoding: attachment.encoding)

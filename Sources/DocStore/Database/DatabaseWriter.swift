@@ -327,6 +327,15 @@ actor DatabaseWriter {
                 throw DocStoreError(.invalidAttachment, "The attachment was streamed into another database")
             }
             try records.adopt(staged)
+        case .stored(let source):
+            guard source.writer !== self else { return }
+            let content = try source.attachmentContent(attachment, encoded: true)
+            try records.insertChunked(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length,
+                                      storedLength: attachment.encodedLength) { append in
+                // The source's chunks, read one at a time on this thread, from another file.
+                let reader = content.makeAsyncIterator().reader
+                while let piece = try reader.next() { try piece.withUnsafeBytes { try append($0) } }
+            }
         }
     }
 

@@ -58,6 +58,9 @@ public struct Attachment: Sendable, Hashable {
         case file(URL)
         /// Already streamed into a database (``AttachmentWriter``), adopted when the document is saved.
         case staged(StagedAttachmentContent)
+        /// The stored bytes of this digest and encoding in another database (a replication source), read
+        /// in chunks when the document is saved or sent.
+        case stored(Database)
     }
 
     /// The decoded content, when this value carries it in memory; `nil` for a stub, and for content
@@ -159,6 +162,12 @@ public struct Attachment: Sendable, Hashable {
     package func with(encodedData bytes: Data) -> Attachment {
         Attachment(contentType: contentType, length: length, digest: digest, revpos: revpos, encoding: encoding,
                    encodedLength: encodedLength, content: .bytes(bytes))
+    }
+
+    /// The same attachment, its bytes to be read from `database` (where this stub was read) when needed.
+    package func readingContent(from database: Database) -> Attachment {
+        Attachment(contentType: contentType, length: length, digest: digest, revpos: revpos, encoding: encoding,
+                   encodedLength: encodedLength, content: .stored(database))
     }
 
     /// `md5-<base64>` of `data`, the digest format of CouchDB.

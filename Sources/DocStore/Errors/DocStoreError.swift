@@ -46,6 +46,8 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let missingStub = Code("missingStub", couchDB: "missing_stub", status: 412)
         /// An attachment's bytes do not have the MD5 digest they were sent with.
         public static let digestMismatch = Code("digestMismatch", couchDB: "content_md5_mismatch", status: 400)
+        /// A document's JSON is larger than the limit set for it.
+        public static let documentTooLarge = Code("documentTooLarge", couchDB: "too_large", status: 413)
         /// An attachment is larger than the limit set for it.
         public static let attachmentTooLarge = Code("attachmentTooLarge", couchDB: "attachment_too_large", status: 413)
         /// A request argument is out of range or malformed.

@@ -83,8 +83,8 @@ struct AttachmentRecords {
         }
     }
 
-    /// Stores a content in chunks that `produce` hands over one at a time (each at most a chunk, all but
-    /// the last exactly one), unless one with its digest and encoding exists.
+    /// Stores a content whose bytes `produce` hands over in pieces of any size (stored in chunks of
+    /// ``AttachmentStorage/chunkSize``), unless one with its digest and encoding exists.
     func insertChunked(digest: String, encoding: AttachmentEncoding, length: Int, storedLength: Int,
                        produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
         guard try !hasContent(digest: digest, encoding: encoding) else { return }
@@ -93,9 +93,23 @@ struct AttachmentRecords {
             [.text(digest), .text(encoding.rawValue), .integer(Int64(length)), .integer(Int64(storedLength))])
         let key = connection.lastInsertedRow
         var position = 0
-        try produce { chunk in
-            try appendChunk(to: key, at: position, chunk)
-            position += 1
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(AttachmentStorage.chunkSize)
+        try produce { piece in
+            var rest = piece
+            while !rest.isEmpty {
+                let taken = min(AttachmentStorage.chunkSize - buffer.count, rest.count)
+                buffer.append(contentsOf: rest.prefix(taken))
+                rest = UnsafeRawBufferPointer(rebasing: rest.dropFirst(taken))
+                if buffer.count == AttachmentStorage.chunkSize {
+                    try buffer.withUnsafeBytes { try appendChunk(to: key, at: position, $0) }
+                    position += 1
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        if !buffer.isEmpty {
+            try buffer.withUnsafeBytes { try appendChunk(to: key, at: position, $0) }
         }
     }
 

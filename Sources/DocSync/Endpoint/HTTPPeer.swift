@@ -12,6 +12,8 @@ struct HTTPPeer: ReplicationPeer {
     let headers: [String: String]
     /// DocServer and Sync Gateway filter channels with `sync_gateway/bychannel`; CouchDB with a selector.
     let channelsByFilter: Bool
+    /// How many revisions with attachments are fetched or sent at once.
+    let maximumRequestsInFlight: Int
 
     /// Connects: reads the server's welcome to learn its vendor.
     static func connect(_ url: URL, configuration: ReplicationConfiguration) async throws -> HTTPPeer {
@@ -61,7 +63,8 @@ struct HTTPPeer: ReplicationPeer {
                 byFilter = vendor == "DocStore" || welcome["couchdb"] == nil || vendor.contains("Couchbase")
             }
         }
-        return HTTPPeer(databaseURL: databaseURL, session: session, headers: headers, channelsByFilter: byFilter)
+        return HTTPPeer(databaseURL: databaseURL, session: session, headers: headers, channelsByFilter: byFilter,
+                        maximumRequestsInFlight: max(1, configuration.maximumRequestsInFlight))
     }
 
     /// Lets running requests finish, then frees the session: a URL session that is never invalidated
@@ -72,8 +75,9 @@ struct HTTPPeer: ReplicationPeer {
 
     // MARK: Requests
 
-    /// Sends a request to `path` under the database URL (already percent-encoded, query included).
-    func send(_ method: String, _ path: String = "", json: JSON? = nil) async throws -> (status: Int, body: Data) {
+    /// A request to `path` under the database URL (already percent-encoded, query included), with the
+    /// peer's headers and `Accept: application/json`.
+    func makeRequest(_ method: String, _ path: String) throws -> URLRequest {
         guard let url = URL(string: databaseURL.absoluteString + path) else {
             throw ReplicationError(.invalidConfiguration, "Bad request path \(path)")
         }
@@ -81,6 +85,13 @@ struct HTTPPeer: ReplicationPeer {
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return request
+    }
+
+    /// Sends a request to `path` under the database URL (already percent-encoded, query included).
+    func send(_ method: String, _ path: String = "", json: JSON? = nil) async throws -> (status: Int, body: Data) {
+        var request = try makeRequest(method, path)
+        let url = request.url!
         if let json {
             request.httpBody = try json.serializedData()
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -98,16 +109,19 @@ struct HTTPPeer: ReplicationPeer {
     /// Sends a request and returns its JSON, mapping error statuses to typed errors.
     func request(_ method: String, _ path: String = "", json: JSON? = nil, allow: Set<Int> = []) async throws -> (status: Int, json: JSON) {
         let (status, data) = try await send(method, path, json: json)
+        if status >= 400 && !allow.contains(status) { try throwError(status: status, body: data, method: method, path: path) }
+        return (status, (try? JSON(parsing: data)) ?? .null)
+    }
+
+    /// The typed error for an error answer.
+    func throwError(status: Int, body data: Data, method: String, path: String) throws -> Never {
         let body = (try? JSON(parsing: data)) ?? .null
-        if status >= 400 && !allow.contains(status) {
-            let reason = body["reason"]?.stringValue ?? body["error"]?.stringValue ?? String(decoding: data.prefix(200), as: UTF8.self)
-            switch status {
-            case 401: throw ReplicationError(.unauthorized, "\(databaseURL.absoluteString): \(reason)", httpStatus: status)
-            case 403: throw ReplicationError(.forbidden, "\(databaseURL.absoluteString)\(path): \(reason)", httpStatus: status)
-            default: throw ReplicationError(.badResponse, "\(method) \(databaseURL.path)\(path.prefix(80)): \(reason)", httpStatus: status)
-            }
+        let reason = body["reason"]?.stringValue ?? body["error"]?.stringValue ?? String(decoding: data.prefix(200), as: UTF8.self)
+        switch status {
+        case 401: throw ReplicationError(.unauthorized, "\(databaseURL.absoluteString): \(reason)", httpStatus: status)
+        case 403: throw ReplicationError(.forbidden, "\(databaseURL.absoluteString)\(path): \(reason)", httpStatus: status)
+        default: throw ReplicationError(.badResponse, "\(method) \(databaseURL.path)\(path.prefix(80)): \(reason)", httpStatus: status)
         }
-        return (status, body)
     }
 
     static func encode(_ component: String) -> String {
@@ -223,51 +237,278 @@ struct HTTPPeer: ReplicationPeer {
         }
     }
 
-    func fetch(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
-        let docs: [JSON] = requests.map { request in
-            var spec: JSONObject = ["id": .string(request.id), "rev": .string(request.revision.description)]
-            if !request.attsSince.isEmpty { spec["atts_since"] = JSON(request.attsSince.map(\.description)) }
-            return .object(spec)
+    // MARK: Fetching revisions (pull)
+
+    /// Revisions as CouchDB's replicator reads them: one `_bulk_get` without attachment bodies for the
+    /// batch, then — for each revision with an attachment the target lacks — `GET ?open_revs=[rev]`
+    /// with `atts_since`, answered `multipart/mixed`, whose attachment parts are streamed into the
+    /// target database (or kept in memory without one). Large answers are downloaded to a file first,
+    /// so memory does not grow with attachment sizes. Servers without `_bulk_get` get `open_revs` for
+    /// every revision.
+    func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document] {
+        guard !requests.isEmpty else { return [] }
+        let docs: [JSON] = requests.map { ["id": .string($0.id), "rev": .string($0.revision.description)] }
+        let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false",
+                                               json: ["docs": .array(docs)], allow: [400, 404, 405, 501])
+        if status >= 400 {
+            return try await fetchWithAttachments(requests.map { ($0, nil) }, stagingInto: stagingDatabase)
         }
-        let (status, json) = try await request("POST", "/_bulk_get?revs=true&attachments=true", json: ["docs": .array(docs)],
-                                               allow: [400, 404, 405, 501])
-        if status >= 400 { return try await fetchOneByOne(requests) }
         var documents: [Document] = []
-        for result in json["results"]?.arrayValue ?? [] {
+        var withAttachments: [(FetchRequest, Int?)] = []
+        for (request, result) in zip(requests, json["results"]?.arrayValue ?? []) {
             for entry in result["docs"]?.arrayValue ?? [] {
-                if let ok = entry["ok"] { documents.append(try Document(json: ok)) }
+                guard let ok = entry["ok"] else { continue }
+                let document = try Document(json: ok)
+                // Without an attachment added after the newest of the target's leaves on its history,
+                // the stubs are valid there; otherwise the revision is fetched again with its attachments.
+                let known = (document.revisionHistory ?? []).first(where: request.possibleAncestors.contains)?.generation ?? -1
+                if document.attachments.values.allSatisfy({ ($0.revpos ?? Int.max) <= known }) {
+                    documents.append(document)
+                } else {
+                    let size = document.attachments.values.reduce(0) { $0 + $1.length }
+                    withAttachments.append((FetchRequest(id: request.id, revision: document.revision ?? request.revision,
+                                                         possibleAncestors: request.possibleAncestors), size))
+                }
             }
         }
-        return documents
+        return documents + (try await fetchWithAttachments(withAttachments, stagingInto: stagingDatabase))
     }
 
-    /// The fallback for servers without `_bulk_get`:
-    /// `GET /db/id?open_revs=["rev"]&revs=true&latest=true&attachments=true`, answered as JSON.
-    private func fetchOneByOne(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
-        var documents: [Document] = []
-        for request in requests {
-            let openRevs = HTTPPeer.encodeQuery(JSON([request.revision.description]).description)
-            var path = "/\(HTTPPeer.encode(request.id))?open_revs=\(openRevs)&revs=true&latest=true&attachments=true"
-            if !request.attsSince.isEmpty {
-                path += "&atts_since=" + HTTPPeer.encodeQuery(JSON(request.attsSince.map(\.description)).description)
+    /// Answers larger than this (by the attachment lengths a `_bulk_get` reported) are downloaded to a
+    /// file rather than held in memory.
+    static let inMemoryAnswerLimit = 1024 * 1024
+
+    /// Each revision with its attachments, `maximumRequestsInFlight` requests at a time.
+    private func fetchWithAttachments(_ requests: [(FetchRequest, Int?)], stagingInto stagingDatabase: Database?) async throws -> [Document] {
+        guard !requests.isEmpty else { return [] }
+        return try await withThrowingTaskGroup(of: (Int, [Document]).self) { group in
+            var results: [Int: [Document]] = [:]
+            var next = 0
+            func launch() {
+                let (index, (request, size)) = (next, requests[next])
+                group.addTask { (index, try await self.fetchOpenRevision(request, expectedSize: size, stagingInto: stagingDatabase)) }
+                next += 1
             }
-            let (status, json) = try await self.request("GET", path, allow: [404])
-            guard status == 200 else { continue }
-            for entry in json.arrayValue ?? [] {
-                if let ok = entry["ok"] { documents.append(try Document(json: ok)) }
+            while next < min(maximumRequestsInFlight, requests.count) { launch() }
+            while let (index, documents) = try await group.next() {
+                results[index] = documents
+                if next < requests.count { launch() }
             }
+            return (0..<requests.count).flatMap { results[$0] ?? [] }
         }
-        return documents
     }
 
-    func store(_ documents: [Document]) async throws -> [(id: String, reason: String)] {
-        guard !documents.isEmpty else { return [] }
-        let body: JSON = ["docs": .array(documents.map { $0.json(attachmentData: true, revisions: true) }), "new_edits": false]
-        let (_, json) = try await request("POST", "/_bulk_docs", json: body)
-        return (json.arrayValue ?? []).compactMap { row in
-            guard let error = row["error"]?.stringValue else { return nil }
-            return (row["id"]?.stringValue ?? "", "\(error): \(row["reason"]?.stringValue ?? "")")
+    /// `GET /db/id?revs=true&open_revs=["rev"]&latest=true&atts_since=[…]` answered as `multipart/mixed`
+    /// (or as JSON by a server that does not do multipart).
+    private func fetchOpenRevision(_ request: FetchRequest, expectedSize: Int?, stagingInto stagingDatabase: Database?) async throws -> [Document] {
+        let openRevs = HTTPPeer.encodeQuery(JSON([request.revision.description]).description)
+        var path = "/\(HTTPPeer.encode(request.id))?revs=true&open_revs=\(openRevs)&latest=true"
+        if !request.possibleAncestors.isEmpty {
+            path += "&atts_since=" + HTTPPeer.encodeQuery(JSON(request.possibleAncestors.map(\.description)).description)
         }
+        var urlRequest = try makeRequest("GET", path)
+        urlRequest.setValue("multipart/mixed", forHTTPHeaderField: "Accept")
+        let body: ResponseBody
+        let response: URLResponse
+        do {
+            if (expectedSize ?? Int.max) > HTTPPeer.inMemoryAnswerLimit {
+                let (file, answer) = try await session.download(for: urlRequest)
+                (body, response) = (.file(file), answer)
+            } else {
+                let (data, answer) = try await session.response(for: urlRequest)
+                (body, response) = (.memory(data), answer)
+            }
+        } catch {
+            throw ReplicationError(.network, "GET \(databaseURL.path)/\(request.id): \(error.localizedDescription)", cause: error)
+        }
+        defer { body.remove() }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        if status == 404 { return [] }
+        if status >= 400 { try throwError(status: status, body: try body.prefix(4096), method: "GET", path: path) }
+        let contentType = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type") ?? "application/json"
+        guard Multipart.mediaType(of: contentType) == "multipart/mixed", let boundary = Multipart.boundary(from: contentType) else {
+            let json = try JSON(parsing: try body.prefix(Int.max))
+            return try (json.arrayValue ?? []).compactMap { try $0["ok"].map(Document.init(json:)) }
+        }
+        return try await OpenRevisionsReader.read(body, boundary: boundary, stagingInto: stagingDatabase)
+    }
+
+    // MARK: Storing revisions (push)
+
+    /// Revisions as CouchDB's replicator writes them: those whose attachments are all stubs, or small
+    /// inline contents stored as they are, in `_bulk_docs` with `new_edits=false`; every other one as
+    /// its own `PUT /db/id?new_edits=false` in `multipart/related`, the JSON with `"follows": true`
+    /// stubs, then each attachment's stored bytes (gzip ones as they are) — in memory when small,
+    /// spooled to a file when large, never read whole into memory. A `missing_stub` refusal is reported
+    /// for the replicator to send those revisions again with every attachment.
+    func store(_ documents: [Document]) async throws -> StoreOutcome {
+        var outcome = StoreOutcome()
+        var bulk: [Document] = []
+        var multipart: [Document] = []
+        for document in documents {
+            let contents = document.attachments.values.filter { !$0.isStub }
+            let inline = contents.allSatisfy { $0.encoding == .identity } && contents.reduce(0) { $0 + $1.encodedLength } <= 64 * 1024
+            if inline { bulk.append(document) } else { multipart.append(document) }
+        }
+        if !bulk.isEmpty { try await storeInBulk(bulk, into: &outcome) }
+        let answers = try await withThrowingTaskGroup(of: (Int, Int, JSON).self) { group in
+            var answers: [(Int, Int, JSON)] = []
+            var next = 0
+            func launch() {
+                let (index, document) = (next, multipart[next])
+                group.addTask {
+                    let (status, json) = try await putMultipart(document)
+                    return (index, status, json)
+                }
+                next += 1
+            }
+            while next < min(maximumRequestsInFlight, multipart.count) { launch() }
+            while let answer = try await group.next() {
+                answers.append(answer)
+                if next < multipart.count { launch() }
+            }
+            return answers.sorted { $0.0 < $1.0 }
+        }
+        for (index, status, json) in answers { record(multipart[index], status: status, json: json, into: &outcome) }
+        return outcome
+    }
+
+    private func storeInBulk(_ documents: [Document], into outcome: inout StoreOutcome) async throws {
+        var bodies: [JSON] = []
+        for document in documents {
+            var loaded = document
+            for (name, attachment) in document.attachments where !attachment.isStub {
+                loaded.attachments[name] = attachment.with(encodedData: try await Self.collect(attachment))
+            }
+            bodies.append(loaded.json(attachmentData: true, revisions: true))
+        }
+        let (status, json) = try await request("POST", "/_bulk_docs", json: ["docs": .array(bodies), "new_edits": false], allow: [412])
+        if status == 412 {
+            // CouchDB refuses the whole request for one stub: the revisions without stubs go again alone.
+            outcome.missingStubs += documents.filter { document in document.attachments.values.contains(where: \.isStub) }
+            let plain = documents.filter { document in !document.attachments.values.contains(where: \.isStub) }
+            if !plain.isEmpty { try await storeInBulk(plain, into: &outcome) }
+            return
+        }
+        let byID = Dictionary(documents.map { (ExactString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
+        for row in json.arrayValue ?? [] {
+            guard let error = row["error"]?.stringValue else { continue }
+            let id = row["id"]?.stringValue ?? ""
+            outcome.failures.append((id, byID[ExactString(id)]?.revision, "\(error): \(row["reason"]?.stringValue ?? "")"))
+        }
+    }
+
+    private func record(_ document: Document, status: Int, json: JSON, into outcome: inout StoreOutcome) {
+        switch status {
+        case 200..<300: break
+        case 412 where json["error"]?.stringValue == "missing_stub": outcome.missingStubs.append(document)
+        default:
+            let reason = "\(json["error"]?.stringValue ?? "HTTP \(status)"): \(json["reason"]?.stringValue ?? "")"
+            outcome.failures.append((document.id, document.revision, reason))
+        }
+    }
+
+    /// `PUT /db/id?new_edits=false` with the revision as `multipart/related`.
+    private func putMultipart(_ document: Document) async throws -> (status: Int, json: JSON) {
+        let boundary = Multipart.makeBoundary()
+        var bare = document
+        bare.attachments = [:]
+        guard case .object(var object) = bare.json(revisions: true) else { return (0, .null) }
+        var members = JSONObject()
+        var following: [(String, Attachment)] = []
+        for name in document.attachments.keys.sorted() {
+            let attachment = document.attachments[name]!
+            if attachment.isStub {
+                members[name] = attachment.json(.stub, encodingInfo: true)
+            } else {
+                members[name] = attachment.json(.follows, encodingInfo: true)
+                following.append((name, attachment))
+            }
+        }
+        object["_attachments"] = .object(members)
+        var pieces: [MultipartPiece] = [.bytes(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: true)
+                                               + (try JSON.object(object).serialized()))]
+        for (name, attachment) in following {
+            var headers = [("Content-Disposition", "attachment; filename=\"\(name)\""), ("Content-Type", attachment.contentType),
+                           ("Content-Length", String(attachment.encodedLength))]
+            if attachment.encoding == .gzip { headers.append(("Content-Encoding", "gzip")) }
+            pieces.append(.bytes(Multipart.partHeader(boundary: boundary, headers: headers, first: false)))
+            pieces.append(.attachment(attachment))
+        }
+        pieces.append(.bytes(Multipart.closing(boundary: boundary)))
+        let length = pieces.reduce(0) { total, piece in
+            switch piece {
+            case .bytes(let bytes): return total + bytes.count
+            case .attachment(let attachment): return total + attachment.encodedLength
+            }
+        }
+        var urlRequest = try makeRequest("PUT", "/\(HTTPPeer.encode(document.id))?new_edits=false")
+        urlRequest.setValue("multipart/related; boundary=\"\(boundary)\"", forHTTPHeaderField: "Content-Type")
+        let data: Data, response: URLResponse
+        do {
+            if length <= HTTPPeer.inMemoryAnswerLimit {
+                var body = Data(capacity: length)
+                for piece in pieces {
+                    switch piece {
+                    case .bytes(let bytes): body.append(contentsOf: bytes)
+                    case .attachment(let attachment): body.append(try await Self.collect(attachment))
+                    }
+                }
+                urlRequest.httpBody = body
+                (data, response) = try await session.response(for: urlRequest)
+            } else {
+                let file = try await Self.spool(pieces)
+                defer { try? FileManager.default.removeItem(at: file) }
+                (data, response) = try await session.upload(for: urlRequest, fromFile: file)
+            }
+        } catch let error as DocStoreError {
+            throw error
+        } catch {
+            throw ReplicationError(.network, "PUT \(databaseURL.path)/\(document.id): \(error.localizedDescription)", cause: error)
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let json = (try? JSON(parsing: data)) ?? .null
+        if status == 401 || status == 403 || status >= 500 {
+            try throwError(status: status, body: data, method: "PUT", path: "/\(document.id)")
+        }
+        return (status, json)
+    }
+
+    /// The bytes of a multipart body: header bytes, and attachments whose stored bytes are read in pieces.
+    private enum MultipartPiece {
+        case bytes([UInt8])
+        case attachment(Attachment)
+    }
+
+    /// Writes a multipart body to a new temporary file, attachment by attachment in pieces.
+    private static func spool(_ pieces: [MultipartPiece]) async throws -> URL {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-\(UUID().uuidString).upload")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw ReplicationError(.localDatabase, "Cannot create \(file.path)")
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: file)
+            defer { try? handle.close() }
+            for piece in pieces {
+                switch piece {
+                case .bytes(let bytes): try handle.write(contentsOf: bytes)
+                case .attachment(let attachment):
+                    for try await chunk in try AttachmentContent.storedBytes(of: attachment) { try handle.write(contentsOf: chunk) }
+                }
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: file)
+            throw error
+        }
+        return file
+    }
+
+    /// An attachment's stored bytes, whole.
+    private static func collect(_ attachment: Attachment) async throws -> Data {
+        if let bytes = attachment.encodedData { return bytes }
+        var data = Data(capacity: attachment.encodedLength)
+        for try await chunk in try AttachmentContent.storedBytes(of: attachment) { data.append(chunk) }
+        return data
     }
 
     func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)? {

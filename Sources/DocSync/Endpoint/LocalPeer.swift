@@ -58,25 +58,45 @@ struct LocalPeer: ReplicationPeer {
         try await database.missingRevisions(offered)
     }
 
-    func fetch(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document] {
+    /// The revisions read in one snapshot; an attachment the target cannot have on a revision's history
+    /// is read from this database when the target stores or sends it, never copied here.
+    func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document] {
         var documents: [Document] = []
         let found = try await database.documentsWithHistory(requests.map { ($0.id, $0.revision) })
         for (request, document) in zip(requests, found) {
             guard var document else { continue }
-            let history = [request.revision] + (document.revisionHistory ?? [])
-            let known = request.attsSince.filter { history.contains($0) }.map(\.generation).max() ?? 0
-            for (name, attachment) in document.attachments where (attachment.revpos ?? Int.max) > known {
-                document.attachments[name] = try database.loadingContent(of: attachment)
+            if !document.attachments.isEmpty {
+                let known = try await newestKnownAncestor(of: document, among: request.possibleAncestors)
+                for (name, attachment) in document.attachments where (attachment.revpos ?? Int.max) > known {
+                    document.attachments[name] = attachment.readingContent(from: database)
+                }
             }
             documents.append(document)
         }
         return documents
     }
 
-    func store(_ documents: [Document]) async throws -> [(id: String, reason: String)] {
-        try await database.insertRevisions(documents, source: .replication).compactMap { result in
-            result.error.map { (result.id, $0.reason) }
+    /// The generation of the newest of the target's leaves on the document's history that is not a
+    /// deletion (a tombstone carries no attachments), or -1: the target has every attachment added up
+    /// to that generation, under the revpos this history gives it.
+    private func newestKnownAncestor(of document: Document, among possibleAncestors: [RevisionID]) async throws -> Int {
+        guard !possibleAncestors.isEmpty, let tree = try await database.revisionTree(ofDocumentWithID: document.id) else { return -1 }
+        let history = document.revisionHistory ?? []
+        return history.first { possibleAncestors.contains($0) && !tree.isDeleted($0) }?.generation ?? -1
+    }
+
+    func store(_ documents: [Document]) async throws -> StoreOutcome {
+        var outcome = StoreOutcome()
+        let results = try await database.insertRevisions(documents, source: .replication)
+        for (document, result) in zip(documents, results) {
+            guard let error = result.error else { continue }
+            if error.code == .missingStub {
+                outcome.missingStubs.append(document)
+            } else {
+                outcome.failures.append((result.id, document.revision, error.reason))
+            }
         }
+        return outcome
     }
 
     func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)? {

@@ -8,6 +8,28 @@ struct ChangeRow: Sendable {
     let deleted: Bool
 }
 
+/// A revision a target lacks, with the target's leaves that may be its ancestors (`_revs_diff`'s
+/// `possible_ancestors`).
+struct FetchRequest: Sendable {
+    let id: String
+    let revision: RevisionID
+    let possibleAncestors: [RevisionID]
+}
+
+/// What a target did with a batch of revisions.
+struct StoreOutcome: Sendable {
+    /// Revisions refused, with the reason.
+    var failures: [(id: String, revision: RevisionID?, reason: String)] = []
+    /// Revisions refused because a stub named an attachment the target lacks on that revision's
+    /// history (`missing_stub`): fetched again with every attachment's content, they are stored again.
+    var missingStubs: [Document] = []
+}
+
+extension Document {
+    /// Whether every attachment carries its content (no stub).
+    var hasNoStubs: Bool { attachments.values.allSatisfy { !$0.isStub } }
+}
+
 /// How a source's changes are filtered.
 struct ChangesFilter: Sendable {
     var documentIDs: [String]?
@@ -28,10 +50,14 @@ protocol ReplicationPeer: Sendable {
     func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed?
     /// Which of the offered revisions this side lacks.
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference]
-    /// The given revisions with their history and the attachment contents newer than `attsSince`.
-    func fetch(_ requests: [(id: String, revision: RevisionID, attsSince: [RevisionID])]) async throws -> [Document]
-    /// Stores revisions as they are (`new_edits=false`); returns the failures as (id, reason).
-    func store(_ documents: [Document]) async throws -> [(id: String, reason: String)]
+    /// The given revisions, each with its history and complete for the target: an attachment the
+    /// target has on that revision's history (it was added no later than the newest of the request's
+    /// possible ancestors on that history) is a stub, every other one carries its content — in memory,
+    /// streamed into `stagingDatabase` (the local target of a pull, so that no attachment is held whole),
+    /// or readable from this peer's database.
+    func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document]
+    /// Stores revisions as they are (`new_edits=false`).
+    func store(_ documents: [Document]) async throws -> StoreOutcome
     /// The `_local/<id>` checkpoint document, with its `_rev` as `revision`.
     func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)?
     /// Writes the checkpoint; returns its new revision.

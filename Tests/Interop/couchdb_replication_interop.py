@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""DocStore against a real Apache CouchDB 3.3: CouchDB's own replicator pushing to and pulling from
+`docstore serve` (one-shot and continuous), and `docstore replicate` CouchDB -> local -> CouchDB.
+
+Usage: COUCHDB_URL=http://admin:admin@127.0.0.1:5984 couchdb_replication_interop.py PATH_TO_DOCSTORE_BINARY
+
+Does nothing (and says so) when COUCHDB_URL is not set. Builds a corpus of its own in CouchDB that
+goes beyond the recorded fixtures — several leaves with different attachments, deleted leaves with
+attachments, an attachment added on a conflict branch, NFC and NFD ids, a 50 MB attachment, integers
+beyond 64 bits, compressible attachments CouchDB stores gzip-encoded — then compares every database a
+replication produced with the source: the same ids, the same leaves with their `_revisions`, bodies,
+and for every attachment of every leaf the same content type, revpos, length, digest and decoded bytes.
+Prints one line per check and a closing "N passed, M failed" line; exits non-zero if any failed.
+Python standard library only.
+"""
+import base64
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+PREFIX = "dsi_"
+BIG_ATTACHMENT = 50 * 1024 * 1024
+
+
+class Endpoint:
+    """A CouchDB-API server: CouchDB itself or `docstore serve`."""
+
+    def __init__(self, url):
+        parts = urllib.parse.urlsplit(url)
+        self.base = "%s://%s:%d" % (parts.scheme, parts.hostname, parts.port or 80)
+        self.user, self.password = urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
+        self.auth = "Basic " + base64.b64encode(("%s:%s" % (self.user, self.password)).encode()).decode()
+
+    def url(self, db):
+        return "%s://%s:%s@%s/%s" % (self.base.split("://")[0], urllib.parse.quote(self.user), urllib.parse.quote(self.password),
+                                     self.base.split("://")[1], db)
+
+    def request(self, method, path, body=None, headers=None, timeout=600):
+        headers = dict(headers or {})
+        headers.setdefault("Accept", "application/json")
+        headers["Authorization"] = self.auth
+        data = body
+        if isinstance(body, (dict, list)):
+            data = json.dumps(body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        request = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read(), dict(response.headers)
+        except urllib.error.HTTPError as error:
+            return error.code, error.read(), dict(error.headers)
+
+    def json(self, method, path, body=None, expect=(200, 201, 202), **options):
+        status, data, _ = self.request(method, path, body, **options)
+        if status not in expect:
+            raise AssertionError("%s %s -> %d %s" % (method, path, status, data[:300]))
+        return json.loads(data) if data else None
+
+    def recreate(self, db):
+        self.request("DELETE", "/" + db)
+        self.json("PUT", "/" + db)
+
+
+def quote_id(doc_id):
+    return urllib.parse.quote(doc_id, safe="")
+
+
+def att(data, content_type, revpos=None):
+    entry = {"content_type": content_type, "data": base64.b64encode(data).decode()}
+    if revpos is not None:
+        entry["revpos"] = revpos
+    return entry
+
+
+def words(count, seed):
+    rng = random.Random(seed)
+    vocabulary = ["sofa", "chunk", "leaf", "stub", "gzip", "digest", "winner", "tombstone", "replica", "branch"]
+    return " ".join(rng.choice(vocabulary) for _ in range(count)).encode()
+
+
+def build_corpus(couch, db):
+    """The source database: everything CouchDB's replicator and DocSync must carry exactly."""
+    couch.recreate(db)
+    docs = []
+    for n in range(30):
+        docs.append({"_id": "plain-%03d" % n, "n": n, "nested": {"list": [n, str(n), None, True], "deep": {"x": n * 1.5}}})
+    # NFC and NFD spellings of one word are two documents; ids with /, space, + and astral characters.
+    docs.append({"_id": "caf\u00e9", "form": "NFC"})
+    docs.append({"_id": "cafe\u0301", "form": "NFD"})
+    docs.append({"_id": "a/b c+d?\U0001F600", "form": "odd"})
+    # Several revisions, with an attachment added in revision 2 and kept by stub.
+    docs.append({"_id": "multi", "_rev": "3-c", "_revisions": {"start": 3, "ids": ["c", "b", "a"]}, "v": 3,
+                 "_attachments": {"kept.txt": att(words(400, 1), "text/plain", revpos=2)}})
+    # Conflicts: leaves with different attachments, a deleted leaf with an attachment, a leaf adding an
+    # attachment on its branch, and a second root.
+    docs += [
+        {"_id": "fork", "_rev": "2-left", "_revisions": {"start": 2, "ids": ["left", "root"]}, "side": "left",
+         "_attachments": {"left.json": att(json.dumps({"k": list(range(300))}).encode(), "application/json", revpos=2),
+                          "shared.bin": att(bytes(range(256)) * 8, "application/octet-stream", revpos=1)}},
+        {"_id": "fork", "_rev": "3-right", "_revisions": {"start": 3, "ids": ["right", "mid", "root"]}, "side": "right",
+         "_attachments": {"right.png": att(bytes((i * 7) % 256 for i in range(5000)), "image/png", revpos=3),
+                          "shared.bin": att(bytes(range(256)) * 8, "application/octet-stream", revpos=1)}},
+        {"_id": "fork", "_rev": "2-gone", "_revisions": {"start": 2, "ids": ["gone", "root"]}, "_deleted": True,
+         "_attachments": {"last-words.txt": att(words(200, 2), "text/plain", revpos=2)}},
+        {"_id": "fork", "_rev": "1-other", "side": "second root", "_attachments": {"other.html": att(b"<p>" + words(300, 3) + b"</p>", "text/html", revpos=1)}},
+        {"_id": "all-deleted", "_rev": "2-x", "_revisions": {"start": 2, "ids": ["x", "r"]}, "_deleted": True},
+        {"_id": "all-deleted", "_rev": "2-y", "_revisions": {"start": 2, "ids": ["y", "r"]}, "_deleted": True,
+         "_attachments": {"y.txt": att(b"deleted with bytes", "text/plain", revpos=2)}},
+        {"_id": "tombstone-body", "_rev": "2-t", "_revisions": {"start": 2, "ids": ["t", "s"]}, "_deleted": True, "why": "kept"},
+    ]
+    interactive = [doc for doc in docs if "_rev" not in doc]
+    replicated = [doc for doc in docs if "_rev" in doc]
+    status, data, _ = couch.request("POST", "/%s/_bulk_docs" % db, {"docs": interactive})
+    assert status == 201 and all(row.get("ok") for row in json.loads(data)), data
+    status, data, _ = couch.request("POST", "/%s/_bulk_docs" % db, {"new_edits": False, "docs": replicated})
+    assert status == 201 and json.loads(data) == [], data
+    # Interactive writes: numbers CouchDB keeps exactly, and a compressible text CouchDB stores gzip.
+    couch.json("PUT", "/%s/numbers" % db, b'{"big":18446744073709551617,"neg":-123456789012345678901234567890,"f":1.5e300,"i64":9223372036854775807}',
+               headers={"Content-Type": "application/json"})
+    couch.json("PUT", "/%s/texts" % db, {"_attachments": {"notes.txt": att(words(20000, 4), "text/plain"),
+                                                          "empty.txt": att(b"", "text/plain"),
+                                                          "data.json": att(json.dumps(list(range(5000))).encode(), "application/json")}})
+    # A 50 MB attachment, uploaded as a standalone attachment.
+    big = bytes(random.Random(5).getrandbits(8) for _ in range(1024 * 1024)) * (BIG_ATTACHMENT // (1024 * 1024))
+    rev = couch.json("PUT", "/%s/big" % db, {"size": BIG_ATTACHMENT})["rev"]
+    couch.json("PUT", "/%s/big/video.bin?rev=%s" % (db, rev), big, headers={"Content-Type": "application/octet-stream"})
+    # A design document (replicated as a plain document by both sides).
+    couch.json("PUT", "/%s/_design/app" % db, {"views": {"by_n": {"map": "function (doc) { emit(doc.n, null); }"}}})
+
+
+def snapshot(server, db):
+    """Every document of `db` as {id: {rev: (body, revisions, attachments)}}, attachments decoded."""
+    changes = server.json("GET", "/%s/_changes?style=all_docs" % db)
+    result = {}
+    for row in changes["results"]:
+        doc_id = row["id"]
+        status, data, headers = server.request("GET", "/%s/%s?open_revs=all&revs=true&attachments=true" % (db, quote_id(doc_id)))
+        assert status == 200, (doc_id, status, data[:200])
+        leaves = {}
+        for entry in json.loads(data):
+            doc = entry.get("ok")
+            if doc is None:
+                continue
+            attachments = {}
+            for name, meta in (doc.pop("_attachments", None) or {}).items():
+                content = base64.b64decode(meta["data"]) if "data" in meta else None
+                attachments[name] = (meta.get("content_type"), meta.get("revpos"), meta.get("digest"),
+                                     hashlib.md5(content).hexdigest() if content is not None else "stub", len(content or b""))
+            revisions = doc.pop("_revisions", None)
+            rev = doc.pop("_rev")
+            doc.pop("_id", None)
+            leaves[rev] = (json.dumps(doc, sort_keys=True), json.dumps(revisions), attachments)
+        result[doc_id] = leaves
+    return result
+
+
+def compare(expected, actual, digests=True):
+    problems = []
+    for doc_id in sorted(set(expected) | set(actual)):
+        if doc_id not in actual:
+            problems.append("missing document %r" % doc_id)
+            continue
+        if doc_id not in expected:
+            problems.append("extra document %r" % doc_id)
+            continue
+        left, right = expected[doc_id], actual[doc_id]
+        if set(left) != set(right):
+            problems.append("%r leaves %s != %s" % (doc_id, sorted(left), sorted(right)))
+            continue
+        for rev in left:
+            (body_a, revs_a, atts_a), (body_b, revs_b, atts_b) = left[rev], right[rev]
+            if body_a != body_b:
+                problems.append("%r %s body %s != %s" % (doc_id, rev, body_a[:120], body_b[:120]))
+            if revs_a != revs_b:
+                problems.append("%r %s _revisions differ" % (doc_id, rev))
+            if set(atts_a) != set(atts_b):
+                problems.append("%r %s attachments %s != %s" % (doc_id, rev, sorted(atts_a), sorted(atts_b)))
+                continue
+            for name in atts_a:
+                a, b = atts_a[name], atts_b[name]
+                if not digests:
+                    a, b = a[:2] + a[3:], b[:2] + b[3:]
+                if a != b:
+                    problems.append("%r %s %r: %s != %s" % (doc_id, rev, name, a, b))
+    return problems
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+def couch_replicate(couch, source, target, continuous=False, create_target=True):
+    body = {"source": source, "target": target, "create_target": create_target}
+    if continuous:
+        body["continuous"] = True
+    status, data, _ = couch.request("POST", "/_replicate", body, timeout=900)
+    answer = json.loads(data)
+    if status >= 400 or not answer.get("ok"):
+        raise AssertionError("_replicate %s -> %s: %d %s" % (source, target, status, data[:500]))
+    failures = sum(entry.get("doc_write_failures", 0) for entry in answer.get("history", [])[:1])
+    if failures:
+        raise AssertionError("_replicate reported %d write failures" % failures)
+    return answer
+
+
+def main():
+    couch_url = os.environ.get("COUCHDB_URL")
+    if not couch_url:
+        print("COUCHDB_URL is not set: no CouchDB to test against; nothing run.")
+        return 0
+    binary = os.path.abspath(sys.argv[1])
+    couch = Endpoint(couch_url)
+    version = couch.json("GET", "/")["version"]
+    folder = tempfile.mkdtemp(prefix="docstore-couch-interop-")
+    process = subprocess.Popen([binary, "serve", "--data", os.path.join(folder, "server"), "--port", "0", "--admin", "admin:secret"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    passed = failed = 0
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
+        assert match, "docstore serve did not start"
+        docstore = Endpoint("http://admin:secret@127.0.0.1:%s" % match.group(1))
+        # CouchDB's replicator reaches docstore through the loopback address as well.
+        source = PREFIX + "src"
+        print("CouchDB %s at %s, docstore serve at %s" % (version, couch.base, docstore.base))
+        build_corpus(couch, source)
+        expected = snapshot(couch, source)
+        local = os.path.join(folder, "local")
+
+        def run(name, body):
+            nonlocal passed, failed
+            started = time.time()
+            try:
+                problems = body() or []
+                if problems:
+                    raise AssertionError("; ".join(problems[:8]) + (" (+%d more)" % (len(problems) - 8) if len(problems) > 8 else ""))
+                passed += 1
+                print("ok   %s (%.1f s)" % (name, time.time() - started))
+            except Exception as error:  # noqa: BLE001 - every failure is reported
+                failed += 1
+                print("FAIL %s: %s" % (name, error))
+
+        def replicate_cli(source_url, target_url):
+            done = subprocess.run([binary, "replicate", source_url, target_url, "--create-target"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+            if done.returncode != 0:
+                raise AssertionError("docstore replicate %s -> %s: %s" % (source_url, target_url, done.stdout[-500:]))
+
+        run("CouchDB replicator pushes to docstore serve (one-shot)", lambda: (
+            couch_replicate(couch, couch.url(source), docstore.url("pushed")),
+            compare(expected, snapshot(docstore, "pushed")))[1])
+        run("CouchDB replicator pulls from docstore serve (one-shot)", lambda: (
+            couch.request("DELETE", "/" + PREFIX + "pulled"),
+            couch_replicate(couch, docstore.url("pushed"), couch.url(PREFIX + "pulled")),
+            compare(expected, snapshot(couch, PREFIX + "pulled")))[2])
+
+        def continuous():
+            couch.request("DELETE", "/" + PREFIX + "cont")
+            docstore.recreate("cont")  # the pull starts at once, before the push could create it
+            push = couch_replicate(couch, couch.url(source), docstore.url("cont"), continuous=True)
+            pull = couch_replicate(couch, docstore.url("cont"), couch.url(PREFIX + "cont"), continuous=True)
+            try:
+                # Later writes on the source, with attachments and a conflict, flow through both.
+                couch.json("PUT", "/%s/late-1" % source, {"late": 1, "_attachments": {"late.txt": att(words(3000, 9), "text/plain")}})
+                status, data, _ = couch.request("POST", "/%s/_bulk_docs" % source, {"new_edits": False, "docs": [
+                    {"_id": "fork", "_rev": "4-later", "_revisions": {"start": 4, "ids": ["later", "right", "mid", "root"]},
+                     "side": "right, later", "_attachments": {"right.png": {"stub": True, "revpos": 3},
+                                                              "added-later.txt": att(words(500, 10), "text/plain", revpos=4)}}]})
+                assert status == 201 and json.loads(data) == [], data
+                def arrived(server, db):
+                    status, data, _ = server.request("GET", "/%s/fork?open_revs=all" % db)
+                    leaves = [entry["ok"]["_rev"] for entry in json.loads(data) if "ok" in entry] if status == 200 else []
+                    return server.request("GET", "/%s/late-1" % db)[0] == 200 and "4-later" in leaves
+                wait_for(lambda: arrived(docstore, "cont"), 120, "the continuous push")
+                wait_for(lambda: arrived(couch, PREFIX + "cont"), 120, "the continuous pull")
+                final = snapshot(couch, source)
+                return compare(final, snapshot(docstore, "cont")) + compare(final, snapshot(couch, PREFIX + "cont"))
+            finally:
+                for job in (push, pull):
+                    couch.request("POST", "/_replicate", {"replication_id": job.get("_local_id"), "cancel": True})
+        run("CouchDB replicator, continuous push to and pull from docstore serve", continuous)
+
+        run("docstore replicate CouchDB -> local", lambda: (
+            replicate_cli(couch.url(source), os.path.join(local, "copy")), [])[1])
+        run("docstore replicate local -> CouchDB", lambda: (
+            couch.request("DELETE", "/" + PREFIX + "roundtrip"),
+            replicate_cli(os.path.join(local, "copy"), couch.url(PREFIX + "roundtrip")),
+            compare(snapshot(couch, source), snapshot(couch, PREFIX + "roundtrip")))[2])
+        run("docstore replicate local -> docstore serve -> CouchDB (DocSync both ways)", lambda: (
+            couch.request("DELETE", "/" + PREFIX + "via_server"),
+            replicate_cli(os.path.join(local, "copy"), docstore.url("from_local")),
+            replicate_cli(docstore.url("from_local"), couch.url(PREFIX + "via_server")),
+            compare(snapshot(couch, source), snapshot(couch, PREFIX + "via_server")))[3])
+        run("a second docstore replicate moves nothing and stays equal", lambda: (
+            replicate_cli(couch.url(source), os.path.join(local, "copy")),
+            replicate_cli(os.path.join(local, "copy"), couch.url(PREFIX + "roundtrip")),
+            compare(snapshot(couch, source), snapshot(couch, PREFIX + "roundtrip")))[2])
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        for db in ("src", "pulled", "cont", "roundtrip", "via_server"):
+            couch.request("DELETE", "/" + PREFIX + db)
+        shutil.rmtree(folder, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
