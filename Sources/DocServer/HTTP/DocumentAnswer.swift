@@ -56,7 +56,7 @@ struct DocumentOptions: Sendable {
 }
 
 extension DocServer {
-    /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, `_deleted`, body,
+    /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, body, `_deleted`,
     /// `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_attachments`).
     ///
     /// - Parameters:

@@ -24,6 +24,8 @@ struct ChangesRequest: Sendable {
     var selector: Selector?
     /// Only documents in one of these channels (`filter=sync_gateway/bychannel`).
     var channels: Set<String>?
+    /// Only design documents (`filter=_design`).
+    var designOnly = false
     /// A filter function registered in Swift, with the request's parameters.
     var function: (filter: ChangesFilterFunction, parameters: [String: String])?
 
@@ -94,6 +96,8 @@ struct ChangesRequest: Sendable {
                 throw CouchError.badRequest("filter=_selector needs a selector")
             }
             self.selector = try Selector(selector)
+        case "_design"?:
+            designOnly = true
         case "sync_gateway/bychannel"?:
             var names: [String] = []
             if case .array(let list)? = body["channels"] { names = list.compactMap(\.stringValue) }
@@ -105,7 +109,7 @@ struct ChangesRequest: Sendable {
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
             function = (filters[name]!, parameters)
         case let other?:
-            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, sync_gateway/bychannel and the registered filters")
+            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, _design, sync_gateway/bychannel and the registered filters")
         }
         if feed == .continuous || feed == .eventsource { descending = false }
     }
@@ -126,11 +130,31 @@ extension DocServer {
         case .longpoll:
             // Subscribe before reading, so that a change between the read and the wait is not missed.
             let commits = db.changeBatches()
-            var (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            if rows.isEmpty, await commits.waitForNext(timeout: parameters.timeout) {
-                (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
+            let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
+            if !rows.isEmpty { return Response.json(try await changesBody(db, rows, last: last)) }
+            // Nothing yet: as CouchDB, the answer starts at once and waits for the first change, with a
+            // newline every heartbeat; without a heartbeat it ends after the timeout.
+            let body = ResponseBody { [self] writer in
+                try await writer.write(ByteBuffer(string: "{\"results\":[\n"))
+                var (rows, last) = (rows, last)
+                var waited: Duration = .zero
+                while !Task.isCancelled, !db.isClosed {
+                    let wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
+                    if await commits.waitForNext(timeout: wait) {
+                        (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
+                        if !rows.isEmpty { break }
+                        continue
+                    }
+                    waited += wait
+                    guard parameters.heartbeat != nil, request.query["timeout"] == nil || waited < parameters.timeout else { break }
+                    try await writer.write(ByteBuffer(string: "\n"))
+                }
+                let pending = try await db.pendingChangeCount(since: last)
+                let text = rows.map(\.description).joined(separator: ",\n") + "\n],\n\"last_seq\":\(last),\"pending\":\(pending)}\n"
+                try await writer.write(ByteBuffer(string: text))
+                try await writer.finish(nil)
             }
-            return Response.json(try await changesBody(db, rows, last: last))
+            return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
         case .continuous, .eventsource:
             let eventSource = parameters.feed == .eventsource
             let body = ResponseBody { [self] writer in
@@ -191,7 +215,7 @@ extension DocServer {
         if parameters.descending {
             // Without filters every row is kept, so SQLite can stop at the limit.
             let unfiltered = !filtering && parameters.documentIDs == nil && parameters.channels == nil
-                && parameters.selector == nil && parameters.function == nil
+                && parameters.selector == nil && parameters.function == nil && !parameters.designOnly
             let page = try await db.changes(since: since, limit: unfiltered ? parameters.limit : nil,
                                             includeDocuments: needDocuments, descending: true)
             for change in page.changes where rows.count < limit {
@@ -216,6 +240,7 @@ extension DocServer {
     private func changeRow(_ db: Database, _ change: Change, _ parameters: ChangesRequest,
                            principal: Principal) async throws -> JSON? {
         if let ids = parameters.documentIDs, !ids.contains(ExactString(change.id)) { return nil }
+        if parameters.designOnly, !change.id.hasPrefix("_design/") { return nil }
         let document = change.document
         let channels = document?.channels ?? []
         if !principal.readsEverything, !principal.canRead(channels) { return nil }

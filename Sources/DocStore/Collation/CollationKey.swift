@@ -46,10 +46,16 @@ public enum CollationKey {
         return bytes
     }
 
-    /// The encoding of a document id as the tie-breaker of equal keys (a string key).
+    /// The encoding of a document id as the tie-breaker of equal keys: its UTF-8 bytes, as CouchDB orders
+    /// the ids of rows with equal keys (raw bytes, not collation: the NFC and NFD spellings of an id are
+    /// two documents, which an ICU sort key would merge).
     static func encodeDocumentID(_ id: String, collation: Collation) -> [UInt8] {
-        encode(.string(id), collation: collation)
+        Array(id.utf8)
     }
+
+    /// Names the encoding of ``encodeDocumentID(_:collation:)`` in an index's recorded collator version,
+    /// so that indexes built with another one are rebuilt.
+    static let documentIDEncoding = "ids:utf8"
 
     /// Appends the encoding of `value`.
     public static func append(_ value: JSON, to bytes: inout [UInt8], collation: Collation = .unicode) {

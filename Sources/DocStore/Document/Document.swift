@@ -243,8 +243,8 @@ extension Document {
         return Array(revisions.dropFirst())
     }
 
-    /// The document in CouchDB's JSON form, members in CouchDB's order: `_id`, `_rev`, `_deleted` (when
-    /// deleted), the body fields, `_revisions` (when `revisions` is set and the history is known),
+    /// The document in CouchDB's JSON form, members in CouchDB's order: `_id`, `_rev`, the body fields,
+    /// `_deleted` (when deleted), `_revisions` (when `revisions` is set and the history is known),
     /// `_conflicts` (when fetched with conflicts) and `_attachments` (stubs, or inline data with
     /// `attachmentData` for attachments whose content is in memory).
     public func json(attachmentData: Bool = false, revisions: Bool = false) -> JSON {
@@ -252,8 +252,8 @@ extension Document {
         object.reserveCapacity(body.count + 5)
         object["_id"] = .string(id)
         if let revision { object["_rev"] = .string(revision.description) }
-        if isDeleted { object["_deleted"] = true }
         for (key, value) in body { object[key] = value }
+        if isDeleted { object["_deleted"] = true }
         if revisions, let revision {
             let ids = ([revision] + (revisionHistory ?? [])).map { JSON.string($0.digest) }
             object["_revisions"] = ["start": .integer(revision.generation), "ids": .array(ids)]

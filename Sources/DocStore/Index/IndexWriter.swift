@@ -64,7 +64,7 @@ actor IndexWriter {
     private static func register(_ definition: IndexDefinition, on connection: SQLiteConnection) throws -> IndexState {
         guard !definition.name.isEmpty else { throw DocStoreError(.badRequest, "Index name must not be empty") }
         guard definition.reduceChunkSize >= 2 else { throw DocStoreError(.badRequest, "reduceChunkSize must be at least 2") }
-        let collatorVersion = definition.collation == .unicode ? CollationKey.unicodeVersion : "raw"
+        let collatorVersion = (definition.collation == .unicode ? CollationKey.unicodeVersion : "raw") + "/" + CollationKey.documentIDEncoding
         return try connection.transaction(immediate: true) {
             let statement = try connection.prepare(
                 "SELECT id, version, collation, collator_version, last_seq, row_count, int_sum, other_values FROM indexes WHERE name = ?")
