@@ -88,6 +88,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
+            dependencies: ["DocStore"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
