@@ -26,7 +26,11 @@ struct Benchmark: AsyncParsableCommand {
     var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
-                                "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http"]
+                                "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http",
+                                "attachment_stream"]
+
+    @Option(help: "Megabytes of attachments for attachment_stream.")
+    var attachmentMB: Int = 256
 
     func validate() throws {
         guard n >= 100 else { throw ValidationError("--n must be at least 100") }
@@ -49,6 +53,7 @@ struct Benchmark: AsyncParsableCommand {
             return (low, low + 1000 * 100_000 / n - 1)
         }
         var timings: [String: (ours: [Double], baseline: [Double], count: Int)] = [:]
+        var attachmentGrowth: [Double] = []
         func record(_ op: String, count: Int, ours: Double, baseline: Double) {
             var entry = timings[op] ?? ([], [], count)
             entry.ours.append(ours)
@@ -187,6 +192,11 @@ struct Benchmark: AsyncParsableCommand {
                 record("insert_single", count: count, ours: ours, baseline: baseline)
                 await db2.close()
             }
+            if selected.contains("attachment_stream") {
+                let result = try await AttachmentStream(megabytes: attachmentMB, folder: folder).run()
+                record("attachment_stream", count: attachmentMB, ours: result.ours, baseline: result.baseline)
+                attachmentGrowth.append(result.rssGrowthMB)
+            }
         }
 
         for op in Benchmark.allOperations {
@@ -197,6 +207,9 @@ struct Benchmark: AsyncParsableCommand {
                   + "baseline_ops_per_sec=\(format(baselineRate, digits: 0)) ratio=\(format(oursRate / baselineRate))")
         }
         print("peak_rss_mb=\(format(peakResidentMegabytes(), digits: 1))")
+        if !attachmentGrowth.isEmpty {
+            print("attachment_stream_rss_growth_mb=\(format(attachmentGrowth.max()!, digits: 1))")
+        }
     }
 }
 
@@ -226,12 +239,23 @@ func format(_ value: Double, digits: Int = 3) -> String {
 }
 
 /// The high-water mark of resident memory (Linux `VmHWM`), in MB.
-func peakResidentMegabytes() -> Double {
+func peakResidentMegabytes() -> Double { statusMegabytes("VmHWM:") }
+
+/// The resident memory now (Linux `VmRSS`), in MB.
+func residentMegabytes() -> Double { statusMegabytes("VmRSS:") }
+
+private func statusMegabytes(_ field: String) -> Double {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
     else { return 0 }
     let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     return kilobytes / 1024
+}
+
+/// Starts a new high-water mark of resident memory from the current resident size (Linux
+/// `/proc/self/clear_refs`, value 5), so that a peak measured afterwards belongs to what follows.
+func resetPeakResidentMemory() {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
 }
 
 /// Hands the heap's free pages back to the system (glibc keeps them in its per-thread arenas), so

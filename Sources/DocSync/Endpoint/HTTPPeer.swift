@@ -14,6 +14,8 @@ struct HTTPPeer: ReplicationPeer {
     let channelsByFilter: Bool
     /// How many revisions with attachments are fetched or sent at once.
     let maximumRequestsInFlight: Int
+    /// Revisions whose attachments are too large to hold in memory move one at a time.
+    let largeTransfers = TransferLimiter(limit: 2)
 
     /// Connects: reads the server's welcome to learn its vendor.
     static func connect(_ url: URL, configuration: ReplicationConfiguration) async throws -> HTTPPeer {
@@ -312,15 +314,25 @@ struct HTTPPeer: ReplicationPeer {
         let response: URLResponse
         do {
             if (expectedSize ?? Int.max) > HTTPPeer.inMemoryAnswerLimit {
-                let (file, answer) = try await session.download(for: urlRequest)
-                (body, response) = (.file(file), answer)
+                return try await largeTransfers.run { [self, urlRequest, path] in
+                    let (file, answer) = try await session.download(for: urlRequest)
+                    return try await readOpenRevision(.file(file), answer, request: request, path: path, stagingInto: stagingDatabase)
+                }
             } else {
                 let (data, answer) = try await session.response(for: urlRequest)
                 (body, response) = (.memory(data), answer)
             }
+        } catch let error as ReplicationError {
+            throw error
         } catch {
             throw ReplicationError(.network, "GET \(databaseURL.path)/\(request.id): \(error.localizedDescription)", cause: error)
         }
+        return try await readOpenRevision(body, response, request: request, path: path, stagingInto: stagingDatabase)
+    }
+
+    /// The revisions of an `open_revs` answer (removing its file, if it was downloaded).
+    private func readOpenRevision(_ body: ResponseBody, _ response: URLResponse, request: FetchRequest, path: String,
+                                  stagingInto stagingDatabase: Database?) async throws -> [Document] {
         defer { body.remove() }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         if status == 404 { return [] }
@@ -457,9 +469,11 @@ struct HTTPPeer: ReplicationPeer {
                 urlRequest.httpBody = body
                 (data, response) = try await session.response(for: urlRequest)
             } else {
-                let file = try await Self.spool(pieces)
-                defer { try? FileManager.default.removeItem(at: file) }
-                (data, response) = try await session.upload(for: urlRequest, fromFile: file)
+                (data, response) = try await largeTransfers.run { [session, urlRequest, pieces] in
+                    let file = try await Self.spool(pieces)
+                    defer { try? FileManager.default.removeItem(at: file) }
+                    return try await session.upload(for: urlRequest, fromFile: file)
+                }
             }
         } catch let error as DocStoreError {
             throw error

@@ -28,8 +28,12 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("allow-anonymous"), help: "Serve requests without credentials, with administrator rights.")
     var allowAnonymous = false
 
-    @Option(name: .customLong("max-body-mb"), help: "The largest request body, in MB.")
+    @Option(name: .customLong("max-body-mb"), help: "The largest JSON request body, in MB.")
     var maxBodyMegabytes: Int = 64
+
+    @Option(name: .customLong("max-attachment-mb"),
+            help: "The largest attachment, in MB (streamed to and from the database, never held whole).")
+    var maxAttachmentMegabytes: Int = 1024
 
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -38,6 +42,7 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.allowAnonymous = allowAnonymous
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
+        configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
         if let admin {
             guard let colon = admin.firstIndex(of: ":"), colon != admin.startIndex else {
                 fail("bad_request: --admin must be NAME:PASSWORD")
