@@ -134,8 +134,10 @@ struct MultipartBody: Sendable {
 
     mutating func append(_ bytes: [UInt8]) {
         length += bytes.count
-        if case .bytes(let previous)? = pieces.last {
-            pieces[pieces.count - 1] = .bytes(previous + bytes)
+        if case .bytes(var previous)? = pieces.last {
+            pieces.removeLast()
+            previous += bytes
+            pieces.append(.bytes(previous))
         } else {
             pieces.append(.bytes(bytes))
         }

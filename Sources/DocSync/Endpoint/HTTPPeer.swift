@@ -277,8 +277,12 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     /// Answers larger than this (by the attachment lengths a `_bulk_get` reported) are downloaded to a
-    /// file rather than held in memory.
+    /// file rather than held in memory, and requests larger than this are sent from a file.
     static let inMemoryAnswerLimit = 1024 * 1024
+
+    /// A revision whose attachment bytes to send are at most this many, all stored as they are, goes
+    /// inline (base64) in `_bulk_docs` rather than in a multipart PUT of its own.
+    static let inlineAttachmentLimit = 64 * 1024
 
     /// Each revision with its attachments, `maximumRequestsInFlight` requests at a time.
     private func fetchWithAttachments(_ requests: [(FetchRequest, Int?)], stagingInto stagingDatabase: Database?) async throws -> [Document] {
@@ -359,7 +363,8 @@ struct HTTPPeer: ReplicationPeer {
         var multipart: [Document] = []
         for document in documents {
             let contents = document.attachments.values.filter { !$0.isStub }
-            let inline = contents.allSatisfy { $0.encoding == .identity } && contents.reduce(0) { $0 + $1.encodedLength } <= 64 * 1024
+            let inline = contents.allSatisfy { $0.encoding == .identity }
+                && contents.reduce(0) { $0 + $1.encodedLength } <= HTTPPeer.inlineAttachmentLimit
             if inline { bulk.append(document) } else { multipart.append(document) }
         }
         if !bulk.isEmpty { try await storeInBulk(bulk, into: &outcome) }

@@ -25,11 +25,6 @@ struct StoreOutcome: Sendable {
     var missingStubs: [Document] = []
 }
 
-extension Document {
-    /// Whether every attachment carries its content (no stub).
-    var hasNoStubs: Bool { attachments.values.allSatisfy { !$0.isStub } }
-}
-
 /// How a source's changes are filtered.
 struct ChangesFilter: Sendable {
     var documentIDs: [String]?

@@ -1,0 +1,129 @@
+@testable import DocServer
+import DocStore
+@testable import DocSync
+import Foundation
+import Synchronization
+import XCTest
+
+/// Attachments through replication with DocServer: every leaf of a conflict complete with its own
+/// attachments, gzip bytes kept as they are, large ones streamed both ways, refused stubs sent again.
+final class AttachmentReplicationTests: XCTestCase {
+    private func words(_ count: Int) -> Data {
+        Data((0..<count).map { ["leaf ", "stub ", "gzip ", "digest "][$0 % 4] }.joined().utf8)
+    }
+
+    private func replicate(_ source: ReplicationEndpoint, _ target: ReplicationEndpoint) async throws -> ReplicatorStatus {
+        let status = try await Replicator(configuration: ReplicationConfiguration(source: source, target: target)).run()
+        XCTAssertEqual(status.documentWriteFailures, 0)
+        return status
+    }
+
+    /// A document whose leaves carry different attachments — one gzip-encoded, one large enough to be
+    /// streamed through files, a deleted leaf with one — reaches a server and comes back with every
+    /// leaf, history, digest and byte intact.
+    func testConflictedLeavesWithDifferentAttachmentsTravelComplete() async throws {
+        let origin = try await makeDatabase("origin")
+        let (_, url, served) = try await makeServer()
+        let base = Data("base".utf8)
+        let text = words(5000)
+        let gzip = try GzipStream.compress(text)
+        let large = Data((0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
+        func revision(_ json: String, _ attachments: [String: Attachment]) throws -> Document {
+            var document = try Document(json: json)
+            for (name, attachment) in attachments { document.attachments[name] = attachment }
+            return document
+        }
+        var baseAttachment = Attachment(data: base, contentType: "text/plain")
+        baseAttachment.revpos = 1
+        var gzipAttachment = try Attachment(encodedData: gzip, encoding: .gzip, contentType: "text/plain")
+        gzipAttachment.revpos = 2
+        var largeAttachment = Attachment(data: large, contentType: "application/octet-stream")
+        largeAttachment.revpos = 2
+        var lastWords = Attachment(data: Data("gone".utf8), contentType: "text/plain")
+        lastWords.revpos = 2
+        let results = try await origin.insertRevisions([
+            try revision(#"{"_id":"c","_rev":"1-a","v":0}"#, ["base.txt": baseAttachment]),
+            try revision(#"{"_id":"c","_rev":"2-left","_revisions":{"start":2,"ids":["left","a"]},"side":"left","_attachments":{"base.txt":{"stub":true}}}"#,
+                         ["words.txt": gzipAttachment]),
+            try revision(#"{"_id":"c","_rev":"2-right","_revisions":{"start":2,"ids":["right","a"]},"side":"right"}"#, ["big.bin": largeAttachment]),
+            try revision(#"{"_id":"c","_rev":"2-gone","_revisions":{"start":2,"ids":["gone","a"]},"_deleted":true}"#, ["last.txt": lastWords]),
+        ])
+        XCTAssertTrue(results.allSatisfy(\.isSuccess), "\(results.compactMap(\.error))")
+
+        _ = try await replicate(.local(origin), .remote(url))
+        let expectedFound = try await origin.comparedLeaves(of: "c")
+        let expected = try XCTUnwrap(expectedFound)
+        XCTAssertEqual(expected.count, 3)
+        let onServerFound = try await served.comparedLeaves(of: "c")
+        let onServer = try XCTUnwrap(onServerFound)
+        XCTAssertEqual(Set(onServer.keys), Set(expected.keys))
+        for (revision, leaf) in expected { XCTAssertEqual(leaf.matches(onServer[revision]!), [], revision) }
+        let stored = try await served.document(withID: "c", revision: RevisionID("2-left"))?.attachments["words.txt"]
+        XCTAssertEqual(stored?.encoding, .gzip, "gzip bytes stay gzip")
+        XCTAssertEqual(stored?.digest, Attachment.digest(of: gzip))
+
+        let back = try await makeDatabase("back")
+        _ = try await replicate(.remote(url), .local(back))
+        let pulledFound = try await back.comparedLeaves(of: "c")
+        let pulled = try XCTUnwrap(pulledFound)
+        for (revision, leaf) in expected { XCTAssertEqual(leaf.matches(pulled[revision]!), [], revision) }
+
+        // A later revision on one branch carries the others by stub; only its new attachment travels.
+        let nextFound = try await origin.document(withID: "c", revision: RevisionID("2-left"))
+        var next = try XCTUnwrap(nextFound)
+        next.attachments["new.txt"] = Attachment(data: Data("new".utf8), contentType: "text/plain")
+        next = try await origin.save(next)
+        _ = try await replicate(.local(origin), .remote(url))
+        _ = try await replicate(.remote(url), .local(back))
+        let latestFound = try await back.comparedLeaves(of: "c")
+        let latest = try XCTUnwrap(latestFound)
+        let wantFound = try await origin.comparedLeaves(of: "c")
+        let want = try XCTUnwrap(wantFound)
+        XCTAssertEqual(Set(latest.keys), Set(want.keys))
+        for (revision, leaf) in want { XCTAssertEqual(leaf.matches(latest[revision]!), [], revision) }
+    }
+
+    /// A stub the target cannot resolve (here: the source claims an attachment dates from a revision
+    /// the target holds without it) is refused with `missing_stub`; the revision then goes again with
+    /// every attachment.
+    func testRefusedStubsAreSentAgainWithTheirBytes() async throws {
+        let origin = try await makeDatabase("origin")
+        let (_, url, served) = try await makeServer()
+        let root = try Document(json: #"{"_id":"s","_rev":"1-a","v":1}"#)
+        _ = try await origin.insertRevisions([root])
+        _ = try await served.insertRevisions([root])
+        var child = try Document(json: #"{"_id":"s","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]},"v":2}"#)
+        var attachment = Attachment(data: Data("claimed old".utf8), contentType: "text/plain")
+        attachment.revpos = 1
+        child.attachments["old.txt"] = attachment
+        let inserted = try await origin.insertRevisions([child])
+        XCTAssertTrue(inserted[0].isSuccess)
+
+        _ = try await replicate(.local(origin), .remote(url))
+        let bytes = try await served.attachmentData(named: "old.txt", documentID: "s")
+        XCTAssertEqual(bytes, Data("claimed old".utf8))
+    }
+
+    func testTransferLimiterRunsAtMostItsLimitAtOnce() async throws {
+        let limiter = TransferLimiter(limit: 2)
+        final class Counts: Sendable { let state = Mutex((running: 0, most: 0)) }
+        let counts = Counts()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<12 {
+                group.addTask {
+                    try await limiter.run {
+                        counts.state.withLock { $0.running += 1; $0.most = max($0.most, $0.running) }
+                        for _ in 0..<50 { await Task.yield() }
+                        counts.state.withLock { $0.running -= 1 }
+                        return index
+                    }
+                }
+            }
+            var finished = Set<Int>()
+            for try await index in group { finished.insert(index) }
+            XCTAssertEqual(finished, Set(0..<12))
+        }
+        XCTAssertLessThanOrEqual(counts.state.withLock { $0.most }, 2)
+        XCTAssertEqual(counts.state.withLock { $0.running }, 0)
+    }
+}
