@@ -29,7 +29,7 @@ struct AttachmentStream {
         var generator = SplitMix64(seed: 7)
         var piece = [UInt8](repeating: 0, count: 1024 * 1024)
         let file = work.appendingPathComponent("raw.bin")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         let rawFile = try FileHandle(forWritingTo: file)
         for index in 0..<count {
             let writer = try source.attachmentWriter(contentType: "application/octet-stream")
@@ -93,7 +93,7 @@ struct AttachmentStream {
     static func copy(_ source: URL, to target: URL) throws {
         let input = try FileHandle(forReadingFrom: source)
         defer { try? input.close() }
-        FileManager.default.createFile(atPath: target.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: target.path, contents: nil)
         let output = try FileHandle(forWritingTo: target)
         defer { try? output.close() }
         while let data = try input.read(upToCount: 1024 * 1024), !data.isEmpty {

@@ -217,7 +217,7 @@ public enum JSONCollator {
     private static func compareStrings(_ a: String, _ b: String, _ collation: Collation) -> Int {
         switch collation {
         case .raw:
-            if a.utf8.elementsEqual(b.utf8) { return 0 }
+            if a.isIdentical(to: b) { return 0 }
             return a.utf8.lexicographicallyPrecedes(b.utf8) ? -1 : 1
         case .unicode:
             let x = Array(a.utf16) + [0], y = Array(b.utf16) + [0]  // + [0]: never an empty buffer

@@ -62,7 +62,7 @@ public struct JSONObject: Sendable, Hashable {
 
     @usableFromInline func index(forKey key: String) -> Int? {
         if let positions { return positions[ExactString(key)] }
-        return members.firstIndex { $0.key.utf8.elementsEqual(key.utf8) }
+        return members.firstIndex { $0.key.isIdentical(to: key) }
     }
 
     private mutating func append(_ key: String, _ value: JSON) {
@@ -122,7 +122,7 @@ public struct JSONObject: Sendable, Hashable {
     /// Order-sensitive: the same keys (by their bytes) with the same values in the same order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.members.count == rhs.members.count
-            && zip(lhs.members, rhs.members).allSatisfy { $0.key.utf8.elementsEqual($1.key.utf8) && $0.value == $1.value }
+            && zip(lhs.members, rhs.members).allSatisfy { $0.key.isIdentical(to: $1.key) && $0.value == $1.value }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -360,7 +360,7 @@ struct JSONReader: ~Copyable {
                 let bit = UInt64(1) &<< (hash >> 57 & 63)
                 let alreadySeen = hash >> 63 == 0 ? seen.0 & bit != 0 : seen.1 & bit != 0
                 if alreadySeen {
-                    for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key.utf8.elementsEqual(memberStack[i].key.utf8) { return i }
+                    for j in start..<i where keyInfoStack[j].hash == hash && memberStack[j].key.isIdentical(to: memberStack[i].key) { return i }
                 }
                 if hash >> 63 == 0 { seen.0 |= bit } else { seen.1 |= bit }
             }

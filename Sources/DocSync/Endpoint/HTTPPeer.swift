@@ -263,8 +263,7 @@ struct HTTPPeer: ReplicationPeer {
                 let document = try Document(json: ok)
                 // Without an attachment added after the newest of the target's leaves on its history,
                 // the stubs are valid there; otherwise the revision is fetched again with its attachments.
-                let known = (document.revisionHistory ?? []).first(where: request.possibleAncestors.contains)?.generation ?? -1
-                if document.attachments.values.allSatisfy({ ($0.revpos ?? Int.max) <= known }) {
+                if document.attachments.isEmpty || HTTPPeer.stubsAreValid(document, possibleAncestors: request.possibleAncestors) {
                     documents.append(document)
                 } else {
                     let size = document.attachments.values.reduce(0) { $0 + $1.length }
@@ -274,6 +273,13 @@ struct HTTPPeer: ReplicationPeer {
             }
         }
         return documents + (try await fetchWithAttachments(withAttachments, stagingInto: stagingDatabase))
+    }
+
+    /// Whether every attachment of a revision fetched without attachment bodies was added no later
+    /// than the newest of the target's possible ancestors on the revision's history.
+    private static func stubsAreValid(_ document: Document, possibleAncestors: [RevisionID]) -> Bool {
+        let known = (document.revisionHistory ?? []).first(where: possibleAncestors.contains)?.generation ?? -1
+        return document.attachments.values.allSatisfy { ($0.revpos ?? Int.max) <= known }
     }
 
     /// Answers larger than this (by the attachment lengths a `_bulk_get` reported) are downloaded to a
