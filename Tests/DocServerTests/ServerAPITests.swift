@@ -131,6 +131,18 @@ final class ServerAPITests: XCTestCase {
         let latest = try await server.request("GET", "/db/c?open_revs=%5B%221-aaa%22%5D&latest=true")
         XCTAssertEqual(latest.json.arrayValue?.count, 2, "latest=true replaces an ancestor by its leaves")
 
+        // _bulk_get reads every request in one snapshot; latest=true answers an ancestor with its leaves.
+        let bulkLatest = try await server.request("POST", "/db/_bulk_get?revs=true&latest=true", json: ["docs": [
+            ["id": "c", "rev": "1-aaa"], ["id": "c", "rev": "2-bbb"], ["id": "c", "rev": "bad"], ["id": "c"], ["id": "c", "rev": "1-zzz"],
+        ]])
+        let latestResults = try XCTUnwrap(bulkLatest.json["results"]?.arrayValue)
+        XCTAssertEqual(latestResults.map { $0["docs"]?.arrayValue?.map { $0["ok"]?["_rev"] ?? $0["error"]?["error"] ?? .null } },
+                       [["2-ccc", "2-bbb"], ["2-bbb"], ["bad_request"], ["2-ccc"], ["not_found"]])
+        XCTAssertEqual(latestResults[0]["docs"]?[1]?["ok"]?["_revisions"], ["start": 2, "ids": ["bbb", "aaa"]])
+        let withoutLatest = try await server.request("POST", "/db/_bulk_get", json: ["docs": [["id": "c", "rev": "1-aaa"]]])
+        XCTAssertEqual(withoutLatest.json["results"]?[0]?["docs"]?[0]?["error"]?["error"], "not_found",
+                       "without latest, an ancestor whose body is not stored is missing")
+
         let multipart = try await server.request("GET", "/db/c?open_revs=all", headers: ["Accept": "multipart/mixed"])
         let contentType = try XCTUnwrap(multipart.header("Content-Type"))
         XCTAssertTrue(contentType.hasPrefix("multipart/mixed"), contentType)

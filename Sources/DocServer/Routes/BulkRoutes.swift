@@ -76,45 +76,57 @@ extension DocServer {
         let base = try DocumentOptions(request)
         let multipart = !request.accepts("application/json")
             && (request.accepts("multipart/mixed") || request.accepts("multipart/related"))
+        // The requests first, then every revision they name read in one snapshot.
+        struct Item {
+            var id: String?
+            var revisionText: String?
+            var options: DocumentOptions
+            var read: Int?
+        }
+        var list: [Item] = []
+        var reads: [(id: String, revision: RevisionID?)] = []
+        for entry in items {
+            guard case .object(let spec) = entry, let id = spec["id"]?.stringValue else {
+                list.append(Item(id: nil, revisionText: nil, options: base, read: nil))
+                continue
+            }
+            var item = Item(id: id, revisionText: spec["rev"]?.stringValue, options: base, read: nil)
+            if let since = spec["atts_since"], since.arrayValue?.isEmpty == false {
+                item.options.attsSince = try DocumentOptions.revisions(since, name: "atts_since")
+                item.options.attachments = true
+            }
+            let revision = item.revisionText.flatMap(RevisionID.init)
+            if item.revisionText == nil || revision != nil {
+                item.read = reads.count
+                reads.append((id, revision))
+            }
+            list.append(item)
+        }
+        let found = try await db.revisionsWithHistory(reads, latest: base.latest)
+
         var results: [JSON] = []
         let boundary = "--" + Multipart.makeBoundary()
         var parts = MultipartBody()
-        for item in items {
-            guard case .object(let spec) = item, let id = spec["id"]?.stringValue else {
+        for item in list {
+            guard let id = item.id else {
                 let error: JSONObject = ["id": .null, "rev": .null, "error": "bad_request", "reason": "Missing id"]
                 results.append(["id": .null, "docs": [["error": .object(error)]]])
                 if multipart { appendBulkGetError(error, to: &parts, boundary: boundary) }
                 continue
             }
-            var options = base
-            if let since = spec["atts_since"], since.arrayValue?.isEmpty == false {
-                options.attsSince = try DocumentOptions.revisions(since, name: "atts_since")
-                options.attachments = true
-            }
-            let revisionText = spec["rev"]?.stringValue
             func failure(_ error: String, _ reason: String) -> JSONObject {
-                ["id": .string(id), "rev": revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]
+                ["id": .string(id), "rev": item.revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]
             }
             var docs: [JSON] = []
-            if let revisionText, RevisionID(revisionText) == nil {
-                docs.append(["error": .object(failure("bad_request", "Invalid rev format"))])
-            } else {
-                var revisions: [RevisionID?] = [revisionText.flatMap(RevisionID.init)]
-                if options.latest, let requested = revisions[0], let tree = try await db.revisionTree(ofDocumentWithID: id),
-                    tree.contains(requested), !tree.isLeaf(requested) {
-                    revisions = leaves(descendingFrom: requested, in: tree)
-                }
-                for revision in revisions {
-                    guard let document = try await db.document(withID: id, revision: revision, includeRevisionHistory: true) else {
-                        docs.append(["error": .object(failure("not_found", "missing"))])
-                        continue
-                    }
+            if let read = item.read {
+                if found[read].isEmpty { docs.append(["error": .object(failure("not_found", "missing"))]) }
+                for document in found[read] {
                     guard principal.canRead(document.channels) else {
                         docs.append(["error": .object(failure("forbidden", "You are not allowed to access this document."))])
                         continue
                     }
-                    let answer = try await self.answer(for: document, in: db, options, withData: multipart || options.attachments,
-                                                       multipart: multipart)
+                    let answer = try await self.answer(for: document, in: db, item.options,
+                                                       withData: multipart || item.options.attachments, multipart: multipart)
                     docs.append(["ok": answer.json])
                     guard multipart else { continue }
                     if answer.following.isEmpty {
@@ -129,6 +141,8 @@ extension DocServer {
                         parts.appendRelated(answer, boundary: inner)
                     }
                 }
+            } else {
+                docs.append(["error": .object(failure("bad_request", "Invalid rev format"))])
             }
             if multipart {
                 for doc in docs { if case .object(let error)? = doc["error"] { appendBulkGetError(error, to: &parts, boundary: boundary) } }
