@@ -16,8 +16,9 @@ struct AttachmentStream {
     let megabytes: Int
     let folder: URL
 
-    /// Seconds for ours and for the baseline, and the resident memory growth in MB.
-    func run() async throws -> (ours: Double, baseline: Double, rssGrowthMB: Double) {
+    /// Seconds for ours and for the baseline, the resident memory growth in MB, and the process's
+    /// resident memory high-water mark before the measurement restarted it.
+    func run() async throws -> (ours: Double, baseline: Double, rssGrowthMB: Double, peakBeforeMB: Double) {
         let total = megabytes * 1024 * 1024
         let count = max(1, total / AttachmentStream.attachmentSize)
         let work = folder.appendingPathComponent("attachment-stream")
@@ -67,7 +68,7 @@ struct AttachmentStream {
         let url = URL(string: "http://127.0.0.1:\(port)/attachments")!
         releaseFreeMemory()
         let before = residentMegabytes()
-        resetPeakResidentMemory()
+        let peakBefore = resetPeakResidentMemory()
         let ours = try await timeAsync {
             var push = ReplicationConfiguration(source: .local(source), target: .remote(url))
             push.createTarget = true
@@ -86,7 +87,7 @@ struct AttachmentStream {
         await pulled.close()
         await server.stop()
         await source.close()
-        return (ours, baseline, growth)
+        return (ours, baseline, growth, peakBefore)
     }
 
     /// Copies a file in 1 MiB reads and writes.
