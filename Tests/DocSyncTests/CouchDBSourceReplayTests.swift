@@ -21,7 +21,7 @@ final class RecordedCouchDBSource: Sendable {
     private let bulkGetResults: [ExactString: JSON]
     private let openRevisions: [String: (contentType: String, body: Data)]
     private let checkpoints = Mutex<[String: JSONObject]>([:])
-    private let task = Mutex<Task<Void, any Error>?>(nil)
+    private let server = LoopbackServer()
     /// Requests no recording could answer.
     let unanswered = Mutex<[String]>([])
 
@@ -52,20 +52,11 @@ final class RecordedCouchDBSource: Sendable {
     }
 
     func start() async throws -> Int {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in try await self.answer(request) },
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) })
-        task.withLock { $0 = Task { try await app.run() } }
-        var iterator = ports.makeAsyncIterator()
-        return await iterator.next() ?? 0
+        try await server.start { [self] request in try await self.answer(request) }
     }
 
     func stop() async {
-        let running = task.withLock { $0 }
-        running?.cancel()
-        _ = try? await running?.value
+        await server.stop()
     }
 
     private func json(_ value: JSON, status: HTTPResponse.Status = .ok) -> Response {

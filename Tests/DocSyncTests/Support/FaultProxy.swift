@@ -27,7 +27,7 @@ final class FaultProxy: Sendable {
     private let rules: Mutex<[Rule]>
     private let counts = Mutex<[String: Int]>([:])
     private let session: URLSession
-    private let task = Mutex<Task<Void, any Error>?>(nil)
+    private let server = LoopbackServer()
 
     init(upstream: String, rules: [Rule]) {
         self.upstream = upstream
@@ -44,20 +44,11 @@ final class FaultProxy: Sendable {
     func requests(to endpoint: String) -> Int { counts.withLock { $0[endpoint] ?? 0 } }
 
     func start() async throws -> Int {
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in try await self.handle(request) },
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) })
-        task.withLock { $0 = Task { try await app.run() } }
-        var iterator = ports.makeAsyncIterator()
-        return await iterator.next() ?? 0
+        try await server.start { [self] request in try await self.handle(request) }
     }
 
     func stop() async {
-        let running = task.withLock { $0 }
-        running?.cancel()
-        _ = try? await running?.value
+        await server.stop()
     }
 
     private func takeFault(for path: String) -> Fault? {
