@@ -386,22 +386,7 @@ public final class Replicator: Sendable {
         let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
         let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
         if chunks.count == 1 { return try await source.fetch(chunks[0], stagingInto: staging) }
-        return try await withThrowingTaskGroup(of: (Int, [Document]).self) { group in
-            var results: [Int: [Document]] = [:]
-            var next = 0
-            func launch() {
-                let index = next
-                let chunk = chunks[index]
-                group.addTask { (index, try await source.fetch(chunk, stagingInto: staging)) }
-                next += 1
-            }
-            while next < min(lanes, chunks.count) { launch() }
-            while let (index, documents) = try await group.next() {
-                results[index] = documents
-                if next < chunks.count { launch() }
-            }
-            return (0..<chunks.count).flatMap { results[$0] ?? [] }
-        }
+        return try await chunks.concurrentMap(limit: lanes) { try await source.fetch($0, stagingInto: staging) }.flatMap { $0 }
     }
 
     /// The endpoint a direction writes into: the target when pushing, the source when pulling.

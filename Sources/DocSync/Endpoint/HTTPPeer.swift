@@ -293,21 +293,9 @@ struct HTTPPeer: ReplicationPeer {
     /// Each revision with its attachments, `maximumRequestsInFlight` requests at a time.
     private func fetchWithAttachments(_ requests: [(FetchRequest, Int?)], stagingInto stagingDatabase: Database?) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
-        return try await withThrowingTaskGroup(of: (Int, [Document]).self) { group in
-            var results: [Int: [Document]] = [:]
-            var next = 0
-            func launch() {
-                let (index, (request, size)) = (next, requests[next])
-                group.addTask { (index, try await self.fetchOpenRevision(request, expectedSize: size, stagingInto: stagingDatabase)) }
-                next += 1
-            }
-            while next < min(maximumRequestsInFlight, requests.count) { launch() }
-            while let (index, documents) = try await group.next() {
-                results[index] = documents
-                if next < requests.count { launch() }
-            }
-            return (0..<requests.count).flatMap { results[$0] ?? [] }
-        }
+        return try await requests.concurrentMap(limit: maximumRequestsInFlight) { request, size in
+            try await self.fetchOpenRevision(request, expectedSize: size, stagingInto: stagingDatabase)
+        }.flatMap { $0 }
     }
 
     /// `GET /db/id?revs=true&open_revs=["rev"]&latest=true&atts_since=[…]` answered as `multipart/mixed`
@@ -374,25 +362,8 @@ struct HTTPPeer: ReplicationPeer {
             if inline { bulk.append(document) } else { multipart.append(document) }
         }
         if !bulk.isEmpty { try await storeInBulk(bulk, into: &outcome) }
-        let answers = try await withThrowingTaskGroup(of: (Int, Int, JSON).self) { group in
-            var answers: [(Int, Int, JSON)] = []
-            var next = 0
-            func launch() {
-                let (index, document) = (next, multipart[next])
-                group.addTask {
-                    let (status, json) = try await putMultipart(document)
-                    return (index, status, json)
-                }
-                next += 1
-            }
-            while next < min(maximumRequestsInFlight, multipart.count) { launch() }
-            while let answer = try await group.next() {
-                answers.append(answer)
-                if next < multipart.count { launch() }
-            }
-            return answers.sorted { $0.0 < $1.0 }
-        }
-        for (index, status, json) in answers { record(multipart[index], status: status, json: json, into: &outcome) }
+        let answers = try await multipart.concurrentMap(limit: maximumRequestsInFlight) { try await putMultipart($0) }
+        for (document, (status, json)) in zip(multipart, answers) { record(document, status: status, json: json, into: &outcome) }
         return outcome
     }
 
