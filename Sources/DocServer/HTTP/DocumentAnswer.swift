@@ -121,48 +121,11 @@ extension DocServer {
     }
 }
 
-/// A multipart answer as the pieces it is written from: bytes, and attachments whose stored bytes are
-/// read from the database in chunks while the answer is sent, so that its size does not matter.
-struct MultipartBody: Sendable {
-    enum Piece: Sendable {
-        case bytes([UInt8])
-        case attachment(Attachment)
-    }
-
-    private(set) var pieces: [Piece] = []
-    private(set) var length = 0
-
-    mutating func append(_ bytes: [UInt8]) {
-        length += bytes.count
-        if case .bytes(var previous)? = pieces.last {
-            pieces.removeLast()
-            previous += bytes
-            pieces.append(.bytes(previous))
-        } else {
-            pieces.append(.bytes(bytes))
-        }
-    }
-
-    mutating func append(_ attachment: Attachment) {
-        length += attachment.encodedLength
-        pieces.append(.attachment(attachment))
-    }
-
-    /// Appends a document as a `multipart/related` body: its JSON, then one part per following attachment
-    /// with CouchDB's part headers (`Content-Disposition`, `Content-Type`, `Content-Length`, and
-    /// `Content-Encoding: gzip` for gzip-stored bytes).
+extension MultipartBody {
+    /// Appends a document answer as a `multipart/related` body: its JSON, then its following
+    /// attachments' parts.
     mutating func appendRelated(_ answer: DocumentAnswer, boundary: String) {
-        append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: true))
-        append((try? answer.json.serialized()) ?? [])
-        for (name, attachment) in answer.following {
-            var headers = [("Content-Disposition", "attachment; filename=\"\(name)\""),
-                           ("Content-Type", attachment.contentType),
-                           ("Content-Length", String(attachment.encodedLength))]
-            if attachment.encoding == .gzip { headers.append(("Content-Encoding", "gzip")) }
-            append(Multipart.partHeader(boundary: boundary, headers: headers, first: false))
-            append(attachment)
-        }
-        append(Multipart.closing(boundary: boundary))
+        appendRelated(json: (try? answer.json.serialized()) ?? [], following: answer.following, boundary: boundary)
     }
 
     /// The answer's body, written piece by piece.

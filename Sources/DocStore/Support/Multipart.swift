@@ -68,6 +68,57 @@ package enum Multipart {
     }
 }
 
+/// A multipart body as the pieces it is written from: bytes, and attachments whose stored bytes the
+/// writer reads in chunks while it sends or spools the body, so that its size does not matter. The
+/// server's `multipart/mixed` and `multipart/related` answers and the replicator's `multipart/related`
+/// uploads are built with it.
+package struct MultipartBody: Sendable {
+    package enum Piece: Sendable {
+        case bytes([UInt8])
+        case attachment(Attachment)
+    }
+
+    package private(set) var pieces: [Piece] = []
+    /// The body's length in bytes (attachments by their stored length).
+    package private(set) var length = 0
+
+    package init() {}
+
+    package mutating func append(_ bytes: [UInt8]) {
+        length += bytes.count
+        if case .bytes(var previous)? = pieces.last {
+            pieces.removeLast()
+            previous += bytes
+            pieces.append(.bytes(previous))
+        } else {
+            pieces.append(.bytes(bytes))
+        }
+    }
+
+    package mutating func append(_ attachment: Attachment) {
+        length += attachment.encodedLength
+        pieces.append(.attachment(attachment))
+    }
+
+    /// Appends a document as a `multipart/related` body: its serialized JSON (whose `_attachments`
+    /// mark the following ones `"follows": true`), then one part per following attachment with
+    /// CouchDB's part headers (`Content-Disposition`, `Content-Type`, `Content-Length`, and
+    /// `Content-Encoding: gzip` for gzip-stored bytes), then the closing delimiter.
+    package mutating func appendRelated(json: [UInt8], following: [(name: String, attachment: Attachment)], boundary: String) {
+        append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: true))
+        append(json)
+        for (name, attachment) in following {
+            var headers = [("Content-Disposition", "attachment; filename=\"\(name)\""),
+                           ("Content-Type", attachment.contentType),
+                           ("Content-Length", String(attachment.encodedLength))]
+            if attachment.encoding == .gzip { headers.append(("Content-Encoding", "gzip")) }
+            append(Multipart.partHeader(boundary: boundary, headers: headers, first: false))
+            append(attachment)
+        }
+        append(Multipart.closing(boundary: boundary))
+    }
+}
+
 /// One header of a multipart part, looked up case-insensitively.
 package struct MultipartHeaders: Sendable {
     package var fields: [(name: String, value: String)]

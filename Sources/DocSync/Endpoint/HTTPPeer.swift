@@ -420,39 +420,25 @@ struct HTTPPeer: ReplicationPeer {
             }
         }
         object["_attachments"] = .object(members)
-        var pieces: [MultipartPiece] = [.bytes(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: true)
-                                               + (try JSON.object(object).serialized()))]
-        for (name, attachment) in following {
-            var headers = [("Content-Disposition", "attachment; filename=\"\(name)\""), ("Content-Type", attachment.contentType),
-                           ("Content-Length", String(attachment.encodedLength))]
-            if attachment.encoding == .gzip { headers.append(("Content-Encoding", "gzip")) }
-            pieces.append(.bytes(Multipart.partHeader(boundary: boundary, headers: headers, first: false)))
-            pieces.append(.attachment(attachment))
-        }
-        pieces.append(.bytes(Multipart.closing(boundary: boundary)))
-        let length = pieces.reduce(0) { total, piece in
-            switch piece {
-            case .bytes(let bytes): return total + bytes.count
-            case .attachment(let attachment): return total + attachment.encodedLength
-            }
-        }
+        var body = MultipartBody()
+        body.appendRelated(json: try JSON.object(object).serialized(), following: following, boundary: boundary)
         var urlRequest = try makeRequest("PUT", "/\(HTTPPeer.encode(document.id))?new_edits=false")
         urlRequest.setValue("multipart/related; boundary=\"\(boundary)\"", forHTTPHeaderField: "Content-Type")
         let data: Data, response: URLResponse
         do {
-            if length <= HTTPPeer.inMemoryAnswerLimit {
-                var body = Data(capacity: length)
-                for piece in pieces {
+            if body.length <= HTTPPeer.inMemoryAnswerLimit {
+                var bytes = Data(capacity: body.length)
+                for piece in body.pieces {
                     switch piece {
-                    case .bytes(let bytes): body.append(contentsOf: bytes)
-                    case .attachment(let attachment): body.append(try await Self.collect(attachment))
+                    case .bytes(let header): bytes.append(contentsOf: header)
+                    case .attachment(let attachment): bytes.append(try await Self.collect(attachment))
                     }
                 }
-                urlRequest.httpBody = body
+                urlRequest.httpBody = bytes
                 (data, response) = try await session.response(for: urlRequest)
             } else {
-                (data, response) = try await largeTransfers.run { [session, urlRequest, pieces] in
-                    let file = try await Self.spool(pieces)
+                (data, response) = try await largeTransfers.run { [session, urlRequest, body] in
+                    let file = try await Self.spool(body)
                     defer { try? FileManager.default.removeItem(at: file) }
                     return try await session.upload(for: urlRequest, fromFile: file)
                 }
@@ -470,14 +456,8 @@ struct HTTPPeer: ReplicationPeer {
         return (status, json)
     }
 
-    /// The bytes of a multipart body: header bytes, and attachments whose stored bytes are read in pieces.
-    private enum MultipartPiece {
-        case bytes([UInt8])
-        case attachment(Attachment)
-    }
-
     /// Writes a multipart body to a new temporary file, attachment by attachment in pieces.
-    private static func spool(_ pieces: [MultipartPiece]) async throws -> URL {
+    private static func spool(_ body: MultipartBody) async throws -> URL {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-\(UUID().uuidString).upload")
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
             throw ReplicationError(.localDatabase, "Cannot create \(file.path)")
@@ -485,7 +465,7 @@ struct HTTPPeer: ReplicationPeer {
         do {
             let handle = try FileHandle(forWritingTo: file)
             defer { try? handle.close() }
-            for piece in pieces {
+            for piece in body.pieces {
                 switch piece {
                 case .bytes(let bytes): try handle.write(contentsOf: bytes)
                 case .attachment(let attachment):
