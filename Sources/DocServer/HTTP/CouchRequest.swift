@@ -2,6 +2,7 @@ import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// A request as the CouchDB routes see it: method, percent-decoded path segments, query parameters,
 /// headers, and the body — collected, or for uploads that may be large (attachments, multipart
@@ -16,6 +17,15 @@ struct CouchRequest: Sendable {
     var body: [UInt8]
     /// The body, not yet read, for the routes that stream it.
     var bodyStream: RequestBody?
+
+    /// Hands the body to `consume` in pieces: as they arrive when it is streamed, else whole.
+    func readBody(_ consume: (ByteBufferView) async throws -> Void) async throws {
+        if let bodyStream {
+            for try await buffer in bodyStream { try await consume(buffer.readableBytesView) }
+        } else {
+            try await consume(ByteBuffer(bytes: body).readableBytesView)
+        }
+    }
 
     init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8]) throws {
         self.method = method

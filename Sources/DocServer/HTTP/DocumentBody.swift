@@ -27,11 +27,7 @@ extension DocServer {
             }
         }
         do {
-            if let stream = request.bodyStream {
-                for try await buffer in stream { try await reader.read(buffer.readableBytesView) }
-            } else {
-                try await reader.read(request.body)
-            }
+            try await request.readBody { try await reader.read($0) }
             return try await reader.finish()
         } catch {
             await reader.abandon()

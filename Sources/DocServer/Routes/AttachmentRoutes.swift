@@ -154,11 +154,7 @@ extension DocServer {
                                                  encodedLength: request.header(.contentLength).flatMap(Int.init),
                                                  maximumLength: configuration.maximumAttachmentSize)
             do {
-                if let stream = request.bodyStream {
-                    for try await buffer in stream { try await writer.write(buffer.readableBytesView) }
-                } else {
-                    try await writer.write(request.body)
-                }
+                try await request.readBody { try await writer.write($0) }
                 return try await writer.finish()
             } catch {
                 await writer.cancel()
