@@ -45,9 +45,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CouchProtocol",
+            dependencies: ["DocStore"]
+        ),
+        .target(
             name: "DocServer",
             dependencies: [
                 "DocStore",
+                "CouchProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -63,6 +68,7 @@ let package = Package(
             name: "DocSync",
             dependencies: [
                 "DocStore",
+                "CouchProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -101,8 +107,12 @@ let package = Package(
         ),
         .testTarget(
             name: "DocSyncTests",
-            dependencies: ["DocStore", "DocServer", "DocSync", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: ["DocStore", "CouchProtocol", "DocServer", "DocSync", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "CouchProtocolTests",
+            dependencies: ["DocStore", "CouchProtocol", "TestSupport"]
         ),
         .testTarget(
             name: "DocStoreCLITests",

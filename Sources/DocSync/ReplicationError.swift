@@ -1,23 +1,34 @@
 import DocStore
 
 /// The one error type of DocSync: what failed, a reason, and the underlying cause.
-public struct ReplicationError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    public enum Code: String, Sendable, Hashable {
+public struct ReplicationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, as a value that can be extended without breaking `switch` statements (the
+    /// same shape as ``DocStoreError/Code``).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        let couchDB: String
+
+        private init(_ name: String, couchDB: String) {
+            self.name = name
+            self.couchDB = couchDB
+        }
+
         /// The peer refused the credentials (HTTP 401).
-        case unauthorized
+        public static let unauthorized = Code("unauthorized", couchDB: "unauthorized")
         /// The peer refused the operation (HTTP 403).
-        case forbidden
+        public static let forbidden = Code("forbidden", couchDB: "forbidden")
         /// The source or target database does not exist (and was not to be created).
-        case databaseNotFound
+        public static let databaseNotFound = Code("databaseNotFound", couchDB: "db_not_found")
         /// The peer could not be reached or the connection broke.
-        case network
+        public static let network = Code("network", couchDB: "replication_failed")
         /// The peer answered with an unexpected status or body.
-        case badResponse
+        public static let badResponse = Code("badResponse", couchDB: "replication_failed")
         /// The configuration cannot work (e.g. a server filter on a local source).
-        case invalidConfiguration
+        public static let invalidConfiguration = Code("invalidConfiguration", couchDB: "bad_request")
         /// The local database failed.
-        case localDatabase
+        public static let localDatabase = Code("localDatabase", couchDB: "replication_failed")
+
+        public var description: String { name }
     }
 
     /// What went wrong.
@@ -45,8 +56,22 @@ public struct ReplicationError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The CouchDB error name for this failure (`unauthorized`, `forbidden`, `db_not_found`, …).
+    public var couchDBError: String { code.couchDB }
+
     public var description: String {
-        "\(code.rawValue): \(reason)" + (httpStatus.map { " (HTTP \($0))" } ?? "")
+        "\(code): \(reason)" + (httpStatus.map { " (HTTP \($0))" } ?? "")
+    }
+
+    /// Errors are equal when code, reason and status are; the cause is not compared.
+    public static func == (lhs: ReplicationError, rhs: ReplicationError) -> Bool {
+        lhs.code == rhs.code && lhs.reason == rhs.reason && lhs.httpStatus == rhs.httpStatus
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+        hasher.combine(httpStatus)
     }
 
     static func wrap(_ error: any Error) -> ReplicationError {

@@ -33,7 +33,7 @@ public struct ReplicatorStatus: Sendable {
 }
 
 /// Which way a document moved.
-public enum ReplicationFlow: String, Sendable { case push, pull }
+public enum ReplicationFlow: String, Sendable, Hashable { case push, pull }
 
 /// One document revision that a replication moved (or failed to).
 public struct ReplicatedDocument: Sendable {
@@ -75,10 +75,16 @@ extension ReplicatorDelegate {
 public final class Replicator: Sendable {
     /// The configuration.
     public let configuration: ReplicationConfiguration
+    /// The clock retries wait on.
+    private let clock: any Clock<Duration>
 
     private struct State {
         var status = ReplicatorStatus()
         var task: Task<Void, Never>?
+        /// A run has ended and no other has started.
+        var hasEnded = false
+        /// What each running direction is doing.
+        var activities: [ReplicationFlow: ReplicatorActivity] = [:]
         var statusSubscribers: [Int: AsyncStream<ReplicatorStatus>.Continuation] = [:]
         var documentSubscribers: [Int: AsyncStream<[ReplicatedDocument]>.Continuation] = [:]
         var nextSubscriber = 0
@@ -90,8 +96,15 @@ public final class Replicator: Sendable {
     private let state = Mutex(State())
 
     /// A replicator for `configuration`; nothing happens until ``start()``.
-    public init(configuration: ReplicationConfiguration) {
+    public convenience init(configuration: ReplicationConfiguration) {
+        self.init(configuration: configuration, clock: ContinuousClock())
+    }
+
+    /// A replicator for `configuration` whose retries wait on `clock` (a test clock makes backoff
+    /// instantaneous and observable).
+    public init(configuration: ReplicationConfiguration, clock: some Clock<Duration>) {
         self.configuration = configuration
+        self.clock = clock
     }
 
     /// The delegate, held weakly.
@@ -104,31 +117,57 @@ public final class Replicator: Sendable {
     public var status: ReplicatorStatus { state.withLock { $0.status } }
 
     /// Every status change from now on; ends when the replication ends.
+    ///
+    /// Taken before the first ``start()`` or during a run, it covers that run. Taken after a run has
+    /// ended (and before another starts), it yields the final status and ends at once; to follow a
+    /// second run, call ``start()`` first and take the stream then.
     public func statusChanges() -> AsyncStream<ReplicatorStatus> {
         let (stream, continuation) = AsyncStream<ReplicatorStatus>.makeStream()
-        state.withLock { state in
+        let final: ReplicatorStatus? = state.withLock { state in
+            if state.hasEnded { return state.status }
             state.statusSubscribers[state.nextSubscriber] = continuation
             state.nextSubscriber += 1
+            return nil
+        }
+        if let final {
+            continuation.yield(final)
+            continuation.finish()
         }
         return stream
     }
 
-    /// Batches of replicated documents from now on; ends when the replication ends.
+    /// Batches of replicated documents from now on; ends when the replication ends (at once when
+    /// taken after a run has ended).
     public func replicatedDocuments() -> AsyncStream<[ReplicatedDocument]> {
         let (stream, continuation) = AsyncStream<[ReplicatedDocument]>.makeStream()
-        state.withLock { state in
+        let ended = state.withLock { state in
+            if state.hasEnded { return true }
             state.documentSubscribers[state.nextSubscriber] = continuation
             state.nextSubscriber += 1
+            return false
         }
+        if ended { continuation.finish() }
         return stream
     }
 
-    /// Starts replicating in the background (does nothing if already running).
+    /// Starts replicating in the background. Does nothing while a run is under way; after a run has
+    /// ended, starts a new one from the checkpoints.
     public func start() {
+        _ = startIfIdle()
+    }
+
+    private func startIfIdle() -> Task<Void, Never> {
         state.withLock { state in
-            guard state.task == nil else { return }
+            if let task = state.task { return task }
             state.status = ReplicatorStatus(activity: .connecting)
-            state.task = Task { await self.runAll() }
+            state.hasEnded = false
+            state.activities = [:]
+            // Yielding under the lock keeps every subscriber's order that of the changes
+            // (`yield` only buffers; it never calls back into the replicator).
+            for subscriber in state.statusSubscribers.values { subscriber.yield(state.status) }
+            let task = Task { await self.runAll() }
+            state.task = task
+            return task
         }
     }
 
@@ -143,9 +182,7 @@ public final class Replicator: Sendable {
     /// - Throws: ``ReplicationError`` if it failed.
     @discardableResult
     public func run() async throws -> ReplicatorStatus {
-        start()
-        let task = state.withLock { $0.task }
-        await task?.value
+        await startIfIdle().value
         let final = status
         if let error = final.error { throw error }
         return final
@@ -156,25 +193,35 @@ public final class Replicator: Sendable {
     private func runAll() async {
         let configuration = self.configuration
         var peers: [any ReplicationPeer] = []
-        defer { peers.forEach { $0.close() } }
+        var failure: ReplicationError?
         do {
             let local = try await Replicator.peer(configuration.source, configuration)
             peers.append(local)
             let remote = try await Replicator.peer(configuration.target, configuration)
             peers.append(remote)
+            let clock = self.clock
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if configuration.direction != .pull {
-                    group.addTask { try await self.runWithRetries(source: local, target: remote, flow: .push, sourceIsLocal: configuration.source.isLocal) }
+                    group.addTask {
+                        var push = ReplicationLoop(replicator: self, source: local, target: remote, flow: .push,
+                                                        sourceIsLocal: configuration.source.isLocal, clock: clock)
+                        try await push.run()
+                    }
                 }
                 if configuration.direction != .push {
-                    group.addTask { try await self.runWithRetries(source: remote, target: local, flow: .pull, sourceIsLocal: configuration.target.isLocal) }
+                    group.addTask {
+                        var pull = ReplicationLoop(replicator: self, source: remote, target: local, flow: .pull,
+                                                        sourceIsLocal: configuration.target.isLocal, clock: clock)
+                        try await pull.run()
+                    }
                 }
                 try await group.waitForAll()
             }
-            finish(error: nil)
         } catch {
-            finish(error: Task.isCancelled ? nil : ReplicationError.wrap(error))
+            failure = Task.isCancelled ? nil : ReplicationError.wrap(error)
         }
+        peers.forEach { $0.close() }
+        finish(error: failure)
     }
 
     private static func peer(_ endpoint: ReplicationEndpoint, _ configuration: ReplicationConfiguration) async throws -> any ReplicationPeer {
@@ -185,16 +232,19 @@ public final class Replicator: Sendable {
     }
 
     private func finish(error: ReplicationError?) {
+        let cancelled = Task.isCancelled
         let (statusSubscribers, documentSubscribers, delegate, final) = state.withLock { state in
             if let error {
                 state.status.activity = .error
                 state.status.error = error
             } else {
-                state.status.activity = Task.isCancelled ? .stopped : .idle
+                state.status.activity = cancelled ? .stopped : .idle
             }
             defer {
                 state.statusSubscribers = [:]
                 state.documentSubscribers = [:]
+                state.task = nil
+                state.hasEnded = true
             }
             return (Array(state.statusSubscribers.values), Array(state.documentSubscribers.values), state.delegate.value, state.status)
         }
@@ -206,21 +256,43 @@ public final class Replicator: Sendable {
         if let error { delegate?.replicationFailed(self, error: error) } else { delegate?.replicationDidComplete(self) }
     }
 
-    private func update(_ change: (inout ReplicatorStatus) -> Void) {
-        let (subscribers, status) = state.withLock { state in
-            change(&state.status)
-            return (Array(state.statusSubscribers.values), state.status)
+    /// A direction reports its activity; the replicator's is the busiest of its directions'.
+    func report(_ activity: ReplicatorActivity, for flow: ReplicationFlow) {
+        update { status, activities in
+            activities[flow] = activity
+            let all = Set(activities.values)
+            let combined: ReplicatorActivity = [.busy, .connecting, .offline].first(where: all.contains) ?? .idle
+            guard status.activity != combined else { return false }
+            status.activity = combined
+            return true
         }
-        subscribers.forEach { $0.yield(status) }
     }
 
-    private func publish(_ documents: [ReplicatedDocument]) {
+    /// A direction finished a batch.
+    func count(changes: Int, written: Int, refused: Int) {
+        update { status, _ in
+            status.changesProcessed += changes
+            status.documentsWritten += written
+            status.documentWriteFailures += refused
+            return true
+        }
+    }
+
+    private func update(_ change: (inout ReplicatorStatus, inout [ReplicationFlow: ReplicatorActivity]) -> Bool) {
+        state.withLock { state in
+            guard change(&state.status, &state.activities) else { return }
+            for subscriber in state.statusSubscribers.values { subscriber.yield(state.status) }
+        }
+    }
+
+    func publish(_ documents: [ReplicatedDocument]) {
         guard !documents.isEmpty else { return }
         let subscribers = state.withLock { Array($0.documentSubscribers.values) }
         subscribers.forEach { $0.yield(documents) }
     }
 
-    private var filter: ChangesFilter {
+    /// How the source's changes are filtered, from the configuration.
+    var changesFilter: ChangesFilter {
         var filter = ChangesFilter()
         filter.documentIDs = configuration.documentIDs
         filter.channels = configuration.limitToChannels
@@ -229,174 +301,9 @@ public final class Replicator: Sendable {
         return filter
     }
 
-    /// One direction, retried after transient errors: a one-shot replication gives up after the policy's
-    /// attempts; a continuous one goes offline and keeps trying until stopped.
-    private func runWithRetries(source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
-                                sourceIsLocal: Bool) async throws {
-        var attempt = 0
-        while true {
-            do {
-                try await replicate(source: source, target: target, flow: flow, sourceIsLocal: sourceIsLocal)
-                return
-            } catch {
-                if Task.isCancelled { throw CancellationError() }
-                let failure = ReplicationError.wrap(error)
-                guard failure.isTransient, configuration.continuous || attempt + 1 < configuration.retry.maximumAttempts else {
-                    throw failure
-                }
-                if configuration.continuous { update { $0.activity = .offline } }
-                try await Task.sleep(for: configuration.retry.delay(forAttempt: attempt))
-                attempt += 1
-            }
-        }
-    }
-
-    /// The protocol, batch after batch, from the checkpoint on.
-    private func replicate(source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
-                           sourceIsLocal: Bool) async throws {
-        update { if $0.activity != .busy { $0.activity = .connecting } }
-        try await source.prepare(create: false)
-        try await target.prepare(create: configuration.createTarget)
-        let filter = self.filter
-        let id = ReplicationID.make(source: try await source.identity(), target: try await target.identity(), filter: filter)
-        let checkpointID = id
-        var sourceCheckpointWritable = true
-        var sourceRecord: (body: JSONObject, revision: String)?
-        do {
-            sourceRecord = try await source.checkpoint(checkpointID)
-        } catch let error as ReplicationError where error.code == .forbidden || error.code == .unauthorized {
-            sourceCheckpointWritable = false
-        }
-        var targetRecord = try await target.checkpoint(checkpointID)
-        var since = Checkpoint.startSequence(source: sourceRecord.flatMap { Checkpoint($0.body) },
-                                             target: targetRecord.flatMap { Checkpoint($0.body) })
-        let sessionID = UUID().uuidString.lowercased()
-        let startSequence = since
-        let startTime = Date.now
-        var history = sourceRecord.flatMap { Checkpoint($0.body)?.history } ?? targetRecord.flatMap { Checkpoint($0.body)?.history } ?? []
-        var docsRead = 0, docsWritten = 0, failures = 0, missingChecked = 0, missingFound = 0
-
-        func saveCheckpoint() async throws {
-            let entry: JSON = ["session_id": .string(sessionID), "start_time": .string(startTime.description),
-                               "end_time": .string(Date.now.description), "start_last_seq": startSequence,
-                               "end_last_seq": since, "recorded_seq": since, "missing_checked": .integer(missingChecked),
-                               "missing_found": .integer(missingFound), "docs_read": .integer(docsRead),
-                               "docs_written": .integer(docsWritten), "doc_write_failures": .integer(failures)]
-            let checkpoint = Checkpoint(sessionID: sessionID, sourceLastSequence: since,
-                                        history: [entry] + history.filter { $0["session_id"]?.stringValue != sessionID })
-            if sourceCheckpointWritable {
-                do {
-                    let revision = try await source.saveCheckpoint(checkpointID, body: checkpoint.body, revision: sourceRecord?.revision)
-                    sourceRecord = (checkpoint.body, revision)
-                } catch let error as ReplicationError where error.code == .forbidden || error.code == .unauthorized {
-                    sourceCheckpointWritable = false
-                }
-            }
-            let revision = try await target.saveCheckpoint(checkpointID, body: checkpoint.body, revision: targetRecord?.revision)
-            targetRecord = (checkpoint.body, revision)
-            history = checkpoint.history
-        }
-
-        var feed: ChangeFeed?
-        defer { feed?.close() }
-        while !Task.isCancelled {
-            let rows: [ChangeRow], last: JSON
-            if let current = feed {
-                guard let batch = try await current.next(maximum: configuration.batchSize) else {
-                    feed = nil   // the server ended the feed: read on from the checkpoint
-                    continue
-                }
-                rows = batch
-                last = batch.last?.sequence ?? since
-            } else {
-                let wait: Duration? = configuration.continuous ? configuration.heartbeat : nil
-                (rows, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
-                // Caught up in continuous mode: stream further changes as they happen, where the source can.
-                if configuration.continuous && rows.count < configuration.batchSize {
-                    feed = try await source.openContinuousFeed(since: last, filter: filter, heartbeat: configuration.heartbeat)
-                }
-            }
-            if rows.isEmpty {
-                if last != since {
-                    since = last
-                    try await saveCheckpoint()
-                }
-                if !configuration.continuous { return }
-                update { $0.activity = .idle }
-                continue
-            }
-            update { $0.activity = .busy }
-            let delegate = self.delegate
-            if flow == .push { delegate?.replicationIsSending(self) } else { delegate?.replicationIsReceiving(self) }
-            let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
-            missingChecked += offered.reduce(0) { $0 + $1.revisions.count }
-            let differences = try await target.missingRevisions(offered)
-            var requests: [FetchRequest] = []
-            for difference in differences {
-                for revision in difference.missing {
-                    requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
-                }
-            }
-            missingFound += requests.count
-            // A pull into a local database streams attachments straight into it.
-            let staging: Database? = if case .local(let database) = receivingEndpoint(flow) { database } else { nil }
-            var documents = try await fetchInParallel(requests, from: source, stagingInto: staging)
-            docsRead += documents.count
-            if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
-                documents = documents.filter { pushFilter($0, configuration.filterParameters) }
-            }
-            var outcome = try await target.store(documents)
-            if !outcome.missingStubs.isEmpty {
-                // The target lacks an attachment a stub named (its leaves changed since _revs_diff, or a
-                // possible ancestor was a deletion): send those revisions again with every attachment.
-                let again = outcome.missingStubs.compactMap { document in
-                    document.revision.map { FetchRequest(id: document.id, revision: $0, possibleAncestors: []) }
-                }
-                let retried = try await target.store(try await fetchInParallel(again, from: source, stagingInto: staging))
-                outcome.failures += retried.failures
-                outcome.failures += retried.missingStubs.map { ($0.id, $0.revision, "missing_stub: an attachment stub names no attachment") }
-            }
-            let refused = outcome.failures
-            let refusedIDs = Dictionary(refused.map { (ExactString($0.id), $0.reason) }, uniquingKeysWith: { first, _ in first })
-            failures += refused.count
-            docsWritten += documents.count - refused.count
-            publish(documents.map { ReplicatedDocument(id: $0.id, revision: $0.revision, flow: flow, error: refusedIDs[ExactString($0.id)]) })
-            if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint(flow) {
-                try await resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
-            }
-            since = last
-            try await saveCheckpoint()
-            let batch = (rows.count, documents.count - refused.count, refused.count)
-            let streaming = feed != nil
-            update {
-                $0.changesProcessed += batch.0
-                $0.documentsWritten += batch.1
-                $0.documentWriteFailures += batch.2
-                if streaming { $0.activity = .idle }
-            }
-        }
-    }
-
-    /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``
-    /// requests at once, keeping the order of `requests`.
-    private func fetchInParallel(_ requests: [FetchRequest], from source: any ReplicationPeer,
-                                 stagingInto staging: Database?) async throws -> [Document] {
-        guard !requests.isEmpty else { return [] }
-        let lanes = max(1, configuration.maximumRequestsInFlight)
-        let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
-        let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
-        if chunks.count == 1 { return try await source.fetch(chunks[0], stagingInto: staging) }
-        return try await chunks.concurrentMap(limit: lanes) { try await source.fetch($0, stagingInto: staging) }.flatMap { $0 }
-    }
-
-    /// The endpoint a direction writes into: the target when pushing, the source when pulling.
-    private func receivingEndpoint(_ flow: ReplicationFlow) -> ReplicationEndpoint {
-        flow == .push ? configuration.target : configuration.source
-    }
-
     /// Lets the resolver pick a revision among a document's live leaves, then deletes the others.
-    private func resolveConflicts(in database: Database, ids: Set<ExactString>,
-                                  resolver: @Sendable (Document, [Document]) -> Document?) async throws {
+    static func resolveConflicts(in database: Database, ids: Set<ExactString>,
+                                 resolver: @Sendable (Document, [Document]) -> Document?) async throws {
         for id in ids.map(\.value) {
             guard let winner = try await database.document(withID: id, includeConflicts: true), !winner.conflicts.isEmpty else { continue }
             var conflicts: [Document] = []

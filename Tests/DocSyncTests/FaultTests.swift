@@ -24,6 +24,15 @@ final class FaultTests: XCTestCase {
         configuration.heartbeat = .milliseconds(200)
     }
 
+    /// Each failed attempt waited one of the policy's delays, in virtual time. Faults met by requests
+    /// of the same attempt (parallel `_bulk_get`s) share one wait.
+    private func assertBackoff(_ sleeps: [Duration], faults: Int, _ policy: ReplicationConfiguration.RetryPolicy,
+                               file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue((1...faults).contains(sleeps.count), "\(sleeps)", file: file, line: line)
+        let delays = Set((0..<policy.maximumAttempts).map(policy.delay(forAttempt:)))
+        XCTAssertTrue(sleeps.allSatisfy(delays.contains), "\(sleeps)", file: file, line: line)
+    }
+
     func testPushSurvivesErrorsDroppedConnectionsAndStalls() async throws {
         let (proxy, url, remote) = try await proxied([
             .init(pathContains: "_revs_diff", fault: .status(503), remaining: 2),
@@ -36,8 +45,10 @@ final class FaultTests: XCTestCase {
         try await seed(local, prefix: "p", count: 200, attachments: true)
         var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
         fastRetries(&configuration)
-        let status = try await Replicator(configuration: configuration).run()
+        let clock = TestClock()
+        let status = try await Replicator(configuration: configuration, clock: clock).run()
         XCTAssertEqual(proxy.pendingFaults, 0, "every fault was met")
+        assertBackoff(clock.sleeps, faults: 7, configuration.retry)
         XCTAssertNil(status.error)
         try await assertConverged(local, remote)
         // Nothing duplicated: every document has exactly one revision, the one pushed.
@@ -59,8 +70,10 @@ final class FaultTests: XCTestCase {
         let local = try await makeDatabase("pull-faults")
         var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
         fastRetries(&configuration)
-        try await Replicator(configuration: configuration).run()
+        let clock = TestClock()
+        try await Replicator(configuration: configuration, clock: clock).run()
         XCTAssertEqual(proxy.pendingFaults, 0)
+        assertBackoff(clock.sleeps, faults: 6, configuration.retry)
         try await assertConverged(local, remote)
         let copied = try await local.attachmentData(named: "file.bin", documentID: "r12")
         XCTAssertEqual(copied.count, 22)
@@ -72,21 +85,33 @@ final class FaultTests: XCTestCase {
         var oneShot = ReplicationConfiguration(source: .local(local), target: .remote(url))
         fastRetries(&oneShot)
         oneShot.retry.maximumAttempts = 3
+        oneShot.retry.initialDelay = .seconds(30)
+        let clock = TestClock()
         do {
-            try await Replicator(configuration: oneShot).run()
+            try await Replicator(configuration: oneShot, clock: clock).run()
             XCTFail("expected a failure")
         } catch let error as ReplicationError {
             XCTAssertEqual(error.httpStatus, 503)
             XCTAssertTrue(error.isTransient)
         }
+        XCTAssertEqual(clock.sleeps, [.seconds(30), .seconds(60)], "two waits between three attempts, in virtual time")
         var continuous = oneShot
         continuous.continuous = true
-        let replicator = Replicator(configuration: continuous)
+        let manualClock = TestClock(advancesOnSleep: false)
+        let replicator = Replicator(configuration: continuous, clock: manualClock)
+        let statuses = replicator.statusChanges()
         replicator.start()
-        for _ in 0..<200 where replicator.status.activity != .offline { try await Task.sleep(for: .milliseconds(10)) }
+        var offline = statuses.filter { $0.activity == .offline }.makeAsyncIterator()
+        _ = await offline.next()
+        await manualClock.waitForSleepers()
+        XCTAssertEqual(manualClock.sleeps, [.seconds(30)])
+        manualClock.advance(by: .seconds(30))   // the retry fails too: it waits twice as long
+        await manualClock.waitForSleepers()
+        XCTAssertEqual(manualClock.sleeps, [.seconds(30), .seconds(60)])
         XCTAssertEqual(replicator.status.activity, .offline)
         await replicator.stop()
         XCTAssertEqual(replicator.status.activity, .stopped)
+
     }
 
     func testFiveThousandDocumentsWithAttachmentsOverHTTP() async throws {

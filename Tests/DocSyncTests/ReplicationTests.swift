@@ -203,7 +203,31 @@ final class ReplicationTests: XCTestCase {
         XCTAssertEqual(resolved.int(forKey: "v"), 2, "the resolver kept the highest v")
     }
 
-    func testReplicationIDsAndCheckpointRule() {
+    func testAnEndedReplicatorStartsAgainFromItsCheckpointAndLateStreamsFinishAtOnce() async throws {
+        let source = try await makeDatabase("again-source")
+        let target = try await makeDatabase("again-target")
+        try await seed(source, prefix: "a", count: 5)
+        let replicator = Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .local(target)))
+        let first = try await replicator.run()
+        XCTAssertEqual(first.documentsWritten, 5)
+        // Streams taken after the end finish at once; the status one with the final status.
+        var late: [ReplicatorActivity] = []
+        for await status in replicator.statusChanges() { late.append(status.activity) }
+        XCTAssertEqual(late, [.idle])
+        for await batch in replicator.replicatedDocuments() { XCTFail("unexpected \(batch)") }
+
+        try await seed(source, prefix: "b", count: 3)
+        replicator.start()
+        var seen: [ReplicatorActivity] = []
+        for await status in replicator.statusChanges() { seen.append(status.activity) }
+        XCTAssertEqual(seen.last, .idle, "a stream taken after start() covers the run to its end")
+        let second = replicator.status
+        XCTAssertEqual(second.changesProcessed, 3, "the second run starts from the checkpoint")
+        XCTAssertEqual(second.documentsWritten, 3)
+        try await assertConverged(source, target)
+    }
+
+    func testReplicationIDsAndRetryDelays() {
         let base = ReplicationID.make(source: "a", target: "b", filter: ChangesFilter())
         XCTAssertEqual(base, ReplicationID.make(source: "a", target: "b", filter: ChangesFilter()))
         XCTAssertNotEqual(base, ReplicationID.make(source: "b", target: "a", filter: ChangesFilter()))
@@ -217,13 +241,6 @@ final class ReplicationTests: XCTestCase {
         XCTAssertNotEqual(ReplicationID.make(source: "a", target: "b", filter: named),
                           ReplicationID.make(source: "a", target: "b", filter: otherParameters))
 
-        let same = Checkpoint(sessionID: "s2", sourceLastSequence: 40, history: [])
-        XCTAssertEqual(Checkpoint.startSequence(source: same, target: same), 40)
-        let source = Checkpoint(sessionID: "s3", sourceLastSequence: 50,
-                                history: [["session_id": "s3", "recorded_seq": 50], ["session_id": "s1", "recorded_seq": 10]])
-        let target = Checkpoint(sessionID: "s2", sourceLastSequence: 30, history: [["session_id": "s1", "recorded_seq": 10]])
-        XCTAssertEqual(Checkpoint.startSequence(source: source, target: target), 10, "the newest common session")
-        XCTAssertEqual(Checkpoint.startSequence(source: source, target: nil), 0)
         let policy = ReplicationConfiguration.RetryPolicy()
         XCTAssertEqual(policy.delay(forAttempt: 0), .milliseconds(250))
         XCTAssertEqual(policy.delay(forAttempt: 3), .seconds(2))

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 #if canImport(FoundationNetworking)
@@ -487,16 +488,16 @@ struct HTTPPeer: ReplicationPeer {
         return data
     }
 
-    func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)? {
+    func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
         let (status, json) = try await request("GET", "/_local/\(HTTPPeer.encode(id))", allow: [404])
         guard status == 200, case .object(var body) = json else { return nil }
         let revision = body.removeValue(forKey: "_rev")?.stringValue ?? ""
         body.removeValue(forKey: "_id")
-        return (body, revision)
+        return Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: body), revision: revision)
     }
 
-    func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String {
-        var document = body
+    func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String {
+        var document = checkpoint.json
         if let revision { document["_rev"] = .string(revision) }
         let (_, json) = try await request("PUT", "/_local/\(HTTPPeer.encode(id))", json: .object(document))
         return json["rev"]?.stringValue ?? ""

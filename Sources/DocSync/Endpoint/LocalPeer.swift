@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 
@@ -99,11 +100,13 @@ struct LocalPeer: ReplicationPeer {
         return outcome
     }
 
-    func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)? {
-        try await database.localDocument(withID: id).map { ($0.body, $0.revision) }
+    func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
+        try await database.localDocument(withID: id).map {
+            Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: $0.body), revision: $0.revision)
+        }
     }
 
-    func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String {
-        try await database.saveLocalDocument(withID: id, body: body, revision: revision)
+    func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String {
+        try await database.saveLocalDocument(withID: id, body: checkpoint.json, revision: revision)
     }
 }

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 
 /// A row of a source's changes feed.
@@ -54,9 +55,9 @@ protocol ReplicationPeer: Sendable {
     /// Stores revisions as they are (`new_edits=false`).
     func store(_ documents: [Document]) async throws -> StoreOutcome
     /// The `_local/<id>` checkpoint document, with its `_rev` as `revision`.
-    func checkpoint(_ id: String) async throws -> (body: JSONObject, revision: String)?
-    /// Writes the checkpoint; returns its new revision.
-    func saveCheckpoint(_ id: String, body: JSONObject, revision: String?) async throws -> String
+    func checkpoint(_ id: String) async throws -> Checkpointer.Record?
+    /// Writes the checkpoint over `revision`; returns its new revision.
+    func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String
     /// Releases what the peer holds (an HTTP peer's URL session) once the replication has ended.
     func close()
 }

@@ -1,0 +1,112 @@
+import CouchProtocol
+import DocStore
+import Foundation
+
+/// One replication session's checkpoint bookkeeping, without I/O: where to start, and the document to
+/// write on both sides after each batch.
+///
+/// CouchDB's rule for the start: the same session on both sides → its sequence; otherwise the newest
+/// session of the source's history that the target also knows → the sequence it recorded; otherwise
+/// from the beginning. Each checkpoint written puts this session first in the history, drops an older
+/// entry of the same session, and keeps at most ``ReplicationCheckpoint/historyLimit`` sessions.
+struct Checkpointer: Sendable {
+    /// A checkpoint as read from one side, with the `_rev` to overwrite.
+    struct Record: Sendable, Equatable {
+        /// The checkpoint, `nil` when the document there is not one.
+        var checkpoint: ReplicationCheckpoint?
+        var revision: String
+    }
+
+    /// Figures of this session, written into its history entry.
+    struct Statistics: Sendable, Equatable {
+        var missingChecked = 0
+        var missingFound = 0
+        var documentsRead = 0
+        var documentsWritten = 0
+        var documentWriteFailures = 0
+    }
+
+    let sessionID: String
+    let startTime: String
+    /// The source sequence this session starts after.
+    let startSequence: JSON
+    /// The sequence of the last checkpoint written (or the start).
+    private(set) var recordedSequence: JSON
+    private(set) var source: Record?
+    private(set) var target: Record?
+    /// Whether the source accepts checkpoints; a read-only source (403/401) does not, and only the
+    /// target's is written, as CouchDB does.
+    private(set) var sourceIsWritable: Bool
+    var statistics = Statistics()
+    private var history: [ReplicationCheckpoint.Session]
+
+    /// - Parameters:
+    ///   - source: The source's checkpoint, `nil` when it has none.
+    ///   - sourceIsWritable: `false` when the source refused to show its checkpoint.
+    ///   - target: The target's checkpoint.
+    init(sessionID: String, startTime: String, source: Record?, sourceIsWritable: Bool = true, target: Record?) {
+        self.sessionID = sessionID
+        self.startTime = startTime
+        self.source = source
+        self.target = target
+        self.sourceIsWritable = sourceIsWritable
+        let start = Self.startSequence(source: source?.checkpoint, target: target?.checkpoint)
+        startSequence = start
+        recordedSequence = start
+        history = source?.checkpoint?.history ?? target?.checkpoint?.history ?? []
+    }
+
+    /// CouchDB's rule (see the type's documentation).
+    static func startSequence(source: ReplicationCheckpoint?, target: ReplicationCheckpoint?) -> JSON {
+        guard let source, let target else { return .integer(0) }
+        if source.sessionID == target.sessionID { return source.sourceLastSequence }
+        let targetSessions = Set([target.sessionID] + target.history.map(\.sessionID))
+        if targetSessions.contains(source.sessionID) { return source.sourceLastSequence }
+        for session in source.history where targetSessions.contains(session.sessionID) {
+            return session.recordedSequence
+        }
+        return .integer(0)
+    }
+
+    /// The checkpoint that records `sequence` now.
+    func checkpoint(recording sequence: JSON, endTime: String) -> ReplicationCheckpoint {
+        var entry = ReplicationCheckpoint.Session(sessionID: sessionID)
+        entry.startTime = startTime
+        entry.endTime = endTime
+        entry.startSequence = startSequence
+        entry.endSequence = sequence
+        entry.recordedSequence = sequence
+        entry.missingChecked = statistics.missingChecked
+        entry.missingFound = statistics.missingFound
+        entry.documentsRead = statistics.documentsRead
+        entry.documentsWritten = statistics.documentsWritten
+        entry.documentWriteFailures = statistics.documentWriteFailures
+        let older = history.filter { $0.sessionID != sessionID }
+        return ReplicationCheckpoint(sessionID: sessionID, sourceLastSequence: sequence,
+                                     history: Array(([entry] + older).prefix(ReplicationCheckpoint.historyLimit)))
+    }
+
+    /// Records that `checkpoint` was written: on the source with `sourceRevision` (`nil` when the
+    /// source refused it, which stops further writes there) and on the target with `targetRevision`.
+    mutating func saved(_ checkpoint: ReplicationCheckpoint, sourceRevision: String?, targetRevision: String) {
+        if let sourceRevision {
+            source = Record(checkpoint: checkpoint, revision: sourceRevision)
+        } else {
+            sourceIsWritable = false
+        }
+        target = Record(checkpoint: checkpoint, revision: targetRevision)
+        history = checkpoint.history
+        recordedSequence = checkpoint.sourceLastSequence
+    }
+}
+
+extension Date {
+    /// CouchDB's timestamp format in checkpoint histories: `Mon, 23 Nov 2026 21:30:38 GMT`.
+    var checkpointTimestamp: String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: self)
+    }
+}

@@ -1,0 +1,208 @@
+import CouchProtocol
+import DocStore
+import Foundation
+
+/// One direction of a replication (a push or a pull) being driven: it performs the actions of its
+/// ``ReplicationStateMachine`` against the two peers and reports what happened back to it.
+struct ReplicationLoop {
+    let replicator: Replicator
+    let source: any ReplicationPeer
+    let target: any ReplicationPeer
+    let flow: ReplicationFlow
+    /// Whether the source is a local database (push filters apply to its documents).
+    let sourceIsLocal: Bool
+    let clock: any Clock<Duration>
+
+    private var configuration: ReplicationConfiguration { replicator.configuration }
+    private var machine: ReplicationStateMachine
+    private var checkpointer: Checkpointer?
+    private var checkpointID = ""
+    private var feed: ChangeFeed?
+    /// The batch read last, waiting to be transferred.
+    private var rows: [ChangeRow] = []
+
+    init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
+         sourceIsLocal: Bool, clock: any Clock<Duration>) {
+        self.replicator = replicator
+        self.source = source
+        self.target = target
+        self.flow = flow
+        self.sourceIsLocal = sourceIsLocal
+        self.clock = clock
+        let configuration = replicator.configuration
+        machine = ReplicationStateMachine(settings: .init(continuous: configuration.continuous, batchSize: configuration.batchSize,
+                                                          heartbeat: configuration.heartbeat, retry: configuration.retry))
+    }
+
+    /// Runs the direction to its end.
+    /// - Throws: the ``ReplicationError`` it failed with, or `CancellationError` when stopped.
+    mutating func run() async throws {
+        defer { feed?.close() }
+        var action = machine.handle(.start)
+        while true {
+            replicator.report(machine.activity, for: flow)
+            let event: ReplicationStateMachine.Event
+            switch action {
+            case .connect:
+                event = await outcome { try await $0.connect() }
+            case .readChanges(let since, let mode):
+                event = await outcome { try await $0.readChanges(since: since, mode: mode) }
+            case .transfer:
+                event = await outcome { try await $0.transfer() }
+            case .saveCheckpoint(let sequence):
+                event = await outcome { try await $0.saveCheckpoint(sequence) }
+            case .sleep(let delay):
+                feed?.close()
+                feed = nil
+                do {
+                    try await clock.sleep(for: delay)
+                    event = .slept
+                } catch {
+                    event = .stopped
+                }
+            case .finish, .none:
+                return
+            case .fail(let error):
+                throw error
+            case .stop:
+                throw CancellationError()
+            }
+            action = machine.handle(Task.isCancelled ? .stopped : event)
+        }
+    }
+
+    /// Runs one action and turns its result or error into the machine's event.
+    private mutating func outcome(_ body: (inout ReplicationLoop) async throws -> ReplicationStateMachine.Event) async
+        -> ReplicationStateMachine.Event {
+        do {
+            return try await body(&self)
+        } catch {
+            feed?.close()
+            feed = nil
+            return Task.isCancelled ? .stopped : .failed(ReplicationError.wrap(error))
+        }
+    }
+
+    // MARK: The actions
+
+    private mutating func connect() async throws -> ReplicationStateMachine.Event {
+        try await source.prepare(create: false)
+        try await target.prepare(create: configuration.createTarget)
+        let filter = replicator.changesFilter
+        checkpointID = ReplicationID.make(source: try await source.identity(), target: try await target.identity(), filter: filter)
+        var sourceRecord: Checkpointer.Record?
+        var sourceIsWritable = true
+        do {
+            sourceRecord = try await source.checkpoint(checkpointID)
+        } catch let error as ReplicationError where error.code == .forbidden || error.code == .unauthorized {
+            sourceIsWritable = false
+        }
+        let targetRecord = try await target.checkpoint(checkpointID)
+        let session = Checkpointer(sessionID: UUID().uuidString.lowercased(), startTime: Date.now.checkpointTimestamp,
+                                   source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord)
+        checkpointer = session
+        return .connected(since: session.startSequence)
+    }
+
+    private mutating func readChanges(since: JSON, mode: ReplicationStateMachine.ChangesMode) async throws -> ReplicationStateMachine.Event {
+        let filter = replicator.changesFilter
+        if mode == .feed {
+            if feed == nil {
+                feed = try await source.openContinuousFeed(since: since, filter: filter, heartbeat: configuration.heartbeat)
+            }
+            if let feed {
+                guard let batch = try await feed.next(maximum: configuration.batchSize) else {
+                    self.feed = nil
+                    return .feedEnded
+                }
+                rows = batch
+                return .changesRead(rowCount: batch.count, last: batch.last?.sequence ?? since)
+            }
+            // A source without a streamed feed (a local database) waits in a long poll instead.
+        }
+        let wait: Duration? = mode == .normal ? nil : configuration.heartbeat
+        let (batch, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
+        rows = batch
+        return .changesRead(rowCount: batch.count, last: last)
+    }
+
+    private mutating func transfer() async throws -> ReplicationStateMachine.Event {
+        let delegate = replicator.delegate
+        if flow == .push { delegate?.replicationIsSending(replicator) } else { delegate?.replicationIsReceiving(replicator) }
+        let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
+        checkpointer?.statistics.missingChecked += offered.reduce(0) { $0 + $1.revisions.count }
+        let differences = try await target.missingRevisions(offered)
+        var requests: [FetchRequest] = []
+        for difference in differences {
+            for revision in difference.missing {
+                requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
+            }
+        }
+        checkpointer?.statistics.missingFound += requests.count
+        // A pull into a local database streams attachments straight into it.
+        let staging: Database? = if case .local(let database) = receivingEndpoint { database } else { nil }
+        var documents = try await fetchInParallel(requests, stagingInto: staging)
+        checkpointer?.statistics.documentsRead += documents.count
+        if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
+            documents = documents.filter { pushFilter($0, configuration.filterParameters) }
+        }
+        var outcome = try await target.store(documents)
+        if !outcome.missingStubs.isEmpty {
+            // The target lacks an attachment a stub named (its leaves changed since _revs_diff, or a
+            // possible ancestor was a deletion): send those revisions again with every attachment.
+            let again = outcome.missingStubs.compactMap { document in
+                document.revision.map { FetchRequest(id: document.id, revision: $0, possibleAncestors: []) }
+            }
+            let retried = try await target.store(try await fetchInParallel(again, stagingInto: staging))
+            outcome.failures += retried.failures
+            outcome.failures += retried.missingStubs.map { ($0.id, $0.revision, "missing_stub: an attachment stub names no attachment") }
+        }
+        let refused = outcome.failures
+        let refusedIDs = Dictionary(refused.map { (ExactString($0.id), $0.reason) }, uniquingKeysWith: { first, _ in first })
+        checkpointer?.statistics.documentWriteFailures += refused.count
+        checkpointer?.statistics.documentsWritten += documents.count - refused.count
+        replicator.publish(documents.map {
+            ReplicatedDocument(id: $0.id, revision: $0.revision, flow: flow, error: refusedIDs[ExactString($0.id)])
+        })
+        if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint {
+            try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
+        }
+        let counts = (changes: rows.count, written: documents.count - refused.count, refused: refused.count)
+        replicator.count(changes: counts.changes, written: counts.written, refused: counts.refused)
+        rows = []
+        return .transferred
+    }
+
+    private mutating func saveCheckpoint(_ sequence: JSON) async throws -> ReplicationStateMachine.Event {
+        guard let session = checkpointer else { return .checkpointSaved }
+        let checkpoint = session.checkpoint(recording: sequence, endTime: Date.now.checkpointTimestamp)
+        var sourceRevision: String?
+        if session.sourceIsWritable {
+            do {
+                sourceRevision = try await source.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: session.source?.revision)
+            } catch let error as ReplicationError where error.code == .forbidden || error.code == .unauthorized {
+                sourceRevision = nil
+            }
+        }
+        let targetRevision = try await target.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: session.target?.revision)
+        checkpointer?.saved(checkpoint, sourceRevision: sourceRevision, targetRevision: targetRevision)
+        return .checkpointSaved
+    }
+
+    /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``
+    /// requests at once, keeping the order of `requests`.
+    private func fetchInParallel(_ requests: [FetchRequest], stagingInto staging: Database?) async throws -> [Document] {
+        guard !requests.isEmpty else { return [] }
+        let lanes = max(1, configuration.maximumRequestsInFlight)
+        let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
+        let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
+        let source = self.source
+        if chunks.count == 1 { return try await source.fetch(chunks[0], stagingInto: staging) }
+        return try await chunks.concurrentMap(limit: lanes) { try await source.fetch($0, stagingInto: staging) }.flatMap { $0 }
+    }
+
+    /// The endpoint this direction writes into: the target when pushing, the source when pulling.
+    private var receivingEndpoint: ReplicationEndpoint {
+        flow == .push ? configuration.target : configuration.source
+    }
+}
