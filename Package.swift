@@ -33,7 +33,11 @@ let package = Package(
         ),
         .target(
             name: "CICUCollation",
-            linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
+            linkerSettings: [
+                .linkedLibrary("icui18n", .when(platforms: [.linux])),
+                .linkedLibrary("icuuc", .when(platforms: [.linux])),
+                .linkedLibrary("icucore", .when(platforms: [.macOS, .iOS])),
+            ]
         ),
         .target(
             name: "DocStore",

@@ -1,12 +1,36 @@
 // A thin C layer over ICU's root collator. Swift cannot import the system ICU headers in a module that
 // also sees Foundation (Foundation ships its own ICU module), so the ICU calls live here behind plain C
-// functions.
+// functions. Linux links libicui18n/libicuuc (libicu-dev); Apple platforms link the system libicucore.
 #include "CICUCollation.h"
 
 #include <pthread.h>
 #include <stdio.h>
+
+#if defined(__APPLE__) || defined(DOCSTORE_DECLARE_ICU)
+// Apple platforms ship ICU as the system library libicucore, with its stable C API exported under
+// unversioned names, but their SDKs carry no ICU headers. These are the declarations of the few
+// functions and types used here, as ICU's public C API documents them (ucol.h, uversion.h, utypes.h).
+// `DOCSTORE_DECLARE_ICU` lets a Linux build check that this branch compiles (.ci/run does).
+typedef uint16_t UChar;
+typedef int UErrorCode;
+typedef struct UCollator UCollator;
+typedef enum { UCOL_EQUAL = 0, UCOL_GREATER = 1, UCOL_LESS = -1 } UCollationResult;
+typedef uint8_t UVersionInfo[4];
+#define U_ZERO_ERROR 0
+#define U_FAILURE(x) ((x) > U_ZERO_ERROR)
+#define U_MAX_VERSION_STRING_LENGTH 20
+UCollator *ucol_open(const char *locale, UErrorCode *status);
+int32_t ucol_getSortKey(const UCollator *coll, const UChar *source, int32_t sourceLength, uint8_t *result,
+                        int32_t resultLength);
+UCollationResult ucol_strcoll(const UCollator *coll, const UChar *source, int32_t sourceLength, const UChar *target,
+                              int32_t targetLength);
+void ucol_getVersion(const UCollator *coll, UVersionInfo info);
+void u_getVersion(UVersionInfo versionArray);
+void u_versionToString(const UVersionInfo versionArray, char *versionString);
+#else
 #include <unicode/ucol.h>
 #include <unicode/uversion.h>
+#endif
 
 // One collator per thread: a UCollator must not be used from two threads at once.
 static _Thread_local UCollator *thread_collator = NULL;

@@ -51,8 +51,9 @@ public struct ReplicationConfiguration: Sendable {
     public var continuous = false
     /// Create the target database when it does not exist.
     public var createTarget = false
-    /// Replicate only documents in these channels (their `channels` field). Against DocServer and Sync
-    /// Gateway this is the `sync_gateway/bychannel` filter; against CouchDB a `_selector` on `channels`.
+    /// Take only documents in these channels (their `channels` field) from a remote source, as
+    /// Couchbase Lite: what a local database sends is not narrowed (use ``pushFilter``). Against DocServer and Sync Gateway this is the
+    /// `sync_gateway/bychannel` filter; against CouchDB a `_selector` on `channels`.
     public var limitToChannels: [String]?
     /// Replicate only these documents.
     public var documentIDs: [String]?

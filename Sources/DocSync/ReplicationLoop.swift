@@ -88,7 +88,7 @@ struct ReplicationLoop {
     private mutating func connect() async throws -> ReplicationStateMachine.Event {
         try await source.prepare(create: false)
         try await target.prepare(create: configuration.createTarget)
-        let filter = replicator.changesFilter
+        let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
         checkpointID = ReplicationID.make(source: try await source.identity(), target: try await target.identity(), filter: filter)
         var sourceRecord: Checkpointer.Record?
         var sourceIsWritable = true
@@ -105,7 +105,7 @@ struct ReplicationLoop {
     }
 
     private mutating func readChanges(since: JSON, mode: ReplicationStateMachine.ChangesMode) async throws -> ReplicationStateMachine.Event {
-        let filter = replicator.changesFilter
+        let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
         if mode == .feed {
             if feed == nil {
                 feed = try await source.openContinuousFeed(since: since, filter: filter, heartbeat: configuration.heartbeat)

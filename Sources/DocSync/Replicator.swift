@@ -291,11 +291,13 @@ public final class Replicator: Sendable {
         subscribers.forEach { $0.yield(documents) }
     }
 
-    /// How the source's changes are filtered, from the configuration.
-    var changesFilter: ChangesFilter {
+    /// How the source's changes are filtered in one direction, from the configuration. Channels
+    /// narrow only what a server sends (a direction whose source is remote); what a local database
+    /// sends has its own ``ReplicationConfiguration/pushFilter``.
+    func changesFilter(sourceIsLocal: Bool) -> ChangesFilter {
         var filter = ChangesFilter()
         filter.documentIDs = configuration.documentIDs
-        filter.channels = configuration.limitToChannels
+        filter.channels = sourceIsLocal ? nil : configuration.limitToChannels
         filter.selector = configuration.selector.flatMap { try? Selector($0) }
         if let name = configuration.filterName { filter.named = (name, configuration.filterParameters) }
         return filter

@@ -287,25 +287,49 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(now.json["last_seq"], 3)
     }
 
+    /// Opens a streamed `_changes` request and returns once the server is waiting: after
+    /// `heartbeats` empty heartbeat lines (each one a wait that ended without news).
+    private func waitingFeed(_ server: TestServer, _ target: String, heartbeats: Int) throws -> (RawConnection, [UInt8]) {
+        let connection = try RawConnection(port: server.port)
+        connection.sendRequest("GET", target, headers: [("Authorization", TestServer.basic(TestServer.admin.name, TestServer.admin.password))])
+        let head = try XCTUnwrap(connection.readHead())
+        XCTAssertEqual(head.status, 200)
+        var ended = false
+        let start = connection.readChunked(until: { $0.filter { $0 == 0x0A }.count > heartbeats }, ended: &ended)
+        XCTAssertFalse(ended, String(decoding: start, as: UTF8.self))
+        return (connection, start)
+    }
+
     func testLongpollAndContinuousDeliverLaterChanges() async throws {
         let server = try await serverWithDatabase()
         _ = try await server.request("PUT", "/db/first", json: [:])
-        async let longpoll = server.request("GET", "/db/_changes?feed=longpoll&since=1&timeout=10000")
-        try await Task.sleep(for: .milliseconds(300))
+        // The write comes after the longpoll has waited through two heartbeats.
+        let (poll, start) = try waitingFeed(server, "/db/_changes?feed=longpoll&since=1&heartbeat=30&timeout=10000", heartbeats: 2)
         _ = try await server.request("PUT", "/db/second", json: [:])
-        let polled = try await longpoll
-        XCTAssertEqual(polled.json["results"]?.arrayValue?.map { $0["id"]! }, ["second"])
+        var ended = false
+        let rest = poll.readChunked(until: { _ in false }, ended: &ended)
+        XCTAssertTrue(ended)
+        let polled = try JSON(parsing: start + rest)
+        XCTAssertEqual(polled["results"]?.arrayValue?.map { $0["id"]! }, ["second"])
+        XCTAssertEqual(polled["last_seq"], 2)
 
         let emptyPoll = try await server.request("GET", "/db/_changes?feed=longpoll&since=now&timeout=200")
         XCTAssertEqual(emptyPoll.json["results"], [], "a longpoll times out with no results")
 
-        async let continuous = server.request("GET", "/db/_changes?feed=continuous&since=2&heartbeat=200&timeout=1500")
-        try await Task.sleep(for: .milliseconds(300))
+        let (feed, _) = try waitingFeed(server, "/db/_changes?feed=continuous&since=2&heartbeat=30&timeout=10000", heartbeats: 2)
         _ = try await server.request("PUT", "/db/third", json: ["written": "after the request began"])
-        let streamed = try await continuous
-        let lines = streamed.text.split(separator: "\n").map { (try? JSON(parsing: String($0))) ?? .null }
-        XCTAssertEqual(lines.first?["id"], "third")
-        XCTAssertEqual(lines.last?["last_seq"], 3)
+        let streamed = feed.readChunked(until: { String(decoding: $0, as: UTF8.self).contains("\"third\"") }, ended: &ended)
+        let lines = String(decoding: streamed, as: UTF8.self).split(separator: "\n").map { (try? JSON(parsing: String($0))) ?? .null }
+        XCTAssertEqual(lines.last?["id"], "third")
+        XCTAssertEqual(lines.last?["seq"], 3)
+        _ = try await server.request("PUT", "/db/fourth", json: [:])
+        let more = feed.readChunked(until: { String(decoding: $0, as: UTF8.self).contains("\"fourth\"") }, ended: &ended)
+        XCTAssertTrue(String(decoding: more, as: UTF8.self).contains("\"seq\":4"), "the feed keeps waiting after a change")
+
+        let bounded = try await server.request("GET", "/db/_changes?feed=continuous&since=2&heartbeat=30&timeout=100")
+        let boundedLines = bounded.text.split(separator: "\n").map { (try? JSON(parsing: String($0))) ?? .null }
+        XCTAssertEqual(boundedLines.first?["id"], "third")
+        XCTAssertEqual(boundedLines.last?["last_seq"], 4)
 
         async let events = server.request("GET", "/db/_changes?feed=eventsource&since=0&limit=2")
         let eventText = try await events.text

@@ -128,7 +128,7 @@ final class ChangeNotificationTests: XCTestCase {
         XCTAssertEqual(b1?.first?.revision, first.revision)
         XCTAssertEqual(b2?.map(\.id), ["two", "three"], "one batch per transaction")
         XCTAssertEqual(b2?.map(\.sequence), [2, 3])
-        XCTAssertEqual(b3?.first?.isDeletion, true)
+        XCTAssertEqual(b3?.first?.isDeleted, true)
         XCTAssertEqual(b3?.first?.sequence, 4)
     }
 
@@ -185,5 +185,32 @@ final class RecordingDelegate: DatabaseChangeDelegate {
         }
         XCTFail("delegate received \(changes.withLock { $0.count }) of \(count) changes")
         return changes.withLock { $0 }
+    }
+}
+
+extension ChangeNotificationTests {
+    func testWaitingForACommitConsumesNothing() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save(Document(id: "before"))
+        let read = await db.updateSequence
+        let quiet = await db.waitForCommit(after: read, timeout: .milliseconds(20))
+        XCTAssertFalse(quiet, "no commit after the sequence read")
+        let again = await db.waitForCommit(after: read, timeout: .milliseconds(20))
+        XCTAssertFalse(again, "a second wait is a wait too, not an ended stream")
+        let already = await db.waitForCommit(after: read - 1, timeout: .seconds(30))
+        XCTAssertTrue(already, "a commit already above: at once")
+        async let woken = db.waitForCommit(after: read, timeout: .seconds(30))
+        _ = try await db.save(Document(id: "after"))
+        let wokenResult = await woken
+        XCTAssertTrue(wokenResult)
+        let stillAbove = await db.waitForCommit(after: read, timeout: .seconds(30))
+        XCTAssertTrue(stillAbove)
+        let purged = await db.updateSequence
+        _ = try await db.purge(documentIDs: ["before"])
+        let afterPurge = await db.waitForCommit(after: purged, timeout: .seconds(30))
+        XCTAssertTrue(afterPurge, "a purge moves the sequence too")
+        await db.close()
+        let closed = await db.waitForCommit(after: .max, timeout: .seconds(30))
+        XCTAssertFalse(closed, "a closed database does not wait")
     }
 }

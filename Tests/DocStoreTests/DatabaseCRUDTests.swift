@@ -190,6 +190,74 @@ final class DatabaseCRUDTests: XCTestCase {
         XCTAssertEqual(fetched.string(forKey: "issued"), "2020-09-13T12:26:40.000Z")
     }
 
+    func testACodableTypeCarryingItsRevisionSavesAgain() async throws {
+        struct Note: Codable, Equatable {
+            var _id: String
+            var _rev: String?
+            var text: String
+        }
+        let db = try await makeDatabase(self)
+        let first = try await db.save(try Document(from: Note(_id: "n", _rev: nil, text: "one")))
+        var note = try first.decode(as: Note.self)
+        XCTAssertEqual(note._rev, first.revision?.description)
+        note.text = "two"
+        let document = try Document(from: note)
+        XCTAssertEqual(document.revision, first.revision, "_rev becomes the revision")
+        XCTAssertNil(document["_rev"], "and leaves the body")
+        let second = try await db.save(document)
+        XCTAssertEqual(second.revision?.generation, 2)
+        XCTAssertEqual(try second.decode(as: Note.self), Note(_id: "n", _rev: second.revision?.description, text: "two"))
+        // Saving the stale copy again is a conflict, as for any document.
+        do {
+            _ = try await db.save(document)
+            XCTFail("expected a conflict")
+        } catch let error as DocStoreError {
+            XCTAssertEqual(error.code, .conflict)
+        }
+        struct Bad: Encodable { var _rev = "not a revision" }
+        XCTAssertThrowsError(try Document(id: "b", from: Bad())) { error in
+            XCTAssertEqual((error as? DocStoreError)?.code, .invalidRevision)
+        }
+    }
+
+    func testOpeningAnOpenFileAgainNeedsTheSameSettings() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        var configuration = DatabaseConfiguration(name: "shared", directory: directory)
+        configuration.keepsAncestorBodies = true
+        let db = try await Database.open(configuration)
+        let same = try await Database.open(configuration)
+        XCTAssertTrue(db === same, "the same settings give the same object")
+        var variants: [DatabaseConfiguration] = []
+        var plain = configuration
+        plain.keepsAncestorBodies = false
+        variants.append(plain)
+        var limited = configuration
+        limited.revsLimit = 10
+        variants.append(limited)
+        var durable = configuration
+        durable.durability = .full
+        variants.append(durable)
+        var dated = configuration
+        dated.dateFormat = .secondsSince1970
+        variants.append(dated)
+        var indexed = configuration
+        indexed.indexes = [IndexDefinition(name: "app/v", version: "1") { _, _ in }]
+        variants.append(indexed)
+        for variant in variants {
+            do {
+                _ = try await Database.open(variant)
+                XCTFail("opened with other settings")
+            } catch let error as DocStoreError {
+                XCTAssertEqual(error.code, .configurationMismatch)
+            }
+        }
+        XCTAssertTrue(db.configuration.keepsAncestorBodies, "the open database keeps its settings")
+        await db.close()
+        let reopened = try await Database.open(plain)
+        XCTAssertFalse(reopened.configuration.keepsAncestorBodies, "once closed, any settings")
+        await reopened.close()
+    }
+
     func testTypeChannelsAndDictionaryInit() async throws {
         var doc = try Document(id: "t", ["count": 3, "ratio": 0.5, "flag": true, "tags": ["a"], "nested": ["k": NSNull()]])
         doc.type = "invoice"

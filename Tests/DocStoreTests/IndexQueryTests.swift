@@ -140,14 +140,14 @@ final class IndexQueryTests: XCTestCase {
         _ = try await db.save(Document(id: "o1", body: ["type": "order", "customer": "acme"]))
         _ = try await db.save(Document(id: "o2", body: ["type": "order", "customer": "ghost"]))
         var query = IndexQuery()
-        query.includeDocs = true
+        query.includeDocuments = true
         let result = try await db.query("links", query)
         XCTAssertEqual(result.rows.map(\.key), [["customer", "o1"], ["customer", "o2"], ["order", "o1"], ["order", "o2"]])
         XCTAssertEqual(result.rows[0].document?.id, "acme", "a value {_id} links to that document")
         XCTAssertEqual(result.rows[0].document?.string(forKey: "name"), "ACME Corp")
         XCTAssertNil(result.rows[1].document, "a link to a missing document gives no document")
         XCTAssertEqual(result.rows[2].document?.id, "o1")
-        XCTAssertEqual(result.couchDBJSON(includeDocs: true)["rows"]?[1]?["doc"], .null)
+        XCTAssertEqual(result.couchDBJSON(includeDocuments: true)["rows"]?[1]?["doc"], .null)
         let plain = try await db.query("links", IndexQuery())
         XCTAssertNil(plain.rows[0].document)
     }
@@ -275,7 +275,7 @@ final class IndexQueryTests: XCTestCase {
         group.group = true
         await assertThrowsDocStoreError(.invalidQuery) { try await db.query("map-only", group) }
         var docs = IndexQuery()
-        docs.includeDocs = true
+        docs.includeDocuments = true
         await assertThrowsDocStoreError(.invalidQuery) { try await db.query("by-n", docs) }
         var keys = IndexQuery()
         keys.keys = [1, 2]

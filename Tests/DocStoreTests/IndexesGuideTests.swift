@@ -44,7 +44,7 @@ final class IndexesGuideTests: XCTestCase {
         // Red things, then blue things, in the order asked.
         var colours = IndexQuery()
         colours.keys = ["red", "blue"]
-        colours.includeDocs = true
+        colours.includeDocuments = true
         let things = try await db.query("by-colour", colours).rows.map { $0.document?.id }
         XCTAssertEqual(things, ["car", "rose", "sky"])
 

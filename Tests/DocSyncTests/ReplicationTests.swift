@@ -113,16 +113,17 @@ final class ReplicationTests: XCTestCase {
             Document(id: "red", body: ["channels": ["red"], "kind": "a"]), Document(id: "blue", body: ["channels": ["blue"], "kind": "b"]),
             Document(id: "both", body: ["channels": ["red", "blue"], "kind": "a"]), Document(id: "none", body: ["kind": "c"]),
         ])
-        var byChannel = ReplicationConfiguration(source: .local(local), target: .remote(url))
-        byChannel.limitToChannels = ["red"]
-        try await Replicator(configuration: byChannel).run()
-        await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["both", "red"])
+        // Channels narrow what is pulled, never what is pushed (Couchbase Lite's rule).
+        var pushWithChannels = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        pushWithChannels.limitToChannels = ["red"]
+        try await Replicator(configuration: pushWithChannels).run()
+        await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["blue", "both", "none", "red"])
 
         let pullTarget = try await makeDatabase("pulled")
         var pullByChannel = ReplicationConfiguration(source: .remote(url), target: .local(pullTarget))
         pullByChannel.limitToChannels = ["blue"]
         try await Replicator(configuration: pullByChannel).run()
-        await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id), ["both"], "server-side bychannel filter")
+        await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id).sorted(), ["blue", "both"], "server-side bychannel filter")
 
         let idsTarget = try await makeDatabase("ids")
         var byIDs = ReplicationConfiguration(source: .local(local), target: .local(idsTarget))
@@ -143,11 +144,11 @@ final class ReplicationTests: XCTestCase {
         try await Replicator(configuration: byDelegate).run()
         await XCTAssertEqualAsync(try await pushFiltered.changes().changes.map(\.id), ["blue"])
 
-        // A different filter is a different replication: it does not reuse the red checkpoint.
-        var blueToo = byChannel
-        blueToo.limitToChannels = ["blue"]
-        try await Replicator(configuration: blueToo).run()
-        await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["blue", "both", "red"])
+        // A different filter is a different replication: it does not reuse the blue checkpoint.
+        var redToo = pullByChannel
+        redToo.limitToChannels = ["red"]
+        try await Replicator(configuration: redToo).run()
+        await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id).sorted(), ["blue", "both", "red"])
     }
 
     func testAuthenticationFailureIsATypedError() async throws {

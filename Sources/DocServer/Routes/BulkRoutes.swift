@@ -178,7 +178,7 @@ extension DocServer {
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
-        let includeDocs = try request.bool("include_docs")
+        let includeDocuments = try request.bool("include_docs")
         var keys: [JSON]? = try request.json("keys")?.arrayValue
         if request.method == .post {
             try request.requireJSONContentType()
@@ -195,13 +195,13 @@ extension DocServer {
             }
         }
         let filtering = !principal.readsEverything
-        query.includeDocuments = includeDocs || filtering
+        query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
         var rows: [JSON] = []
         for row in result.rows {
             if filtering, let document = row.document, !principal.canRead(document.channels) { continue }
             if filtering, row.document == nil, row.error == nil, !row.isDeleted { continue }
-            rows.append(row.couchDBJSON(includeDocuments: includeDocs))
+            rows.append(row.couchDBJSON(includeDocuments: includeDocuments))
         }
         return Response.json(["total_rows": .integer(result.totalRows), "offset": .integer(result.offset), "rows": .array(rows)])
     }
@@ -245,7 +245,7 @@ extension DocServer {
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
-        query.includeDocs = try request.bool("include_docs")
+        query.includeDocuments = try request.bool("include_docs")
         if request.query["reduce"] != nil { query.reduce = try request.bool("reduce") }
         query.group = try request.bool("group")
         query.groupLevel = try request.int("group_level")
@@ -269,15 +269,15 @@ extension DocServer {
             // A reduced value would mix in documents the user cannot read.
             throw CouchError.forbidden("Reduced views are only available to users who can read every document; use reduce=false.")
         }
-        let requestedDocs = query.includeDocs
-        if filtering { query.includeDocs = true }
+        let requestedDocs = query.includeDocuments
+        if filtering { query.includeDocuments = true }
         var result: QueryResult
         do {
             result = try await db.query(name, query)
         } catch let error as DocStoreError where error.code == .notFound {
             throw CouchError.notFound("missing_named_view")
         }
-        var json = result.couchDBJSON(includeDocs: requestedDocs)
+        var json = result.couchDBJSON(includeDocuments: requestedDocs)
         if filtering {
             let visible = result.rows.enumerated().filter { _, row in
                 guard let document = row.document else { return false }

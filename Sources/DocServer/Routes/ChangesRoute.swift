@@ -13,7 +13,7 @@ struct ChangesRequest: Sendable {
     var limit: Int?
     var descending = false
     var allLeaves = false
-    var includeDocs = false
+    var includeDocuments = false
     var conflicts = false
     var timeout: Duration = .seconds(60)
     var heartbeat: Duration?
@@ -66,7 +66,7 @@ struct ChangesRequest: Sendable {
             return text == "true"
         }
         descending = try flag("descending")
-        includeDocs = try flag("include_docs")
+        includeDocuments = try flag("include_docs")
         conflicts = try flag("conflicts")
         switch parameter("style") {
         case nil, "main_only"?: allLeaves = false
@@ -114,7 +114,7 @@ struct ChangesRequest: Sendable {
         if feed == .continuous || feed == .eventsource { descending = false }
     }
 
-    var needsDocuments: Bool { includeDocs || selector != nil || channels != nil || function != nil }
+    var needsDocuments: Bool { includeDocuments || selector != nil || channels != nil || function != nil }
 }
 
 extension DocServer {
@@ -128,8 +128,6 @@ extension DocServer {
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
             return Response.json(try await changesBody(db, rows, last: last))
         case .longpoll:
-            // Subscribe before reading, so that a change between the read and the wait is not missed.
-            let commits = db.changeBatches()
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
             if !rows.isEmpty { return Response.json(try await changesBody(db, rows, last: last)) }
             // Nothing yet: as CouchDB, the answer starts at once and waits for the first change, with a
@@ -140,7 +138,8 @@ extension DocServer {
                 var waited: Duration = .zero
                 while !Task.isCancelled, !db.isClosed {
                     let wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
-                    if await commits.waitForNext(timeout: wait) {
+                    // Waiting after the sequence read: a commit in between is not missed.
+                    if await db.waitForCommit(after: last, timeout: wait) {
                         (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
                         if !rows.isEmpty { break }
                         continue
@@ -163,7 +162,6 @@ extension DocServer {
                 let limit = parameters.limit ?? Int.max
                 var idle: Duration = .zero
                 while !Task.isCancelled {
-                    let commits = db.changeBatches()
                     var batch = parameters
                     batch.limit = limit == Int.max ? nil : limit - sent
                     let (rows, last) = try await collectChanges(db, batch, principal: principal, since: since)
@@ -177,7 +175,7 @@ extension DocServer {
                     if sent >= limit { break }
                     if !rows.isEmpty { idle = .zero }
                     let wait = parameters.heartbeat ?? parameters.timeout
-                    if await commits.waitForNext(timeout: wait) { continue }
+                    if await db.waitForCommit(after: last, timeout: wait) { continue }
                     if db.isClosed { break }
                     if parameters.heartbeat != nil {
                         try await writer.write(ByteBuffer(string: "\n"))
@@ -224,6 +222,8 @@ extension DocServer {
             return (rows, page.changes.first?.sequence ?? since)
         }
         if limit == 0 { return ([], since) }
+        // Read before the pages: a commit after the pages must stay above the sequence answered.
+        let committed = await db.updateSequence
         while rows.count < limit {
             let page = try await db.changes(since: cursor, limit: 500, includeDocuments: needDocuments)
             for change in page.changes {
@@ -233,7 +233,7 @@ extension DocServer {
             }
             if page.changes.count < 500 { break }
         }
-        if rows.count < limit { cursor = max(cursor, await db.updateSequence) }
+        if rows.count < limit { cursor = max(cursor, committed) }
         return (rows, cursor)
     }
 
@@ -253,7 +253,7 @@ extension DocServer {
         }
         var row = change.couchDBJSON(allLeaves: parameters.allLeaves)
         row["doc"] = nil
-        if parameters.includeDocs {
+        if parameters.includeDocuments {
             var json = document?.json() ?? .null
             if parameters.conflicts, let tree = try await db.revisionTree(ofDocumentWithID: change.id), !tree.conflicts.isEmpty {
                 json["_conflicts"] = JSON(tree.conflicts.map(\.description))

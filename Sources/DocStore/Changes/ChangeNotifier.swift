@@ -17,15 +17,69 @@ final class ChangeNotifier: Sendable {
         var subscribers: [Int: AsyncStream<[DocumentChange]>.Continuation] = [:]
         var nextID = 0
         var isFinished = false
+        /// The highest sequence committed.
+        var committed: Int64 = 0
+        /// Callers of ``waitForCommit(after:timeout:)`` waiting for a sequence above theirs.
+        var waiters: [Int: (after: Int64, continuation: CheckedContinuation<Bool, Never>)] = [:]
     }
 
     private let state = Mutex(State())
 
-    /// Delivers a committed batch to every subscriber. Never blocks (streams buffer).
+    /// Delivers a committed batch to every subscriber and wakes the waiters it concerns. Never blocks
+    /// (streams buffer).
     func publish(_ batch: [DocumentChange]) {
         guard !batch.isEmpty else { return }
         let subscribers = state.withLock { Array($0.subscribers.values) }
         for subscriber in subscribers { subscriber.yield(batch) }
+        committed(upTo: batch.map(\.sequence).max() ?? 0)
+    }
+
+    /// Records that everything up to `sequence` is committed (at open, and after purges that publish
+    /// no document change) and wakes the waiters below it.
+    func committed(upTo sequence: Int64) {
+        let woken = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.committed = max(state.committed, sequence)
+            let due = state.waiters.filter { $0.value.after < state.committed }
+            for key in due.keys { state.waiters.removeValue(forKey: key) }
+            return due.values.map(\.continuation)
+        }
+        woken.forEach { $0.resume(returning: true) }
+    }
+
+    /// Waits until a sequence above `sequence` is committed, for at most `timeout`; returns whether
+    /// one was (at once if one already is). Unlike a stream, waiting leaves nothing behind: call it
+    /// again with the sequence read since, any number of times. Returns `false` when the database
+    /// closes or the task is cancelled.
+    func waitForCommit(after sequence: Int64, timeout: Duration) async -> Bool {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                        let answer: Bool? = self.state.withLock { state in
+                            if state.committed > sequence { return true }
+                            if state.isFinished || Task.isCancelled { return false }
+                            state.waiters[id] = (sequence, continuation)
+                            return nil
+                        }
+                        if let answer { continuation.resume(returning: answer) }
+                    }
+                } onCancel: {
+                    let waiter = self.state.withLock { $0.waiters.removeValue(forKey: id) }
+                    waiter?.continuation.resume(returning: false)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 
     /// A new subscription that ends when the database closes or the consumer stops iterating.
@@ -52,33 +106,15 @@ final class ChangeNotifier: Sendable {
 
     /// Ends every subscription.
     func finish() {
-        let subscribers = state.withLock { state in
+        let (subscribers, waiters) = state.withLock { state in
             state.isFinished = true
-            defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
+            defer {
+                state.subscribers = [:]
+                state.waiters = [:]
+            }
+            return (Array(state.subscribers.values), state.waiters.values.map(\.continuation))
         }
         subscribers.forEach { $0.finish() }
-    }
-}
-
-extension AsyncStream where Element == [DocumentChange] {
-    /// Waits until the next batch of changes arrives or `timeout` passes; returns whether a batch came.
-    ///
-    /// Subscribe (``Database/changeBatches()``) *before* reading the state you are waiting to see change,
-    /// so that a commit in between is not missed.
-    public func waitForNext(timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                var iterator = self.makeAsyncIterator()
-                return await iterator.next() != nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        waiters.forEach { $0.resume(returning: false) }
     }
 }

@@ -15,7 +15,7 @@ public struct DocumentChange: Sendable, Hashable {
     /// The sequence the document is now at.
     public let sequence: Int64
     /// Whether the written revision is a deletion.
-    public let isDeletion: Bool
+    public let isDeleted: Bool
     /// Whether the change was made locally or by replication.
     public let source: ChangeSource
 }

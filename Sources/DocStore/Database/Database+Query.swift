@@ -53,7 +53,7 @@ extension Database {
         rows.reserveCapacity(output.rows.count)
         for row in output.rows {
             var document: Document? = nil
-            if query.includeDocs, let documentID = row.documentID {
+            if query.includeDocuments, let documentID = row.documentID {
                 document = try await linkedDocument(for: row.value, emittedBy: documentID)
             }
             rows.append(QueryRow(key: row.key, value: row.value, documentID: row.documentID, document: document))

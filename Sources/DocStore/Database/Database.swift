@@ -67,10 +67,15 @@ public final class Database: Sendable {
 
     // MARK: Opening and closing
 
-    /// Opens (creating if needed) the database described by `configuration`. While it is open, opening
-    /// the same name and directory again returns the same object.
+    /// Opens (creating if needed) the database described by `configuration`.
+    ///
+    /// While it is open, opening the same file again with the same settings returns the same object;
+    /// with different settings (durability, revision limit, ancestor bodies, date format, reader
+    /// count or indexes) it fails rather than hand back an object configured otherwise. The
+    /// `idFactory` closure cannot be compared and is not checked.
     ///
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/badRequest`` for an invalid name,
+    ///   ``DocStoreError/Code/configurationMismatch`` if the file is open with other settings,
     ///   ``DocStoreError/Code/notADocStoreDatabase`` if the file is not a DocStore database,
     ///   ``DocStoreError/Code/incompatibleVersion`` if a newer DocStore wrote it,
     ///   ``DocStoreError/Code/io`` if the folder or file cannot be created.
@@ -79,7 +84,13 @@ public final class Database: Sendable {
         precondition(configuration.revsLimit >= 1, "revsLimit must be at least 1")
         let key = registryKey(configuration.fileURL)
         return try registry.withLock { open in
-            if let existing = open[key] { return existing }
+            if let existing = open[key] {
+                if let difference = existing.configuration.firstDifference(from: configuration) {
+                    throw DocStoreError(.configurationMismatch,
+                                        "\(configuration.name) is already open with \(difference); close it before opening it otherwise")
+                }
+                return existing
+            }
             do {
                 try FileManager.default.createDirectory(at: configuration.directory, withIntermediateDirectories: true)
             } catch {
@@ -199,6 +210,13 @@ public final class Database: Sendable {
     /// ```
     public func changeBatches() -> AsyncStream<[DocumentChange]> {
         notifier.subscribe()
+    }
+
+    /// Waits until a change after `sequence` is committed, at most `timeout`; returns whether one was
+    /// (at once when one already is). For feeds that read up to a sequence and then wait for news:
+    /// nothing is missed between the read and the wait, and nothing is consumed by waiting.
+    package func waitForCommit(after sequence: Int64, timeout: Duration) async -> Bool {
+        await notifier.waitForCommit(after: sequence, timeout: timeout)
     }
 
     /// The delegate told about every committed batch of changes. Held weakly.

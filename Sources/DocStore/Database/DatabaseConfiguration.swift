@@ -38,7 +38,7 @@ public struct DatabaseConfiguration: Sendable {
     public var maximumIdleReaders: Int
 
     /// How commits reach the disk.
-    public enum Durability: Sendable {
+    public enum Durability: Sendable, Hashable {
         /// WAL with `synchronous=NORMAL`: a committed write survives a crash or kill of the process;
         /// the last commits may be lost on power failure. The default, as most embedded stores.
         case normal
@@ -57,6 +57,26 @@ public struct DatabaseConfiguration: Sendable {
         self.durability = .normal
         self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
+    }
+
+    /// The first setting in which `other` differs from this configuration, described for an error
+    /// message; `nil` when they agree (the name and folder are the caller's to compare, and
+    /// `idFactory` cannot be compared).
+    func firstDifference(from other: DatabaseConfiguration) -> String? {
+        if revsLimit != other.revsLimit { return "revsLimit \(revsLimit), not \(other.revsLimit)" }
+        if durability != other.durability { return "durability \(durability), not \(other.durability)" }
+        if keepsAncestorBodies != other.keepsAncestorBodies {
+            return "keepsAncestorBodies \(keepsAncestorBodies), not \(other.keepsAncestorBodies)"
+        }
+        if maximumIdleReaders != other.maximumIdleReaders {
+            return "maximumIdleReaders \(maximumIdleReaders), not \(other.maximumIdleReaders)"
+        }
+        let sample = Date(timeIntervalSince1970: 1_234_567_890.125)
+        if dateFormat.format(sample) != other.dateFormat.format(sample) { return "another date format" }
+        let mine = indexes.map { "\($0.name)@\($0.version)/\($0.collation)" }
+        let theirs = other.indexes.map { "\($0.name)@\($0.version)/\($0.collation)" }
+        if mine != theirs { return "indexes \(mine), not \(theirs)" }
+        return nil
     }
 
     /// The database file.

@@ -45,6 +45,7 @@ actor DatabaseWriter {
             let lastDocument = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
             let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
             self.lastSequence = max(lastDocument, lastPurge)
+            notifier.committed(upTo: max(lastDocument, lastPurge))
             self.checkpointer = try WALCheckpointer(writer: connection, synchronous: synchronous)
         } catch {
             connection.close()
@@ -197,7 +198,7 @@ actor DatabaseWriter {
         document.conflicts = []
         try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
         return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
-                                         isDeletion: document.isDeleted, source: source))
+                                         isDeleted: document.isDeleted, source: source))
     }
 
     /// A replicated revision (`new_edits=false`): merged into the tree with its history; a revision
@@ -232,7 +233,7 @@ actor DatabaseWriter {
             }
         try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
         return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
-                                         isDeletion: document.isDeleted, source: source))
+                                         isDeleted: document.isDeleted, source: source))
     }
 
     /// Checks the body's members, or takes the pipeline's verdict on them.
@@ -492,7 +493,8 @@ actor DatabaseWriter {
 
     /// Removes documents and their whole history; returns the ids that existed.
     func purge(ids: [String]) throws -> [String] {
-        try transaction { records, _ in
+        defer { notifier.committed(upTo: lastSequence) }
+        return try transaction { records, _ in
             var purged: [String] = []
             for id in ids {
                 guard let record = try records.fetch(id: id) else { continue }

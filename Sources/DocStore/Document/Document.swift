@@ -77,8 +77,11 @@ public struct Document: Sendable, Hashable {
         self.init(id: id, body: body)
     }
 
-    /// A document whose body is the JSON encoding of `value`.
-    /// - Throws: ``DocStoreError/Code/invalidDocument`` if `value` does not encode to a JSON object.
+    /// A document whose body is the JSON encoding of `value`; an encoded `_id` becomes the id (unless
+    /// `id` is given) and an encoded `_rev` the revision, so a type that ``decode(as:dateFormat:)`` filled
+    /// saves again as an update.
+    /// - Throws: ``DocStoreError/Code/invalidDocument`` if `value` does not encode to a JSON object,
+    ///   ``DocStoreError/Code/invalidRevision`` if its `_rev` is not a revision id.
     public init<T: Encodable>(id: String? = nil, from value: T, dateFormat: DateFormat = .iso8601) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -92,7 +95,21 @@ public struct Document: Sendable, Hashable {
         var givenID = id
         if givenID == nil, case .string(let embedded)? = object["_id"] { givenID = embedded }
         object.removeValue(forKey: "_id")
+        // A type that carries its revision (as `decode(as:)` fills it) saves on top of that revision.
+        var revision: RevisionID?
+        switch object.removeValue(forKey: "_rev") {
+        case .string(let text)?:
+            guard let parsed = RevisionID(text) else {
+                throw DocStoreError(.invalidRevision, "_rev \(text) is not a revision id")
+            }
+            revision = parsed
+        case nil, .null?:
+            break
+        default:
+            throw DocStoreError(.invalidRevision, "_rev must be a string")
+        }
         self.init(id: givenID, body: object)
+        self.revision = revision
     }
 
     /// Decodes the body (with `_id` and `_rev` added) as `T`.

@@ -29,8 +29,6 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let notFound = Code("notFound", couchDB: "not_found", status: 404)
         /// The write names a revision that is not the current leaf, or omits it for an existing document.
         public static let conflict = Code("conflict", couchDB: "conflict", status: 409)
-        /// The document already exists (``Database/add(_:)``, database creation).
-        public static let alreadyExists = Code("alreadyExists", couchDB: "file_exists", status: 412)
         /// Text is not valid JSON; ``DocStoreError/byteOffset`` tells where.
         public static let invalidJSON = Code("invalidJSON", couchDB: "bad_request", status: 400)
         /// A document id is empty, reserved (begins with `_`) or not valid UTF-8 text.
@@ -52,10 +50,9 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let attachmentTooLarge = Code("attachmentTooLarge", couchDB: "attachment_too_large", status: 413)
         /// A request argument is out of range or malformed.
         public static let badRequest = Code("badRequest", couchDB: "bad_request", status: 400)
-        /// The caller may not do this.
-        public static let forbidden = Code("forbidden", couchDB: "forbidden", status: 403)
-        /// The caller is not authenticated.
-        public static let unauthorized = Code("unauthorized", couchDB: "unauthorized", status: 401)
+        /// The database file is already open in this process with other settings (see
+        /// ``Database/open(_:)``).
+        public static let configurationMismatch = Code("configurationMismatch", couchDB: "bad_request", status: 400)
         /// The database has been closed.
         public static let databaseClosed = Code("databaseClosed", couchDB: "not_found", status: 404)
         /// The file is not a DocStore database (another SQLite database, or not SQLite at all).
@@ -72,8 +69,6 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.
         public static let indexFailure = Code("indexFailure", couchDB: "index_failure", status: 500)
-        /// The operation was cancelled.
-        public static let cancelled = Code("cancelled", couchDB: "internal_server_error", status: 500)
 
         public var description: String { name }
     }

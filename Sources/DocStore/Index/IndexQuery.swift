@@ -29,7 +29,7 @@ public struct IndexQuery: Sendable, Hashable {
     /// Rows (or groups) to skip first.
     public var skip = 0
     /// Include each row's document; a value `{"_id": …}` links to that document instead.
-    public var includeDocs = false
+    public var includeDocuments = false
     /// Whether to reduce; `nil` reduces when the index has a reduce function.
     public var reduce: Bool?
     /// Reduce per distinct key.
@@ -66,7 +66,7 @@ public struct QueryRow: Sendable, Hashable {
     public let value: JSON
     /// The id of the document that emitted the row (`nil` for reduce rows).
     public let documentID: String?
-    /// The document, with ``IndexQuery/includeDocs`` (`nil` if it no longer exists).
+    /// The document, with ``IndexQuery/includeDocuments`` (`nil` if it no longer exists).
     public let document: Document?
 }
 
@@ -96,7 +96,7 @@ public struct QueryResult: Sendable, Sequence {
 
     /// The CouchDB view answer: `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}` (reduce
     /// answers have no `total_rows`, `offset` or `id`).
-    public func couchDBJSON(includeDocs: Bool) -> JSON {
+    public func couchDBJSON(includeDocuments: Bool) -> JSON {
         var object = JSONObject()
         if let totalRows { object["total_rows"] = .integer(totalRows) }
         if let offset { object["offset"] = .integer(offset) }
@@ -105,7 +105,7 @@ public struct QueryResult: Sendable, Sequence {
             if let id = row.documentID { member["id"] = .string(id) }
             member["key"] = row.key
             member["value"] = row.value
-            if includeDocs { member["doc"] = row.document?.json() ?? .null }
+            if includeDocuments { member["doc"] = row.document?.json() ?? .null }
             return .object(member)
         })
         if let updateSequence { object["update_seq"] = .integer(Int(updateSequence)) }

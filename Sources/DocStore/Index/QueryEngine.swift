@@ -56,7 +56,7 @@ struct QueryEngine {
             throw invalid("Reduce is invalid for map-only views.")
         }
         if reduces {
-            if query.includeDocs { throw invalid("`include_docs` is invalid for reduce") }
+            if query.includeDocuments { throw invalid("`include_docs` is invalid for reduce") }
             if query.keys != nil && grouping == .all {
                 throw invalid("Multi-key fetches for reduce views must use `group=true`")
             }

@@ -19,10 +19,9 @@ struct LocalPeer: ReplicationPeer {
             throw ReplicationError(.invalidConfiguration, "Server filter functions need a remote source")
         }
         let start = sequenceNumber(since) ?? 0
-        let commits = wait == nil ? nil : database.changeBatches()
         var result = try await collect(after: start, limit: limit, filter: filter)
-        if result.rows.isEmpty, let commits, let wait {
-            if await commits.waitForNext(timeout: wait) {
+        if result.rows.isEmpty, let wait, let read = sequenceNumber(result.last) {
+            if await database.waitForCommit(after: read, timeout: wait) {
                 result = try await collect(after: start, limit: limit, filter: filter)
             }
         }

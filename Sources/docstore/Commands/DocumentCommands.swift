@@ -122,15 +122,15 @@ struct All: AsyncParsableCommand {
     var exclusiveEnd = false
 
     @Flag(name: .customLong("include-docs"), help: "Include each document.")
-    var includeDocs = false
+    var includeDocuments = false
 
     func run() async throws {
         let query = AllDocumentsQuery(startKey: startKey, endKey: endKey, inclusiveEnd: !exclusiveEnd,
                                       descending: descending, limit: limit, skip: skip,
                                       keys: keys.map { $0.split(separator: ",").map(String.init) },
-                                      includeDocuments: includeDocs)
+                                      includeDocuments: includeDocuments)
         try await withDatabase(options) { db in
-            printJSON(try await db.allDocuments(query).couchDBJSON(includeDocuments: includeDocs))
+            printJSON(try await db.allDocuments(query).couchDBJSON(includeDocuments: includeDocuments))
         }
     }
 }
@@ -147,7 +147,7 @@ struct Changes: AsyncParsableCommand {
     var limit: Int?
 
     @Flag(name: .customLong("include-docs"), help: "Include each document.")
-    var includeDocs = false
+    var includeDocuments = false
 
     @Option(help: "main_only (the winning revision) or all_docs (every leaf revision).")
     var style: String = "main_only"
@@ -160,7 +160,7 @@ struct Changes: AsyncParsableCommand {
 
     func run() async throws {
         try await withDatabase(options) { db in
-            let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocs)
+            let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocuments)
             let pending = try await db.pendingChangeCount(since: page.lastSequence)
             printJSON(page.couchDBJSON(allLeaves: style == "all_docs", pending: Int64(pending)))
         }

@@ -51,7 +51,7 @@ struct Query: AsyncParsableCommand {
     var skip: Int = 0
 
     @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
-    var includeDocs = false
+    var includeDocuments = false
 
     @Option(help: ArgumentHelp("Reduce the rows: count, sum or stats (of --value).", valueName: "function"))
     var reduce: String?
@@ -98,7 +98,7 @@ struct Query: AsyncParsableCommand {
         query.descending = descending
         query.limit = limit
         query.skip = skip
-        query.includeDocs = includeDocs
+        query.includeDocuments = includeDocuments
         query.includeOffset = true
         query.group = group
         query.groupLevel = groupLevel
@@ -109,7 +109,7 @@ struct Query: AsyncParsableCommand {
             for error in result.mapErrors {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }
-            printJSON(result.couchDBJSON(includeDocs: includeDocs))
+            printJSON(result.couchDBJSON(includeDocuments: includeDocuments))
         }
     }
 }

@@ -58,7 +58,12 @@ struct Replicate: AsyncParsableCommand {
         configuration.createTarget = createTarget
         configuration.continuous = continuous
         configuration.batchSize = max(1, batchSize)
-        configuration.limitToChannels = channels.map { $0.split(separator: ",").map(String.init) }
+        let wanted = channels.map { $0.split(separator: ",").map(String.init) }
+        configuration.limitToChannels = wanted
+        if let wanted, case .local = configuration.source {
+            // Channels narrow only what a server sends; from a local folder the same rule is a push filter.
+            configuration.pushFilter = { document, _ in document.channels.contains(where: wanted.contains) }
+        }
         configuration.documentIDs = documentIDs.map { $0.split(separator: ",").map(String.init) }
         configuration.filterName = filter
         for parameter in parameters {
