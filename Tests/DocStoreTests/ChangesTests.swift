@@ -142,8 +142,7 @@ final class ChangeNotificationTests: XCTestCase {
             for await batch in stream { batches.append(batch) }
             return batches
         }
-        try await Task.sleep(for: .milliseconds(50))
-        await db.close()
+        await db.close()   // batches committed before the close are delivered before the end
         let batches = await ended.value
         XCTAssertEqual(batches.map { $0.map(\.id) }, [["good"]])
         XCTAssertEqual(db.notifier.subscriberCount, 0)
@@ -178,12 +177,9 @@ final class RecordingDelegate: DatabaseChangeDelegate {
     }
 
     func waitForChanges(count: Int) async throws -> [DocumentChange] {
-        for _ in 0..<500 {
-            let current = changes.withLock { $0 }
-            if current.count >= count { return current }
-            try await Task.sleep(for: .milliseconds(10))
+        await eventually("delegate received \(changes.withLock { $0.count }) of \(count) changes") {
+            changes.withLock { $0.count } >= count
         }
-        XCTFail("delegate received \(changes.withLock { $0.count }) of \(count) changes")
         return changes.withLock { $0 }
     }
 }

@@ -271,19 +271,19 @@ final class LiveQueryTests: XCTestCase {
         let observer = db.addQueryObserver(index: "expensive", query: expensiveQuery()) { result in
             received.withLock { $0.append((try? result.get().rows.compactMap(\.documentID)) ?? ["error"]) }
         }
-        func waitFor(_ count: Int) async throws {
-            for _ in 0..<500 where received.withLock({ $0.count }) < count { try await Task.sleep(for: .milliseconds(5)) }
-        }
-        try await waitFor(1)
+        await eventually { received.withLock { $0.count } >= 1 }
         _ = try await db.save(Document(id: "a", body: ["type": "item", "price": 150]))
-        try await waitFor(2)
+        await eventually { received.withLock { $0.count } >= 2 }
         XCTAssertEqual(received.withLock { $0 }, [[], ["a"]])
         XCTAssertEqual(db.notifier.subscriberCount, 1)
 
         await observer.remove()        // returns only once the observer task has ended
         XCTAssertEqual(db.notifier.subscriberCount, 0, "its change subscription is released")
+        // Quiescence point: an observer added after remove() has seen the next write's result, so a
+        // removed observer that were still running would have been called by now too.
+        let witness = db.observe(index: "expensive", query: expensiveQuery())
         _ = try await db.save(Document(id: "b", body: ["type": "item", "price": 250]))
-        try await Task.sleep(for: .milliseconds(50))
+        for try await result in witness where result.rows.contains(where: { $0.documentID == "b" }) { break }
         XCTAssertEqual(received.withLock { $0.count }, 2, "no call after remove()")
     }
 
@@ -292,16 +292,12 @@ final class LiveQueryTests: XCTestCase {
         var config = DatabaseConfiguration(name: "live", directory: directory)
         config.indexes = [expensiveIndex()]
         let db = try await Database.open(config)
-        let stream = db.observe(index: "expensive", query: expensiveQuery())
-        let consumer = Task {
-            var count = 0
-            for try await _ in stream { count += 1 }
-            return count
-        }
-        try await Task.sleep(for: .milliseconds(50))
+        var results = db.observe(index: "expensive", query: expensiveQuery()).makeAsyncIterator()
+        let initial = try await results.next()
+        XCTAssertNotNil(initial, "the initial result")
         await db.close()
-        let count = try await consumer.value
-        XCTAssertEqual(count, 1, "the initial result, then the end of the sequence")
+        let after = try await results.next()
+        XCTAssertNil(after, "then the end of the sequence")
     }
 
     func testUnknownIndexEndsTheSequenceWithAnError() async throws {

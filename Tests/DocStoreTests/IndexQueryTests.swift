@@ -393,9 +393,9 @@ final class IndexQueryTests: XCTestCase {
         XCTAssertEqual(stillStale.rows.count, 20)
         query.stale = .ok
         var caughtUp = try await db.query("by-n", query)
-        for _ in 0..<100 where caughtUp.rows.count == 20 {
-            try await Task.sleep(for: .milliseconds(10))
+        try await eventually("update_after updated the index in the background") {
             caughtUp = try await db.query("by-n", query)
+            return caughtUp.rows.count != 20
         }
         XCTAssertEqual(caughtUp.rows.count, 21, "update_after updated the index in the background")
         XCTAssertEqual(caughtUp.updateSequence, 21)

@@ -118,15 +118,9 @@ final class ContinuousFeedTests: XCTestCase {
         configuration.heartbeat = .seconds(5)
         let replicator = Replicator(configuration: configuration)
         replicator.start()
-        func eventually(_ condition: () async throws -> Bool) async throws {
-            for _ in 0..<300 {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            XCTFail("condition not reached")
-        }
         try await eventually { try await local.info().documentCount == 5 }
-        try await Task.sleep(for: .milliseconds(200))
+        // Caught up: one long poll read the five, then the feed was opened, and the replicator idles on it.
+        await eventually { changesRequests() >= 2 && replicator.status.activity == .idle }
         let before = changesRequests()
         XCTAssertGreaterThan(before, 0, "the server's requests are being counted")
         for n in 0..<3 {

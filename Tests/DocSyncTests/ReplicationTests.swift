@@ -87,13 +87,6 @@ final class ReplicationTests: XCTestCase {
         replicator.start()
         _ = try await local.save(Document(id: "from-local", body: ["v": 1]))
         _ = try await remote.save(Document(id: "from-remote", body: ["v": 2]))
-        func eventually(_ condition: () async throws -> Bool) async throws {
-            for _ in 0..<200 {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(25))
-            }
-            XCTFail("condition not reached")
-        }
         try await eventually { try await remote.document(withID: "from-local") != nil }
         try await eventually { try await local.document(withID: "from-remote") != nil }
         // Change batches are delivered asynchronously after the commit, so a document can be read
