@@ -116,6 +116,7 @@ struct ReplicationStateMachine: Sendable {
         switch state {
         case .idle, .finished: return .idle
         case .connecting: return .connecting
+        case .reading(.feed): return .idle   // waiting on the continuous feed for news
         case .reading, .checkpointing: return caughtUp && settings.continuous ? .idle : .busy
         case .transferring: return .busy
         case .backingOff: return settings.continuous ? .offline : .connecting

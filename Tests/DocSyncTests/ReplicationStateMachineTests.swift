@@ -64,6 +64,7 @@ final class ReplicationStateMachineTests: XCTestCase {
         XCTAssertEqual(m.activity, .busy)
         _ = m.handle(.transferred)
         XCTAssertEqual(m.handle(.checkpointSaved), .readChanges(since: 13, mode: .feed))
+        XCTAssertEqual(m.activity, .idle, "idle again while the feed waits after a batch")
         XCTAssertEqual(m.handle(.feedEnded), .readChanges(since: 13, mode: .longPoll(.seconds(5))))
         // An empty long poll in continuous mode neither finishes nor checkpoints.
         XCTAssertEqual(m.handle(.changesRead(rowCount: 0, last: 13)), .readChanges(since: 13, mode: .feed))
