@@ -40,9 +40,6 @@ public final class TestClock: Clock, Sendable {
     /// The durations slept so far, in order.
     public var sleeps: [Duration] { state.withLock { $0.sleeps } }
 
-    /// How many sleepers are waiting for ``advance(by:)``.
-    public var waitingSleepers: Int { state.withLock { $0.sleepers.count } }
-
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
         if advancesOnSleep {
