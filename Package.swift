@@ -80,6 +80,7 @@ let package = Package(
             name: "docstore",
             dependencies: [
                 "DocStore",
+                "CouchProtocol",
                 "DocServer",
                 "DocSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -89,7 +89,25 @@ package struct ReplicationCheckpoint: Sendable, Equatable {
          Keys.history: .array(history.prefix(Self.historyLimit).map(\.json))]
     }
 
+    /// A `_local` checkpoint document as `GET /db/_local/id` answers it: the checkpoint (`nil` when
+    /// it is not one), and the document's `_rev`.
+    package static func decodeLocalDocument(_ json: JSON) -> (checkpoint: ReplicationCheckpoint?, revision: String)? {
+        guard case .object(var body) = json else { return nil }
+        let revision = body.removeValue(forKey: Keys.rev)?.stringValue ?? ""
+        body.removeValue(forKey: Keys.id)
+        return (ReplicationCheckpoint(json: body), revision)
+    }
+
+    /// The body of `PUT /db/_local/id` that writes this checkpoint over `revision`.
+    package func localDocument(revision: String?) -> JSON {
+        var document = json
+        if let revision { document[Keys.rev] = .string(revision) }
+        return .object(document)
+    }
+
     private enum Keys {
+        static let id = "_id"
+        static let rev = "_rev"
         static let sessionID = "session_id"
         static let sourceLastSequence = "source_last_seq"
         static let replicationIDVersion = "replication_id_version"

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 
 /// The one error type of DocSync: what failed, a reason, and the underlying cause.
@@ -80,5 +81,20 @@ public struct ReplicationError: Error, Sendable, Hashable, CustomStringConvertib
         case let error as DocStoreError: return ReplicationError(.localDatabase, error.reason, cause: error)
         default: return ReplicationError(.network, "\(error)", cause: error)
         }
+    }
+}
+
+extension ReplicationError {
+    /// The typed error for a peer's error answer: 401 is ``Code/unauthorized``, 403 ``Code/forbidden``,
+    /// any other status ``Code/badResponse``; the reason names `context` (the request) and CouchDB's
+    /// error and reason from the body.
+    init(status: Int, body: some Collection<UInt8>, context: String) {
+        let answer = ErrorBody(body: body)
+        let code: Code = switch status {
+        case 401: .unauthorized
+        case 403: .forbidden
+        default: .badResponse
+        }
+        self.init(code, "\(context): \(answer.summary)", httpStatus: status)
     }
 }

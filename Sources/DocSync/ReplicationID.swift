@@ -6,7 +6,7 @@ import Foundation
 /// endpoints' identities (never credentials), filters, their parameters, document ids, channels and
 /// selector — so that a change of any of them starts over, and a new password does not.
 enum ReplicationID {
-    static func make(source: String, target: String, filter: ChangesFilter) -> String {
+    static func make(source: String, target: String, filter: SourceFilter) -> String {
         var object: JSONObject = ["source": .string(source), "target": .string(target)]
         if let ids = filter.documentIDs { object["doc_ids"] = JSON(ids.sorted()) }
         if let channels = filter.channels { object["channels"] = JSON(channels.sorted()) }

@@ -19,7 +19,7 @@ struct ReplicationLoop {
     private var checkpointID = ""
     private var feed: ChangeFeed?
     /// The batch read last, waiting to be transferred.
-    private var rows: [ChangeRow] = []
+    private var rows: [ChangesRow] = []
 
     init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
          sourceIsLocal: Bool, clock: any Clock<Duration>) {

@@ -294,8 +294,8 @@ public final class Replicator: Sendable {
     /// How the source's changes are filtered in one direction, from the configuration. Channels
     /// narrow only what a server sends (a direction whose source is remote); what a local database
     /// sends has its own ``ReplicationConfiguration/pushFilter``.
-    func changesFilter(sourceIsLocal: Bool) -> ChangesFilter {
-        var filter = ChangesFilter()
+    func changesFilter(sourceIsLocal: Bool) -> SourceFilter {
+        var filter = SourceFilter()
         filter.documentIDs = configuration.documentIDs
         filter.channels = sourceIsLocal ? nil : configuration.limitToChannels
         filter.selector = configuration.selector.flatMap { try? Selector($0) }

@@ -222,13 +222,13 @@ final class ReplicationTests: XCTestCase {
     }
 
     func testReplicationIDsAndRetryDelays() {
-        let base = ReplicationID.make(source: "a", target: "b", filter: ChangesFilter())
-        XCTAssertEqual(base, ReplicationID.make(source: "a", target: "b", filter: ChangesFilter()))
-        XCTAssertNotEqual(base, ReplicationID.make(source: "b", target: "a", filter: ChangesFilter()))
-        var channels = ChangesFilter()
+        let base = ReplicationID.make(source: "a", target: "b", filter: SourceFilter())
+        XCTAssertEqual(base, ReplicationID.make(source: "a", target: "b", filter: SourceFilter()))
+        XCTAssertNotEqual(base, ReplicationID.make(source: "b", target: "a", filter: SourceFilter()))
+        var channels = SourceFilter()
         channels.channels = ["x"]
         XCTAssertNotEqual(base, ReplicationID.make(source: "a", target: "b", filter: channels))
-        var named = ChangesFilter()
+        var named = SourceFilter()
         named.named = ("app/f", ["k": "1"])
         var otherParameters = named
         otherParameters.named = ("app/f", ["k": "2"])

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -31,9 +32,10 @@ public struct CouchError: Error, Sendable {
     static let adminRequired = CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Only the methods of the CouchDB API are allowed here.")
 
-    var json: JSON { ["error": .string(error), "reason": .string(reason)] }
+    /// The JSON body.
+    var body: ErrorBody { ErrorBody(error: error, reason: reason) }
 
-    var response: Response { Response.json(json, status: status) }
+    var response: Response { Response.json(body.json, status: status) }
 }
 
 extension Response {

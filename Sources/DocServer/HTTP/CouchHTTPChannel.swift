@@ -83,7 +83,7 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         case nil:
             couch = CouchError.badRequest("Malformed HTTP request")
         }
-        var bytes = (try? couch.json.serialized()) ?? []
+        var bytes = (try? couch.body.json.serialized()) ?? []
         bytes.append(0x0A)
         let head = HTTPResponse(status: couch.status, headerFields: [
             .contentType: "application/json", .contentLength: String(bytes.count), .connection: "close",

@@ -1,15 +1,9 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-
-/// One document of an answer: its JSON, and — in a multipart answer — the attachments whose bytes
-/// follow it, in the order of its `_attachments`.
-struct DocumentAnswer: Sendable {
-    var json: JSON
-    var following: [(name: String, attachment: Attachment)] = []
-}
 
 /// The options of a document read, from the query string.
 struct DocumentOptions: Sendable {
@@ -66,12 +60,8 @@ extension DocServer {
     ///   - multipart: the bytes follow the JSON as parts of their own (`"follows": true`, with the
     ///     stored bytes, gzip ones included); otherwise they are inline, decoded, in base64.
     func answer(for document: Document, in db: Database, _ options: DocumentOptions, withData: Bool,
-                multipart: Bool) async throws -> DocumentAnswer {
-        var bare = document
-        bare.attachments = [:]
-        guard case .object(var object) = bare.json(revisions: options.revs && document.revisionHistory != nil) else {
-            return DocumentAnswer(json: bare.json())
-        }
+                multipart: Bool) async throws -> MultipartDocument {
+        var members = JSONObject()
         if options.conflicts || options.deletedConflicts || options.revsInfo,
             let tree = try await db.revisionTree(ofDocumentWithID: document.id) {
             if options.revsInfo, let revision = document.revision {
@@ -87,47 +77,26 @@ extension DocServer {
                     }
                     info.append(["rev": .string(ancestor.description), "status": .string(status)])
                 }
-                object["_revs_info"] = .array(info)
+                members["_revs_info"] = .array(info)
             }
-            if options.conflicts, !tree.conflicts.isEmpty { object["_conflicts"] = JSON(tree.conflicts.map(\.description)) }
+            if options.conflicts, !tree.conflicts.isEmpty { members["_conflicts"] = JSON(tree.conflicts.map(\.description)) }
             if options.deletedConflicts, !tree.deletedConflicts.isEmpty {
-                object["_deleted_conflicts"] = JSON(tree.deletedConflicts.map(\.description))
+                members["_deleted_conflicts"] = JSON(tree.deletedConflicts.map(\.description))
             }
         }
-        var answer = DocumentAnswer(json: .null)
-        if !document.attachments.isEmpty {
-            // The newest revision the client has on this revision's history; without one every
-            // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
-            let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
-            let known = history.first(where: options.attsSince.contains)?.generation ?? -1
-            var members = JSONObject()
-            for name in document.attachments.keys.sorted() {
-                let attachment = document.attachments[name]!
-                if withData, (attachment.revpos ?? Int.max) > known {
-                    if multipart {
-                        members[name] = attachment.json(.follows, encodingInfo: true)
-                        answer.following.append((name, attachment))
-                    } else {
-                        members[name] = try db.loadingContent(of: attachment).json(.inline, encodingInfo: options.encodingInfo)
-                    }
-                } else {
-                    members[name] = attachment.json(.stub, encodingInfo: options.encodingInfo || multipart)
-                }
-            }
-            object["_attachments"] = .object(members)
+        // The newest revision the client has on this revision's history; without one every
+        // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
+        let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
+        let known = history.first(where: options.attsSince.contains)?.generation ?? -1
+        return try MultipartDocument(document, revisions: options.revs && document.revisionHistory != nil, members: members,
+                                     encodingInfo: options.encodingInfo || multipart) { attachment in
+            guard withData, (attachment.revpos ?? Int.max) > known else { return .stub }
+            return multipart ? .follows : .inline(try db.loadingContent(of: attachment))
         }
-        answer.json = .object(object)
-        return answer
     }
 }
 
 extension MultipartBody {
-    /// Appends a document answer as a `multipart/related` body: its JSON, then its following
-    /// attachments' parts.
-    mutating func appendRelated(_ answer: DocumentAnswer, boundary: String) {
-        appendRelated(json: (try? answer.json.serialized()) ?? [], following: answer.following, boundary: boundary)
-    }
-
     /// The answer's body, written piece by piece.
     func responseBody(_ db: Database) -> ResponseBody {
         let pieces = self.pieces

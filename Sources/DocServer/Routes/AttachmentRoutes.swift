@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -133,7 +134,7 @@ extension DocServer {
         let saved = try await db.save(document)
         var headers: HTTPFields = [.eTag: "\"\(saved.revision!)\""]
         if request.method == .put { headers[.location] = "/\(db.name)/\(id)/\(name)" }
-        return Response.json(saved.writeResultJSON, status: request.method == .put ? .created : .ok, headers: headers)
+        return Response.json(WriteResult(written: saved).json, status: request.method == .put ? .created : .ok, headers: headers)
     }
 
     /// Streams an uploaded attachment into the database: `Content-Encoding: gzip` bytes are kept as they

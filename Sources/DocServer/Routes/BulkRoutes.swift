@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -13,14 +14,8 @@ extension DocServer {
     func bulkDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
-        let body = try request.jsonObjectBody()
-        guard let docs = body["docs"] else { throw CouchError.badRequest("POST body must include `docs` parameter.") }
-        guard case .array(let items) = docs else { throw CouchError.badRequest("`docs` parameter must be an array.") }
-        var newEdits = true
-        if let value = body["new_edits"] {
-            guard case .bool(let flag) = value else { throw CouchError.badRequest("`new_edits` parameter must be a boolean.") }
-            newEdits = flag
-        }
+        let body = try BulkDocsRequest(json: .object(try request.jsonObjectBody()))
+        let (items, newEdits) = (body.documents, body.newEdits)
         var parsed: [Document] = []
         parsed.reserveCapacity(items.count)
         for item in items {
@@ -37,7 +32,7 @@ extension DocServer {
                 throw CouchError(error)
             }
         }
-        var rows = [JSON?](repeating: nil, count: parsed.count)
+        var rows = [WriteResult?](repeating: nil, count: parsed.count)
         var documents: [Document] = []
         var positions: [Int] = []
         for (position, document) in parsed.enumerated() {
@@ -46,19 +41,15 @@ extension DocServer {
                 documents.append(document)
                 positions.append(position)
             } catch let error as CouchError {
-                rows[position] = ["id": document.hasID ? .string(document.id) : .null, "error": .string(error.error), "reason": .string(error.reason)]
+                rows[position] = WriteResult(id: document.hasID ? document.id : nil, failure: error.body)
             }
         }
         let results = newEdits ? try await db.save(documents) : try await db.insertRevisions(documents)
         if let missing = results.lazy.compactMap(\.error).first(where: { $0.code == .missingStub }) {
             throw CouchError(missing)
         }
-        for (position, result) in zip(positions, results) {
-            // With new_edits=false CouchDB lists only the failures.
-            if !newEdits && result.isSuccess { continue }
-            rows[position] = result.couchDBJSON
-        }
-        return Response.json(.array(rows.compactMap { $0 }), status: .created)
+        for (position, result) in zip(positions, results) { rows[position] = WriteResult(result) }
+        return Response.json(BulkDocsRequest.answer(rows.compactMap { $0 }, newEdits: newEdits), status: .created)
     }
 
     /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`,
@@ -71,32 +62,26 @@ extension DocServer {
         for name in ["open_revs", "new_edits", "w", "rev", "atts_since"] where request.query[name] != nil {
             throw CouchError.badRequest("\"\(name)\" query parameter is not acceptable")
         }
-        let body = try request.jsonObjectBody()
-        guard case .array(let items)? = body["docs"] else { throw CouchError.badRequest("Missing JSON list of 'docs'.") }
+        let body = try BulkGet.Request(json: .object(try request.jsonObjectBody()))
         let base = try DocumentOptions(request)
         let multipart = !request.accepts("application/json")
             && (request.accepts("multipart/mixed") || request.accepts("multipart/related"))
         // The requests first, then every revision they name read in one snapshot.
         struct Item {
-            var id: String?
-            var revisionText: String?
+            var request: BulkGet.Request.Item
             var options: DocumentOptions
             var read: Int?
         }
         var list: [Item] = []
         var reads: [(id: String, revision: RevisionID?)] = []
-        for entry in items {
-            guard case .object(let spec) = entry, let id = spec["id"]?.stringValue else {
-                list.append(Item(id: nil, revisionText: nil, options: base, read: nil))
-                continue
-            }
-            var item = Item(id: id, revisionText: spec["rev"]?.stringValue, options: base, read: nil)
-            if let since = spec["atts_since"], since.arrayValue?.isEmpty == false {
-                item.options.attsSince = try DocumentOptions.revisions(since, name: "atts_since")
+        for entry in body.items {
+            var item = Item(request: entry, options: base, read: nil)
+            if !entry.attachmentsSince.isEmpty {
+                item.options.attsSince = entry.attachmentsSince
                 item.options.attachments = true
             }
-            let revision = item.revisionText.flatMap(RevisionID.init)
-            if item.revisionText == nil || revision != nil {
+            let revision = entry.revision.flatMap(RevisionID.init)
+            if let id = entry.id, entry.revision == nil || revision != nil {
                 item.read = reads.count
                 reads.append((id, revision))
             }
@@ -104,30 +89,27 @@ extension DocServer {
         }
         let found = try await db.revisionsWithHistory(reads, latest: base.latest)
 
-        var results: [JSON] = []
+        var results: [BulkGet.Response.Result] = []
         let boundary = "--" + Multipart.makeBoundary()
         var parts = MultipartBody()
         for item in list {
-            guard let id = item.id else {
-                let error: JSONObject = ["id": .null, "rev": .null, "error": "bad_request", "reason": "Missing id"]
-                results.append(["id": .null, "docs": [["error": .object(error)]]])
-                if multipart { appendBulkGetError(error, to: &parts, boundary: boundary) }
-                continue
+            let id = item.request.id
+            func failure(_ error: String, _ reason: String) -> BulkGet.Entry {
+                .failure(BulkGet.Failure(id: id, revision: item.request.revision, error: ErrorBody(error: error, reason: reason)))
             }
-            func failure(_ error: String, _ reason: String) -> JSONObject {
-                ["id": .string(id), "rev": item.revisionText.map(JSON.string) ?? .null, "error": .string(error), "reason": .string(reason)]
-            }
-            var docs: [JSON] = []
-            if let read = item.read {
-                if found[read].isEmpty { docs.append(["error": .object(failure("not_found", "missing"))]) }
+            var entries: [BulkGet.Entry] = []
+            if id == nil {
+                entries.append(failure("bad_request", "Missing id"))
+            } else if let read = item.read {
+                if found[read].isEmpty { entries.append(failure("not_found", "missing")) }
                 for document in found[read] {
                     guard principal.canRead(document.channels) else {
-                        docs.append(["error": .object(failure("forbidden", "You are not allowed to access this document."))])
+                        entries.append(failure("forbidden", "You are not allowed to access this document."))
                         continue
                     }
                     let answer = try await self.answer(for: document, in: db, item.options,
                                                        withData: multipart || item.options.attachments, multipart: multipart)
-                    docs.append(["ok": answer.json])
+                    entries.append(.ok(answer.json))
                     guard multipart else { continue }
                     if answer.following.isEmpty {
                         parts.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: false))
@@ -135,28 +117,28 @@ extension DocServer {
                     } else {
                         let inner = Multipart.makeBoundary()
                         parts.append(Multipart.partHeader(boundary: boundary, headers: [
-                            ("X-Doc-Id", id), ("X-Rev-Id", document.revision!.description),
+                            ("X-Doc-Id", document.id), ("X-Rev-Id", document.revision!.description),
                             ("Content-Type", "multipart/related; boundary=\(inner)"),
                         ], first: false))
-                        parts.appendRelated(answer, boundary: inner)
+                        answer.appendRelated(to: &parts, boundary: inner)
                     }
                 }
             } else {
-                docs.append(["error": .object(failure("bad_request", "Invalid rev format"))])
+                entries.append(failure("bad_request", "Invalid rev format"))
             }
             if multipart {
-                for doc in docs { if case .object(let error)? = doc["error"] { appendBulkGetError(error, to: &parts, boundary: boundary) } }
+                for case .failure(let failure) in entries { appendBulkGetError(failure, to: &parts, boundary: boundary) }
             }
-            results.append(["id": .string(id), "docs": .array(docs)])
+            results.append(BulkGet.Response.Result(id: id, entries: entries))
         }
-        guard multipart else { return Response.json(["results": .array(results)]) }
+        guard multipart else { return Response.json(BulkGet.Response(results).json) }
         parts.append(Multipart.closing(boundary: boundary) + [0x0D, 0x0A])
         return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""], body: parts.responseBody(db))
     }
 
-    private func appendBulkGetError(_ error: JSONObject, to parts: inout MultipartBody, boundary: String) {
+    private func appendBulkGetError(_ failure: BulkGet.Failure, to parts: inout MultipartBody, boundary: String) {
         parts.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json; error=\"true\"")], first: false))
-        parts.append((try? JSON.object(error).serialized()) ?? [])
+        parts.append((try? failure.json.serialized()) ?? [])
     }
 
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
@@ -197,37 +179,24 @@ extension DocServer {
         let filtering = !principal.readsEverything
         query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
-        var rows: [JSON] = []
-        for row in result.rows {
-            if filtering, let document = row.document, !principal.canRead(document.channels) { continue }
-            if filtering, row.document == nil, row.error == nil, !row.isDeleted { continue }
-            rows.append(row.couchDBJSON(includeDocuments: includeDocuments))
+        var answer = ViewResponse(result, includeDocuments: includeDocuments)
+        if filtering {
+            answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
+                if let document = row.document, !principal.canRead(document.channels) { return nil }
+                if row.document == nil, row.error == nil, !row.isDeleted { return nil }
+                return json
+            }
         }
-        return Response.json(["total_rows": .integer(result.totalRows), "offset": .integer(result.offset), "rows": .array(rows)])
+        return Response.json(answer.json)
     }
 
     /// `POST /{db}/_revs_diff`: `{"id": ["rev", …]}` → the revisions this database lacks.
     func revisionsDiff(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
-        let body = try request.jsonObjectBody()
-        var offered: [(id: String, revisions: [RevisionID])] = []
-        for (id, value) in body {
-            guard let list = value.arrayValue else { throw CouchError.badRequest("Revisions of \(id) must be an array") }
-            offered.append((id, try list.map { item in
-                guard let text = item.stringValue, let revision = RevisionID(text) else { throw CouchError.badRequest("Invalid rev format") }
-                return revision
-            }))
-        }
-        var answer = JSONObject()
-        for difference in try await db.missingRevisions(offered) {
-            var entry: JSONObject = ["missing": JSON(difference.missing.map(\.description))]
-            if !difference.possibleAncestors.isEmpty {
-                entry["possible_ancestors"] = JSON(difference.possibleAncestors.map(\.description))
-            }
-            answer[difference.id] = .object(entry)
-        }
-        return Response.json(.object(answer))
+        let body = try RevsDiff.Request(json: .object(try request.jsonObjectBody()))
+        let differences = try await db.missingRevisions(body.offered.map { ($0.id, $0.revisions) })
+        return Response.json(RevsDiff.Response(differences).json)
     }
 
     /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`.
@@ -277,15 +246,13 @@ extension DocServer {
         } catch let error as DocStoreError where error.code == .notFound {
             throw CouchError.notFound("missing_named_view")
         }
-        var json = result.couchDBJSON(includeDocuments: requestedDocs)
+        var answer = ViewResponse(result, includeDocuments: requestedDocs)
         if filtering {
-            let visible = result.rows.enumerated().filter { _, row in
-                guard let document = row.document else { return false }
-                return principal.canRead(document.channels)
+            answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
+                guard let document = row.document, principal.canRead(document.channels) else { return nil }
+                return json
             }
-            let rows = json["rows"]!.arrayValue!
-            json["rows"] = .array(visible.map { rows[$0.offset] })
         }
-        return Response.json(json)
+        return Response.json(answer.json)
     }
 }

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -18,12 +19,11 @@ struct ChangesRequest: Sendable {
     var timeout: Duration = .seconds(60)
     var heartbeat: Duration?
     /// Only these documents (`filter=_doc_ids`).
-    /// By exact bytes: the NFC and NFD spellings of an id are two documents.
-    var documentIDs: Set<ExactString>?
+    var documentIDs: [String]?
     /// Only documents matching this selector (`filter=_selector`).
     var selector: Selector?
     /// Only documents in one of these channels (`filter=sync_gateway/bychannel`).
-    var channels: Set<String>?
+    var channels: [String]?
     /// Only design documents (`filter=_design`).
     var designOnly = false
     /// A filter function registered in Swift, with the request's parameters.
@@ -90,7 +90,7 @@ struct ChangesRequest: Sendable {
             guard let ids = list?.arrayValue?.compactMap(\.stringValue) else {
                 throw CouchError.badRequest("filter=_doc_ids needs a doc_ids array")
             }
-            documentIDs = Set(ids.map(ExactString.init))
+            documentIDs = ids
         case "_selector"?:
             guard let selector = try body["selector"] ?? request.json("selector") else {
                 throw CouchError.badRequest("filter=_selector needs a selector")
@@ -103,7 +103,7 @@ struct ChangesRequest: Sendable {
             if case .array(let list)? = body["channels"] { names = list.compactMap(\.stringValue) }
             else if let text = parameter("channels") { names = text.split(separator: ",").map(String.init) }
             guard !names.isEmpty else { throw CouchError.badRequest("filter=sync_gateway/bychannel needs channels") }
-            channels = Set(names)
+            channels = names
         case let name? where filters[name] != nil:
             var parameters = request.query
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
@@ -114,7 +114,21 @@ struct ChangesRequest: Sendable {
         if feed == .continuous || feed == .eventsource { descending = false }
     }
 
-    var needsDocuments: Bool { includeDocuments || selector != nil || channels != nil || function != nil }
+    /// The store's filter for these parameters, narrowed to what `principal` may read.
+    func changesFilter(for principal: Principal) -> ChangesFilter {
+        var filter = ChangesFilter(documentIDs: documentIDs, channels: channels, selector: selector, designDocumentsOnly: designOnly)
+        let readsEverything = principal.readsEverything
+        let function: ChangesFilterFunction? = self.function?.filter
+        let parameters = self.function?.parameters ?? [:]
+        if !readsEverything || function != nil {
+            filter.predicate = { document in
+                if !readsEverything, !principal.canRead(document.channels) { return false }
+                if let function, !function(document, parameters) { return false }
+                return true
+            }
+        }
+        return filter
+    }
 }
 
 extension DocServer {
@@ -126,14 +140,14 @@ extension DocServer {
         switch parameters.feed {
         case .normal:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            return Response.json(try await changesBody(db, rows, last: last))
+            return Response.json(try await changesAnswer(db, rows, last: last).json)
         case .longpoll:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            if !rows.isEmpty { return Response.json(try await changesBody(db, rows, last: last)) }
+            if !rows.isEmpty { return Response.json(try await changesAnswer(db, rows, last: last).json) }
             // Nothing yet: as CouchDB, the answer starts at once and waits for the first change, with a
             // newline every heartbeat; without a heartbeat it ends after the timeout.
             let body = ResponseBody { [self] writer in
-                try await writer.write(ByteBuffer(string: "{\"results\":[\n"))
+                try await writer.write(ByteBuffer(string: ChangesResponse.streamOpening))
                 var (rows, last) = (rows, last)
                 var waited: Duration = .zero
                 while !Task.isCancelled, !db.isClosed {
@@ -148,9 +162,7 @@ extension DocServer {
                     guard parameters.heartbeat != nil, request.query["timeout"] == nil || waited < parameters.timeout else { break }
                     try await writer.write(ByteBuffer(string: "\n"))
                 }
-                let pending = try await db.pendingChangeCount(since: last)
-                let text = rows.map(\.description).joined(separator: ",\n") + "\n],\n\"last_seq\":\(last),\"pending\":\(pending)}\n"
-                try await writer.write(ByteBuffer(string: text))
+                try await writer.write(ByteBuffer(string: try await changesAnswer(db, rows, last: last).streamClosing))
                 try await writer.finish(nil)
             }
             return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "must-revalidate"], body: body)
@@ -166,9 +178,7 @@ extension DocServer {
                     batch.limit = limit == Int.max ? nil : limit - sent
                     let (rows, last) = try await collectChanges(db, batch, principal: principal, since: since)
                     for row in rows {
-                        let text = row.description
-                        let line = eventSource ? "data: \(text)\nid: \(row["seq"]?.intValue ?? 0)\n\n" : text + "\n"
-                        try await writer.write(ByteBuffer(string: line))
+                        try await writer.write(ByteBuffer(string: eventSource ? ChangesFeedLine.event(row) : ChangesFeedLine.row(row).text))
                     }
                     sent += rows.count
                     since = last
@@ -186,7 +196,7 @@ extension DocServer {
                     }
                 }
                 if !eventSource {
-                    try await writer.write(ByteBuffer(string: "{\"last_seq\":\(since),\"pending\":0}\n"))
+                    try await writer.write(ByteBuffer(string: ChangesFeedLine.end(lastSequence: .integer(Int(since)), pending: 0).text))
                 }
                 try await writer.finish(nil)
             }
@@ -195,71 +205,29 @@ extension DocServer {
         }
     }
 
-    /// `{"results": […], "last_seq": …, "pending": …}`.
-    private func changesBody(_ db: Database, _ rows: [JSON], last: Int64) async throws -> JSON {
-        let pending = try await db.pendingChangeCount(since: last)
-        return ["results": .array(rows), "last_seq": .integer(Int(last)), "pending": .integer(pending)]
+    /// The answer for `rows` continuing at `last`, with the count of changes after it.
+    private func changesAnswer(_ db: Database, _ rows: [ChangesRow], last: Int64) async throws -> ChangesResponse {
+        ChangesResponse(results: rows, lastSequence: .integer(Int(last)), pending: try await db.pendingChangeCount(since: last))
     }
 
     /// The rows after `since` that pass the filters and the principal's channels, up to the limit, and
     /// the sequence to continue from.
     func collectChanges(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
-                        since: Int64) async throws -> (rows: [JSON], last: Int64) {
-        let filtering = !principal.readsEverything
-        let needDocuments = parameters.needsDocuments || filtering
-        let limit = parameters.limit ?? Int.max
-        var rows: [JSON] = []
-        var cursor = since
-        if parameters.descending {
-            // Without filters every row is kept, so SQLite can stop at the limit.
-            let unfiltered = !filtering && parameters.documentIDs == nil && parameters.channels == nil
-                && parameters.selector == nil && parameters.function == nil && !parameters.designOnly
-            let page = try await db.changes(since: since, limit: unfiltered ? parameters.limit : nil,
-                                            includeDocuments: needDocuments, descending: true)
-            for change in page.changes where rows.count < limit {
-                if let row = try await changeRow(db, change, parameters, principal: principal) { rows.append(row) }
+                        since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
+        let page = try await db.changes(since: since, limit: parameters.limit, filter: parameters.changesFilter(for: principal),
+                                        includeDocuments: parameters.includeDocuments, descending: parameters.descending)
+        var rows: [ChangesRow] = []
+        rows.reserveCapacity(page.changes.count)
+        for change in page.changes {
+            var document: JSON?
+            if parameters.includeDocuments {
+                document = change.document?.json() ?? .null
+                if parameters.conflicts, let tree = try await db.revisionTree(ofDocumentWithID: change.id), !tree.conflicts.isEmpty {
+                    document?["_conflicts"] = JSON(tree.conflicts.map(\.description))
+                }
             }
-            return (rows, page.changes.first?.sequence ?? since)
+            rows.append(ChangesRow(change, allLeaves: parameters.allLeaves, document: document))
         }
-        if limit == 0 { return ([], since) }
-        // Read before the pages: a commit after the pages must stay above the sequence answered.
-        let committed = await db.updateSequence
-        while rows.count < limit {
-            let page = try await db.changes(since: cursor, limit: 500, includeDocuments: needDocuments)
-            for change in page.changes {
-                if let row = try await changeRow(db, change, parameters, principal: principal) { rows.append(row) }
-                cursor = change.sequence
-                if rows.count >= limit { break }
-            }
-            if page.changes.count < 500 { break }
-        }
-        if rows.count < limit { cursor = max(cursor, committed) }
-        return (rows, cursor)
-    }
-
-    private func changeRow(_ db: Database, _ change: Change, _ parameters: ChangesRequest,
-                           principal: Principal) async throws -> JSON? {
-        if let ids = parameters.documentIDs, !ids.contains(ExactString(change.id)) { return nil }
-        if parameters.designOnly, !change.id.hasPrefix("_design/") { return nil }
-        let document = change.document
-        let channels = document?.channels ?? []
-        if !principal.readsEverything, !principal.canRead(channels) { return nil }
-        if let wanted = parameters.channels, !channels.contains(where: wanted.contains) { return nil }
-        if let selector = parameters.selector {
-            guard let document, !document.isDeleted, selector.matches(document.json()) else { return nil }
-        }
-        if let (function, arguments) = parameters.function {
-            guard let document, function(document, arguments) else { return nil }
-        }
-        var row = change.couchDBJSON(allLeaves: parameters.allLeaves)
-        row["doc"] = nil
-        if parameters.includeDocuments {
-            var json = document?.json() ?? .null
-            if parameters.conflicts, let tree = try await db.revisionTree(ofDocumentWithID: change.id), !tree.conflicts.isEmpty {
-                json["_conflicts"] = JSON(tree.conflicts.map(\.description))
-            }
-            row["doc"] = json
-        }
-        return row
+        return (rows, page.lastSequence)
     }
 }

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -41,7 +42,7 @@ extension DocServer {
                 guard principal.canWrite(current.channels) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
             }
             let tombstone = try await db.delete(id: id, revision: revision)
-            return Response.json(tombstone.writeResultJSON, headers: [.eTag: "\"\(tombstone.revision!)\""])
+            return Response.json(WriteResult(written: tombstone).json, headers: [.eTag: "\"\(tombstone.revision!)\""])
         default:
             throw CouchError.methodNotAllowed
         }
@@ -85,7 +86,7 @@ extension DocServer {
         }
         let boundary = Multipart.makeBoundary()
         var body = MultipartBody()
-        body.appendRelated(answer, boundary: boundary)
+        answer.appendRelated(to: &body, boundary: boundary)
         return Response(status: .ok, headers: [.contentType: "multipart/related; boundary=\"\(boundary)\"", .eTag: etag],
                         body: request.method == .head ? ResponseBody() : body.responseBody(db))
     }
@@ -141,12 +142,12 @@ extension DocServer {
     private func openRevisionsResponse(_ db: Database, _ found: [Document], missing: [String], _ options: DocumentOptions,
                                        _ request: CouchRequest) async throws -> Response {
         guard request.accepts("multipart/mixed") else {
-            var rows: [JSON] = []
+            var rows: [OpenRevsEntry] = []
             for document in found {
-                rows.append(["ok": try await answer(for: document, in: db, options, withData: options.attachments, multipart: false).json])
+                rows.append(.ok(try await answer(for: document, in: db, options, withData: options.attachments, multipart: false).json))
             }
-            rows += missing.map { JSON.object(["missing": .string($0)]) }
-            return Response.json(.array(rows))
+            rows += missing.map(OpenRevsEntry.missing)
+            return Response.json(.array(rows.map(\.json)))
         }
         let boundary = Multipart.makeBoundary()
         let inner = Multipart.makeBoundary()
@@ -159,13 +160,13 @@ extension DocServer {
             } else {
                 body.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "multipart/related; boundary=\"\(inner)\"")],
                                                  first: index == 0))
-                body.appendRelated(answer, boundary: inner)
+                answer.appendRelated(to: &body, boundary: inner)
             }
         }
         for (index, revision) in missing.enumerated() {
             body.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json; error=\"true\"")],
                                              first: found.isEmpty && index == 0))
-            body.append(Array(#"{"missing":"\#(revision)"}"#.utf8))
+            body.append((try? OpenRevsEntry.missing(revision).json.serialized()) ?? [])
         }
         if found.isEmpty && missing.isEmpty {
             body.append(Array("--\(boundary)--".utf8))
@@ -196,11 +197,11 @@ extension DocServer {
             }
             let result = try await db.insertRevisions([document])[0]
             if let error = result.error { throw CouchError(error) }
-            return Response.json(["ok": true, "id": .string(id), "rev": .string(document.revision!.description)], status: .created,
+            return Response.json(WriteResult(written: document).json, status: .created,
                                  headers: [.eTag: "\"\(document.revision!)\""])
         }
         let saved = try await db.save(document)
-        return Response.json(saved.writeResultJSON, status: .created,
+        return Response.json(WriteResult(written: saved).json, status: .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: "/\(db.name)/\(id)"])
     }
 
@@ -210,7 +211,7 @@ extension DocServer {
         let document = try await documentFromBody(request, db: db)
         try await checkWrite(document, in: db, principal)
         let saved = try await db.save(document)
-        return Response.json(saved.writeResultJSON, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
+        return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
     }
 
     // MARK: _local
@@ -230,11 +231,11 @@ extension DocServer {
             body.removeValue(forKey: "_id")
             body.removeValue(forKey: "_revisions")
             let newRevision = try await db.saveLocalDocument(withID: id, body: body, revision: revision)
-            return Response.json(["ok": true, "id": .string("_local/\(id)"), "rev": .string(newRevision)], status: .created)
+            return Response.json(WriteResult(id: "_local/\(id)", revision: newRevision).json, status: .created)
         case .delete:
             guard let revision = request.query["rev"] else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
             try await db.deleteLocalDocument(withID: id, revision: revision)
-            return Response.json(["ok": true, "id": .string("_local/\(id)"), "rev": "0-0"])
+            return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)
         default:
             throw CouchError.methodNotAllowed
         }

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import HTTPTypes
@@ -54,9 +55,8 @@ extension DocServer {
         let segments = request.segments
         if segments.count == 1 || (segments.count == 2 && segments[1] == "_all_docs") {
             let all = try await users.users()
-            return Response.json(["total_rows": .integer(all.count), "offset": 0, "rows": .array(all.map { user in
-                ["id": .string("org.couchdb.user:\(user.name)"), "key": .string("org.couchdb.user:\(user.name)"), "value": ["rev": "1-0"]]
-            })])
+            let rows = all.map { ViewRow(id: "org.couchdb.user:\($0.name)", revision: "1-0") }
+            return Response.json(ViewResponse(totalRows: all.count, offset: 0, rows: rows).json)
         }
         guard segments.count == 2, segments[1].hasPrefix("org.couchdb.user:") else { throw CouchError.notFound() }
         let name = String(segments[1].dropFirst("org.couchdb.user:".count))
@@ -73,10 +73,10 @@ extension DocServer {
             let both = channels("channels")
             try await users.setUser(name: name, password: password, readChannels: both + channels("read_channels"),
                                     writeChannels: both + channels("write_channels"))
-            return Response.json(["ok": true, "id": .string(segments[1]), "rev": "1-0"], status: .created)
+            return Response.json(WriteResult(id: segments[1], revision: "1-0").json, status: .created)
         case .delete:
             guard try await users.removeUser(name: name) else { throw CouchError.notFound() }
-            return Response.json(["ok": true, "id": .string(segments[1])])
+            return Response.json(WriteResult(id: segments[1], revision: nil).json)
         default:
             throw CouchError.methodNotAllowed
         }

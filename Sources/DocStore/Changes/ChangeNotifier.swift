@@ -34,6 +34,9 @@ final class ChangeNotifier: Sendable {
         committed(upTo: batch.map(\.sequence).max() ?? 0)
     }
 
+    /// The highest sequence known to be committed.
+    var committedSequence: Int64 { state.withLock { $0.committed } }
+
     /// Records that everything up to `sequence` is committed (at open, and after purges that publish
     /// no document change) and wakes the waiters below it.
     func committed(upTo sequence: Int64) {

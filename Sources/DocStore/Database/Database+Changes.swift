@@ -20,19 +20,59 @@ extension Database {
     // MARK: Changes feed
 
     /// The changes feed: each document changed after `since`, once, at its latest sequence, in
-    /// increasing sequence order, with its winning revision and all its leaf revisions.
+    /// increasing sequence order, with its winning revision and all its leaf revisions — those that
+    /// pass `filter`.
     ///
     /// - Parameters:
     ///   - since: the sequence to start after (0 for everything).
     ///   - limit: the most rows to return.
+    ///   - filter: which documents to pass on; every change passes the default filter.
     ///   - includeDocuments: include the winning revision's document (tombstones included).
-    /// - Returns: the rows and the sequence to continue from.
-    /// - Complexity: O(rows) — the feed is a range scan of the changes log.
-    ///   - descending: newest change first (`lastSequence` is then the lowest sequence returned).
-    public func changes(since: Int64 = 0, limit: Int? = nil, includeDocuments: Bool = false,
-                        descending: Bool = false) async throws -> ChangesPage {
+    ///   - descending: newest change first (`lastSequence` is then the sequence of the first row).
+    /// - Returns: the rows and the sequence to continue from. The sequence moves past every change
+    ///   the filter examined; when the page is not full it is the database's sequence at the call, so
+    ///   changes that no row stands for (filtered out, purged) are not read again.
+    /// - Complexity: O(changes examined) — the feed is a range scan of the changes log, in pages of
+    ///   500 when a filter drops rows.
+    public func changes(since: Int64 = 0, limit: Int? = nil, filter: ChangesFilter = ChangesFilter(),
+                        includeDocuments: Bool = false, descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
-        return try read { connection in
+        let wanted = limit ?? Int.max
+        if descending {
+            // One read: a filter is applied to the rows of the whole range.
+            let page = try changesPage(since: since, limit: filter.passesEverything ? limit : nil,
+                                       includeDocuments: includeDocuments || filter.needsDocuments, descending: true)
+            let changes = page.changes.lazy.filter(filter.passes).prefix(wanted).map { $0.keepingDocument(includeDocuments) }
+            return ChangesPage(changes: Array(changes), lastSequence: page.changes.first?.sequence ?? since)
+        }
+        if wanted == 0 { return ChangesPage(changes: [], lastSequence: since) }
+        // Read before the pages: a commit after them stays above the sequence answered.
+        let committed = notifier.committedSequence
+        if filter.passesEverything {
+            let page = try changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
+            let last = page.changes.count < wanted ? max(page.lastSequence, committed) : page.lastSequence
+            return ChangesPage(changes: page.changes, lastSequence: last)
+        }
+        let pageSize = 500
+        var cursor = since
+        var changes: [Change] = []
+        pages: while true {
+            let page = try changesPage(since: cursor, limit: pageSize, includeDocuments: true, descending: false)
+            for change in page.changes {
+                cursor = change.sequence
+                guard filter.passes(change) else { continue }
+                changes.append(change.keepingDocument(includeDocuments))
+                if changes.count >= wanted { break pages }
+            }
+            if page.changes.count < pageSize { break }
+        }
+        if changes.count < wanted { cursor = max(cursor, committed) }
+        return ChangesPage(changes: changes, lastSequence: cursor)
+    }
+
+    /// One range of the changes log, every row kept.
+    private func changesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) throws -> ChangesPage {
+        try read { connection in
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
             // the writer, so that a long write never holds up a read.

@@ -16,7 +16,7 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// What went wrong, as a value that can be extended without breaking `switch` statements.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
-        let couchDB: String
+        package let couchDB: String
         let status: Int
 
         private init(_ name: String, couchDB: String, status: Int) {

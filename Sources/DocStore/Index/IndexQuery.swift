@@ -93,22 +93,4 @@ public struct QueryResult: Sendable, Sequence {
     }
 
     public func makeIterator() -> IndexingIterator<[QueryRow]> { rows.makeIterator() }
-
-    /// The CouchDB view answer: `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}` (reduce
-    /// answers have no `total_rows`, `offset` or `id`).
-    public func couchDBJSON(includeDocuments: Bool) -> JSON {
-        var object = JSONObject()
-        if let totalRows { object["total_rows"] = .integer(totalRows) }
-        if let offset { object["offset"] = .integer(offset) }
-        object["rows"] = .array(rows.map { row in
-            var member = JSONObject()
-            if let id = row.documentID { member["id"] = .string(id) }
-            member["key"] = row.key
-            member["value"] = row.value
-            if includeDocuments { member["doc"] = row.document?.json() ?? .null }
-            return .object(member)
-        })
-        if let updateSequence { object["update_seq"] = .integer(Int(updateSequence)) }
-        return .object(object)
-    }
 }

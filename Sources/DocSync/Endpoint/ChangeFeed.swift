@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 #if canImport(FoundationNetworking)
@@ -11,7 +12,7 @@ import Synchronization
 final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
     private struct State {
         var buffer: [UInt8] = []
-        var rows: [ChangeRow] = []
+        var rows: [ChangesRow] = []
         var ended = false
         var failure: ReplicationError?
         var waiter: CheckedContinuation<Void, Never>?
@@ -45,13 +46,13 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
 
     /// Up to `maximum` rows; waits until at least one arrived. `nil` when the feed has ended.
     /// - Throws: the error that broke the feed.
-    func next(maximum: Int) async throws -> [ChangeRow]? {
+    func next(maximum: Int) async throws -> [ChangesRow]? {
         while true {
             if Task.isCancelled {
                 close()
                 throw CancellationError()
             }
-            let (rows, ended, failure): ([ChangeRow], Bool, ReplicationError?) = state.withLock { state in
+            let (rows, ended, failure): ([ChangesRow], Bool, ReplicationError?) = state.withLock { state in
                 let taken = Array(state.rows.prefix(maximum))
                 state.rows.removeFirst(taken.count)
                 return (taken, state.ended && state.rows.isEmpty, state.failure)
@@ -104,19 +105,28 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
             state.withLock { $0.errorBody.append(contentsOf: data.prefix(4096)) }
             return
         }
-        var parsed: [ChangeRow] = []
+        var parsed: [ChangesRow] = []
+        var malformed: String?
         state.withLock { state in
+            guard state.failure == nil else { return }
             state.buffer.append(contentsOf: data)
-            while let newline = state.buffer.firstIndex(of: 0x0A) {
-                let line = Array(state.buffer[..<newline])
-                state.buffer.removeSubrange(...newline)
-                guard !line.isEmpty, let json = try? JSON(parsing: line) else { continue }  // heartbeat
-                guard let id = json["id"]?.stringValue, let changes = json["changes"]?.arrayValue else { continue }
-                parsed.append(ChangeRow(sequence: json["seq"] ?? .null, id: id,
-                                        revisions: changes.compactMap { $0["rev"]?.stringValue.flatMap(RevisionID.init) },
-                                        deleted: json["deleted"]?.boolValue ?? false))
+            while malformed == nil, let newline = state.buffer.firstIndex(of: 0x0A) {
+                let line = state.buffer[..<newline]
+                defer { state.buffer.removeSubrange(...newline) }
+                do {
+                    // The final `last_seq` line needs nothing: the server closes the feed after it.
+                    if case .row(let row) = try ChangesFeedLine(line: line) { parsed.append(row) }
+                } catch {
+                    malformed = String(decoding: line.prefix(200), as: UTF8.self)
+                }
             }
             state.rows += parsed
+        }
+        if let malformed {
+            // A change that cannot be read must not be skipped: the feed fails here, and nothing
+            // after it is read; the replicator opens it again from its checkpoint.
+            finish(ReplicationError(.badResponse, "continuous _changes sent a malformed line: \(malformed)"))
+            return
         }
         if !parsed.isEmpty { wake() }
     }
@@ -127,10 +137,7 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
             return (state.status, state.errorBody)
         }
         if status >= 400 {
-            let json = (try? JSON(parsing: body)) ?? .null
-            let reason = json["reason"]?.stringValue ?? "continuous _changes failed"
-            let code: ReplicationError.Code = status == 401 ? .unauthorized : status == 403 ? .forbidden : .badResponse
-            finish(ReplicationError(code, reason, httpStatus: status))
+            finish(ReplicationError(status: status, body: body, context: "continuous _changes"))
         } else if let error {
             finish(ReplicationError(.network, "continuous _changes: \(error.localizedDescription)", cause: error))
         } else {

@@ -118,12 +118,15 @@ struct HTTPPeer: ReplicationPeer {
 
     /// The typed error for an error answer.
     func throwError(status: Int, body data: Data, method: String, path: String) throws -> Never {
-        let body = (try? JSON(parsing: data)) ?? .null
-        let reason = body["reason"]?.stringValue ?? body["error"]?.stringValue ?? String(decoding: data.prefix(200), as: UTF8.self)
-        switch status {
-        case 401: throw ReplicationError(.unauthorized, "\(databaseURL.absoluteString): \(reason)", httpStatus: status)
-        case 403: throw ReplicationError(.forbidden, "\(databaseURL.absoluteString)\(path): \(reason)", httpStatus: status)
-        default: throw ReplicationError(.badResponse, "\(method) \(databaseURL.path)\(path.prefix(80)): \(reason)", httpStatus: status)
+        throw ReplicationError(status: status, body: data, context: "\(method) \(databaseURL.absoluteString)\(path.prefix(80))")
+    }
+
+    /// Decodes an answer with a protocol type, a malformed one being the peer's fault.
+    private func decode<Value>(_ what: String, _ decode: () throws -> Value) throws -> Value {
+        do {
+            return try decode()
+        } catch let error as DocStoreError {
+            throw ReplicationError(.badResponse, "\(databaseURL.absoluteString) answered a malformed \(what): \(error.reason)", cause: error)
         }
     }
 
@@ -154,7 +157,7 @@ struct HTTPPeer: ReplicationPeer {
 
     /// The query items and JSON body of a `_changes` request; parameters go in both, since CouchDB reads
     /// the query string and Sync Gateway the body.
-    private func changesRequest(since: JSON, limit: Int?, filter: ChangesFilter) -> (query: [String], body: JSONObject) {
+    private func changesRequest(since: JSON, limit: Int?, filter: SourceFilter) -> (query: [String], body: JSONObject) {
         var query = ["style=all_docs"]
         if let limit { query.append("limit=\(limit)") }
         switch since {
@@ -193,7 +196,7 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     /// A continuous `_changes` feed from `since`, read as it arrives, with heartbeats every `heartbeat`.
-    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed? {
+    func openContinuousFeed(since: JSON, filter: SourceFilter, heartbeat: Duration) async throws -> ChangeFeed? {
         var (query, body) = changesRequest(since: since, limit: nil, filter: filter)
         query += ["feed=continuous", "heartbeat=\(max(HTTPPeer.milliseconds(heartbeat), 100))"]
         guard let url = URL(string: databaseURL.absoluteString + "/_changes?" + query.joined(separator: "&")) else {
@@ -209,35 +212,20 @@ struct HTTPPeer: ReplicationPeer {
         return feed
     }
 
-    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON) {
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
         var (query, body) = changesRequest(since: since, limit: limit, filter: filter)
         if let wait {
             query += ["feed=longpoll", "timeout=\(max(HTTPPeer.milliseconds(wait), 100))"]
         }
         let (_, json) = try await request("POST", "/_changes?" + query.joined(separator: "&"), json: .object(body))
-        guard let results = json["results"]?.arrayValue else {
-            throw ReplicationError(.badResponse, "_changes answered without results")
-        }
-        var rows: [ChangeRow] = []
-        for row in results {
-            guard let id = row["id"]?.stringValue, let changes = row["changes"]?.arrayValue else { continue }
-            rows.append(ChangeRow(sequence: row["seq"] ?? .null, id: id,
-                                  revisions: changes.compactMap { $0["rev"]?.stringValue.flatMap(RevisionID.init) },
-                                  deleted: row["deleted"]?.boolValue ?? false))
-        }
-        return (rows, json["last_seq"] ?? rows.last?.sequence ?? since)
+        let answer = try decode("_changes answer") { try ChangesResponse(json: json) }
+        return (answer.results, answer.lastSequence.isNull ? since : answer.lastSequence)
     }
 
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
-        var body = JSONObject()
-        for (id, revisions) in offered { body[id] = JSON(revisions.map(\.description)) }
-        let (_, json) = try await request("POST", "/_revs_diff", json: .object(body))
-        guard case .object(let answer) = json else { throw ReplicationError(.badResponse, "_revs_diff answered \(json)") }
-        return answer.map { id, entry in
-            RevisionDifference(id: id,
-                               missing: entry["missing"]?.arrayValue?.compactMap { $0.stringValue.flatMap(RevisionID.init) } ?? [],
-                               possibleAncestors: entry["possible_ancestors"]?.arrayValue?.compactMap { $0.stringValue.flatMap(RevisionID.init) } ?? [])
-        }
+        let body = RevsDiff.Request(offered.map { RevsDiff.Request.Offer(id: $0.id, revisions: $0.revisions) })
+        let (_, json) = try await request("POST", "/_revs_diff", json: body.json)
+        return try decode("_revs_diff answer") { try RevsDiff.Response(json: json) }.differences
     }
 
     // MARK: Fetching revisions (pull)
@@ -250,18 +238,29 @@ struct HTTPPeer: ReplicationPeer {
     /// every revision.
     func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
-        let docs: [JSON] = requests.map { ["id": .string($0.id), "rev": .string($0.revision.description)] }
+        let body = BulkGet.Request(requests.map { BulkGet.Request.Item(id: $0.id, revision: $0.revision.description) })
         let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false",
-                                               json: ["docs": .array(docs)], allow: [400, 404, 405, 501])
+                                               json: body.json, allow: [400, 404, 405, 501])
         if status >= 400 {
             return try await fetchWithAttachments(requests.map { ($0, nil) }, stagingInto: stagingDatabase)
         }
+        let answer = try decode("_bulk_get answer") { try BulkGet.Response(json: json) }
+        guard answer.results.count == requests.count else {
+            throw ReplicationError(.badResponse, "_bulk_get answered \(answer.results.count) results for \(requests.count) documents")
+        }
         var documents: [Document] = []
         var withAttachments: [(FetchRequest, Int?)] = []
-        for (request, result) in zip(requests, json["results"]?.arrayValue ?? []) {
-            for entry in result["docs"]?.arrayValue ?? [] {
-                guard let ok = entry["ok"] else { continue }
-                let document = try Document(json: ok)
+        for (request, result) in zip(requests, answer.results) {
+            guard result.id.map(ExactString.init) == ExactString(request.id) else {
+                throw ReplicationError(.badResponse, "_bulk_get answered \(result.id ?? "null") where \(request.id) was asked for")
+            }
+            for entry in result.entries {
+                guard case .ok(let ok) = entry else {
+                    // As CouchDB's replicator: a revision the batch could not read is asked for alone.
+                    withAttachments.append((request, nil))
+                    continue
+                }
+                let document = try decode("_bulk_get document") { try Document(json: ok) }
                 // Without an attachment added after the newest of the target's leaves on its history,
                 // the stubs are valid there; otherwise the revision is fetched again with its attachments.
                 if document.attachments.isEmpty || HTTPPeer.stubsAreValid(document, possibleAncestors: request.possibleAncestors) {
@@ -338,8 +337,13 @@ struct HTTPPeer: ReplicationPeer {
         if status >= 400 { try throwError(status: status, body: try body.prefix(4096), method: "GET", path: path) }
         let contentType = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type") ?? "application/json"
         guard Multipart.mediaType(of: contentType) == "multipart/mixed", let boundary = Multipart.boundary(from: contentType) else {
-            let json = try JSON(parsing: try body.prefix(Int.max))
-            return try (json.arrayValue ?? []).compactMap { try $0["ok"].map(Document.init(json:)) }
+            let json = try decode("open_revs answer") { try JSON(parsing: try body.prefix(Int.max)) }
+            return try decode("open_revs answer") {
+                try OpenRevsEntry.decode(json).compactMap { entry in
+                    guard case .ok(let document) = entry else { return nil }
+                    return try Document(json: document)
+                }
+            }
         }
         return try await OpenRevisionsReader.read(body, boundary: boundary, stagingInto: stagingDatabase)
     }
@@ -364,7 +368,7 @@ struct HTTPPeer: ReplicationPeer {
         }
         if !bulk.isEmpty { try await storeInBulk(bulk, into: &outcome) }
         let answers = try await multipart.concurrentMap(limit: maximumRequestsInFlight) { try await putMultipart($0) }
-        for (document, (status, json)) in zip(multipart, answers) { record(document, status: status, json: json, into: &outcome) }
+        for (document, (status, body)) in zip(multipart, answers) { record(document, status: status, body: body, into: &outcome) }
         return outcome
     }
 
@@ -377,7 +381,8 @@ struct HTTPPeer: ReplicationPeer {
             }
             bodies.append(loaded.json(attachmentData: true, revisions: true))
         }
-        let (status, json) = try await request("POST", "/_bulk_docs", json: ["docs": .array(bodies), "new_edits": false], allow: [412])
+        let (status, json) = try await request("POST", "/_bulk_docs", json: BulkDocsRequest(documents: bodies, newEdits: false).json,
+                                               allow: [412])
         if status == 412 {
             // CouchDB refuses the whole request for one stub: the revisions without stubs go again alone.
             outcome.missingStubs += documents.filter { document in document.attachments.values.contains(where: \.isStub) }
@@ -386,43 +391,30 @@ struct HTTPPeer: ReplicationPeer {
             return
         }
         let byID = Dictionary(documents.map { (ExactString($0.id), $0) }, uniquingKeysWith: { first, _ in first })
-        for row in json.arrayValue ?? [] {
-            guard let error = row["error"]?.stringValue else { continue }
-            let id = row["id"]?.stringValue ?? ""
-            outcome.failures.append((id, byID[ExactString(id)]?.revision, "\(error): \(row["reason"]?.stringValue ?? "")"))
+        for row in try decode("_bulk_docs answer", { try BulkDocsRequest.decodeAnswer(json) }) {
+            guard let failure = row.failure else { continue }
+            let id = row.id ?? ""
+            outcome.failures.append((id, row.revision.flatMap(RevisionID.init) ?? byID[ExactString(id)]?.revision, failure.summary))
         }
     }
 
-    private func record(_ document: Document, status: Int, json: JSON, into outcome: inout StoreOutcome) {
-        switch status {
-        case 200..<300: break
-        case 412 where json["error"]?.stringValue == "missing_stub": outcome.missingStubs.append(document)
-        default:
-            let reason = "\(json["error"]?.stringValue ?? "HTTP \(status)"): \(json["reason"]?.stringValue ?? "")"
-            outcome.failures.append((document.id, document.revision, reason))
+    /// The outcome of one multipart PUT.
+    private func record(_ document: Document, status: Int, body: Data, into outcome: inout StoreOutcome) {
+        guard !(200..<300).contains(status) else { return }
+        let failure = ErrorBody(body: body)
+        if status == 412 && failure.error == DocStoreError.Code.missingStub.couchDB {
+            outcome.missingStubs.append(document)
+        } else {
+            outcome.failures.append((document.id, document.revision, "HTTP \(status) \(failure.summary)"))
         }
     }
 
     /// `PUT /db/id?new_edits=false` with the revision as `multipart/related`.
-    private func putMultipart(_ document: Document) async throws -> (status: Int, json: JSON) {
+    private func putMultipart(_ document: Document) async throws -> (status: Int, body: Data) {
         let boundary = Multipart.makeBoundary()
-        var bare = document
-        bare.attachments = [:]
-        guard case .object(var object) = bare.json(revisions: true) else { return (0, .null) }
-        var members = JSONObject()
-        var following: [(String, Attachment)] = []
-        for name in document.attachments.keys.sorted() {
-            let attachment = document.attachments[name]!
-            if attachment.isStub {
-                members[name] = attachment.json(.stub, encodingInfo: true)
-            } else {
-                members[name] = attachment.json(.follows, encodingInfo: true)
-                following.append((name, attachment))
-            }
-        }
-        object["_attachments"] = .object(members)
+        let related = MultipartDocument(document, revisions: true, encodingInfo: true) { $0.isStub ? .stub : .follows }
         var body = MultipartBody()
-        body.appendRelated(json: try JSON.object(object).serialized(), following: following, boundary: boundary)
+        related.appendRelated(to: &body, boundary: boundary)
         var urlRequest = try makeRequest("PUT", "/\(HTTPPeer.encode(document.id))?new_edits=false")
         urlRequest.setValue("multipart/related; boundary=\"\(boundary)\"", forHTTPHeaderField: "Content-Type")
         let data: Data, response: URLResponse
@@ -450,11 +442,10 @@ struct HTTPPeer: ReplicationPeer {
             throw ReplicationError(.network, "PUT \(databaseURL.path)/\(document.id): \(error.localizedDescription)", cause: error)
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let json = (try? JSON(parsing: data)) ?? .null
         if status == 401 || status == 403 || status >= 500 {
             try throwError(status: status, body: data, method: "PUT", path: "/\(document.id)")
         }
-        return (status, json)
+        return (status, data)
     }
 
     /// Writes a multipart body to a new temporary file, attachment by attachment in pieces.
@@ -490,16 +481,12 @@ struct HTTPPeer: ReplicationPeer {
 
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
         let (status, json) = try await request("GET", "/_local/\(HTTPPeer.encode(id))", allow: [404])
-        guard status == 200, case .object(var body) = json else { return nil }
-        let revision = body.removeValue(forKey: "_rev")?.stringValue ?? ""
-        body.removeValue(forKey: "_id")
-        return Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: body), revision: revision)
+        guard status == 200, let (checkpoint, revision) = ReplicationCheckpoint.decodeLocalDocument(json) else { return nil }
+        return Checkpointer.Record(checkpoint: checkpoint, revision: revision)
     }
 
     func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String {
-        var document = checkpoint.json
-        if let revision { document["_rev"] = .string(revision) }
-        let (_, json) = try await request("PUT", "/_local/\(HTTPPeer.encode(id))", json: .object(document))
-        return json["rev"]?.stringValue ?? ""
+        let (_, json) = try await request("PUT", "/_local/\(HTTPPeer.encode(id))", json: checkpoint.localDocument(revision: revision))
+        return try decode("checkpoint write answer") { try WriteResult(json: json) }.revision ?? ""
     }
 }

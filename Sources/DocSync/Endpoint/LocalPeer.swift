@@ -14,45 +14,21 @@ struct LocalPeer: ReplicationPeer {
         if database.isClosed { throw ReplicationError(.databaseNotFound, "The local database \(database.name) is closed") }
     }
 
-    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON) {
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
         if filter.named != nil {
             throw ReplicationError(.invalidConfiguration, "Server filter functions need a remote source")
         }
         let start = sequenceNumber(since) ?? 0
-        var result = try await collect(after: start, limit: limit, filter: filter)
-        if result.rows.isEmpty, let wait, let read = sequenceNumber(result.last) {
-            if await database.waitForCommit(after: read, timeout: wait) {
-                result = try await collect(after: start, limit: limit, filter: filter)
-            }
+        var page = try await database.changes(since: start, limit: limit, filter: filter.changesFilter)
+        if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait) {
+            page = try await database.changes(since: page.lastSequence, limit: limit, filter: filter.changesFilter)
         }
-        return result
-    }
-
-    private func collect(after start: Int64, limit: Int, filter: ChangesFilter) async throws -> (rows: [ChangeRow], last: JSON) {
-        let needDocuments = filter.channels != nil || filter.selector != nil
-        let documentIDs = filter.documentIDs.map { Set($0.map(ExactString.init)) }
-        var cursor = start
-        var rows: [ChangeRow] = []
-        while rows.count < limit {
-            let page = try await database.changes(since: cursor, limit: max(limit, 100), includeDocuments: needDocuments)
-            for change in page.changes {
-                cursor = change.sequence
-                if let ids = documentIDs, !ids.contains(ExactString(change.id)) { continue }
-                if let channels = filter.channels, !(change.document?.channels.contains(where: channels.contains) ?? false) { continue }
-                if let selector = filter.selector {
-                    guard let document = change.document, !document.isDeleted, selector.matches(document) else { continue }
-                }
-                rows.append(ChangeRow(sequence: .integer(Int(change.sequence)), id: change.id,
-                                      revisions: change.leafRevisions, deleted: change.isDeleted))
-                if rows.count >= limit { break }
-            }
-            if page.changes.count < max(limit, 100) { break }
-        }
-        return (rows, .integer(Int(cursor)))
+        // Every leaf, as the replicator asks a remote source for (`style=all_docs`).
+        return (page.changes.map { ChangesRow($0, allLeaves: true) }, .integer(Int(page.lastSequence)))
     }
 
     /// Local sources wait on the database's commit signal instead.
-    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed? { nil }
+    func openContinuousFeed(since: JSON, filter: SourceFilter, heartbeat: Duration) async throws -> ChangeFeed? { nil }
 
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
         try await database.missingRevisions(offered)

@@ -1,14 +1,6 @@
 import CouchProtocol
 import DocStore
 
-/// A row of a source's changes feed.
-struct ChangeRow: Sendable {
-    let sequence: JSON
-    let id: String
-    let revisions: [RevisionID]
-    let deleted: Bool
-}
-
 /// A revision a target lacks, with the target's leaves that may be its ancestors (`_revs_diff`'s
 /// `possible_ancestors`).
 struct FetchRequest: Sendable {
@@ -26,12 +18,18 @@ struct StoreOutcome: Sendable {
     var missingStubs: [Document] = []
 }
 
-/// How a source's changes are filtered.
-struct ChangesFilter: Sendable {
+/// How a source's changes are filtered: what a local source's ``ChangesFilter`` does, or a filter
+/// function the remote source defines (`named`).
+struct SourceFilter: Sendable {
     var documentIDs: [String]?
     var channels: [String]?
     var selector: Selector?
     var named: (name: String, parameters: [String: String])?
+
+    /// The filter of a local source (which has no named filters).
+    var changesFilter: ChangesFilter {
+        ChangesFilter(documentIDs: documentIDs, channels: channels, selector: selector)
+    }
 }
 
 /// What a replication needs from either side; implemented over a local `Database` and over HTTP.
@@ -41,9 +39,9 @@ protocol ReplicationPeer: Sendable {
     /// Checks the database exists, creating it when asked.
     func prepare(create: Bool) async throws
     /// Changes after `since`, at most `limit`; with `wait`, blocks until there is one or `wait` passes.
-    func changes(since: JSON, limit: Int, filter: ChangesFilter, wait: Duration?) async throws -> (rows: [ChangeRow], last: JSON)
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON)
     /// A continuous feed of changes after `since`, if this side streams them (HTTP); `nil` otherwise.
-    func openContinuousFeed(since: JSON, filter: ChangesFilter, heartbeat: Duration) async throws -> ChangeFeed?
+    func openContinuousFeed(since: JSON, filter: SourceFilter, heartbeat: Duration) async throws -> ChangeFeed?
     /// Which of the offered revisions this side lacks.
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference]
     /// The given revisions, each with its history and complete for the target: an attachment the

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CouchProtocol
 import DocStore
 import Foundation
 
@@ -25,7 +26,7 @@ struct Put: AsyncParsableCommand {
             fail("\(error.couchDBError): \(error.reason)")
         }
         try await withDatabase(options) { db in
-            printJSON(try await db.save(document).writeResultJSON)
+            printJSON(WriteResult(written: try await db.save(document)).json)
         }
     }
 }
@@ -90,7 +91,7 @@ struct Delete: AsyncParsableCommand {
                 guard let current = try await db.document(withID: id) else { fail("not_found: missing (\(id))") }
                 target = current.revision!
             }
-            printJSON(try await db.delete(id: id, revision: target).writeResultJSON)
+            printJSON(WriteResult(written: try await db.delete(id: id, revision: target)).json)
         }
     }
 }
@@ -130,7 +131,7 @@ struct All: AsyncParsableCommand {
                                       keys: keys.map { $0.split(separator: ",").map(String.init) },
                                       includeDocuments: includeDocuments)
         try await withDatabase(options) { db in
-            printJSON(try await db.allDocuments(query).couchDBJSON(includeDocuments: includeDocuments))
+            printJSON(ViewResponse(try await db.allDocuments(query), includeDocuments: includeDocuments).json)
         }
     }
 }
@@ -162,7 +163,8 @@ struct Changes: AsyncParsableCommand {
         try await withDatabase(options) { db in
             let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocuments)
             let pending = try await db.pendingChangeCount(since: page.lastSequence)
-            printJSON(page.couchDBJSON(allLeaves: style == "all_docs", pending: Int64(pending)))
+            let rows = page.changes.map { ChangesRow($0, allLeaves: style == "all_docs", document: $0.document?.json()) }
+            printJSON(ChangesResponse(results: rows, lastSequence: .integer(Int(page.lastSequence)), pending: pending).json)
         }
     }
 }

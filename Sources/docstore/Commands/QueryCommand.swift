@@ -1,4 +1,5 @@
 import ArgumentParser
+import CouchProtocol
 import DocStore
 import Foundation
 
@@ -109,7 +110,7 @@ struct Query: AsyncParsableCommand {
             for error in result.mapErrors {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }
-            printJSON(result.couchDBJSON(includeDocuments: includeDocuments))
+            printJSON(ViewResponse(result, includeDocuments: includeDocuments).json)
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CouchProtocol
 import DocStore
 import Foundation
 
@@ -60,7 +61,7 @@ struct Import: AsyncParsableCommand {
                     let results = keepRevisions ? try await db.insertRevisions(batch, source: .local) : try await db.save(batch)
                     for result in results {
                         if !result.isSuccess { failures += 1 }
-                        output += result.couchDBJSON.description + "\n"
+                        output += WriteResult(result).json.description + "\n"
                     }
                 }
                 FileHandle.standardOutput.write(Data(output.utf8))

@@ -1,0 +1,176 @@
+import DocStore
+
+/// `POST /db/_bulk_get`: `{"docs":[{"id","rev"?,"atts_since"?}]}` → `{"results":[{"id","docs":[{"ok":doc}|{"error":{…}}]}]}`.
+package enum BulkGet {
+    /// The revisions asked for.
+    package struct Request: Sendable, Hashable {
+        package var items: [Item]
+
+        package struct Item: Sendable, Hashable {
+            /// `nil` for an entry without a string `id` (answered with a `bad_request` row).
+            package var id: String?
+            /// The revision as sent (an invalid one is answered with a `bad_request` row); `nil` for
+            /// the winner.
+            package var revision: String?
+            /// Revisions the client has: attachments no newer than the newest of them on the
+            /// document's history come as stubs, the others with their content.
+            package var attachmentsSince: [RevisionID]
+
+            package init(id: String?, revision: String? = nil, attachmentsSince: [RevisionID] = []) {
+                self.id = id
+                self.revision = revision
+                self.attachmentsSince = attachmentsSince
+            }
+        }
+
+        package init(_ items: [Item]) { self.items = items }
+
+        package init(json: JSON) throws {
+            guard case .array(let entries)? = json[Keys.docs] else { throw DocStoreError(.badRequest, "Missing JSON list of 'docs'.") }
+            items = try entries.map { entry in
+                guard case .object(let spec) = entry, let id = spec[Keys.id]?.stringValue else { return Item(id: nil) }
+                var item = Item(id: id, revision: spec[Keys.rev]?.stringValue)
+                if let since = spec[Keys.attsSince] {
+                    guard let list = since.arrayValue else { throw DocStoreError(.badRequest, "atts_since must be a JSON array") }
+                    item.attachmentsSince = try list.map { value in
+                        guard let text = value.stringValue, let revision = RevisionID(text) else {
+                            throw DocStoreError(.badRequest, "Invalid rev in atts_since")
+                        }
+                        return revision
+                    }
+                }
+                return item
+            }
+        }
+
+        package var json: JSON {
+            [Keys.docs: .array(items.map { item in
+                var object: JSONObject = [Keys.id: JSON(item.id)]
+                if let revision = item.revision { object[Keys.rev] = .string(revision) }
+                if !item.attachmentsSince.isEmpty { object[Keys.attsSince] = JSON(item.attachmentsSince.map(\.description)) }
+                return .object(object)
+            })]
+        }
+    }
+
+    /// A revision that could not be read, as CouchDB reports it: `{"id","rev","error","reason"}`.
+    package struct Failure: Sendable, Hashable {
+        package var id: String?
+        package var revision: String?
+        package var error: ErrorBody
+
+        package init(id: String?, revision: String?, error: ErrorBody) {
+            self.id = id
+            self.revision = revision
+            self.error = error
+        }
+
+        package init(json: JSON) throws {
+            guard let error = ErrorBody(json: json) else { throw DocStoreError(.badRequest, "A _bulk_get error needs \"error\"") }
+            self.init(id: json[Keys.id]?.stringValue, revision: json[Keys.rev]?.stringValue, error: error)
+        }
+
+        package var json: JSON {
+            var object: JSONObject = [Keys.id: JSON(id), Keys.rev: JSON(revision)]
+            for (key, value) in error.members { object[key] = value }
+            return .object(object)
+        }
+    }
+
+    /// One revision's outcome.
+    package enum Entry: Sendable, Hashable {
+        case ok(JSON)
+        case failure(Failure)
+
+        package init(json: JSON) throws {
+            if let document = json[Keys.ok] {
+                self = .ok(document)
+            } else if let error = json[Keys.error] {
+                self = .failure(try Failure(json: error))
+            } else {
+                throw DocStoreError(.badRequest, "A _bulk_get entry needs \"ok\" or \"error\"")
+            }
+        }
+
+        package var json: JSON {
+            switch self {
+            case .ok(let document): return [Keys.ok: document]
+            case .failure(let failure): return [Keys.error: failure.json]
+            }
+        }
+    }
+
+    /// The answer, one result per requested item in the request's order.
+    package struct Response: Sendable, Hashable {
+        package var results: [Result]
+
+        package struct Result: Sendable, Hashable {
+            package var id: String?
+            package var entries: [Entry]
+
+            package init(id: String?, entries: [Entry]) {
+                self.id = id
+                self.entries = entries
+            }
+        }
+
+        package init(_ results: [Result]) { self.results = results }
+
+        package init(json: JSON) throws {
+            guard let results = json[Keys.results]?.arrayValue else {
+                throw DocStoreError(.badRequest, "_bulk_get answered without results: \(json.description.prefix(200))")
+            }
+            self.results = try results.map { result in
+                Result(id: result[Keys.id]?.stringValue, entries: try (result[Keys.docs]?.arrayValue ?? []).map(Entry.init(json:)))
+            }
+        }
+
+        package var json: JSON {
+            [Keys.results: .array(results.map { [Keys.id: JSON($0.id), Keys.docs: .array($0.entries.map(\.json))] })]
+        }
+    }
+
+    enum Keys {
+        static let docs = "docs"
+        static let id = "id"
+        static let rev = "rev"
+        static let attsSince = "atts_since"
+        static let results = "results"
+        static let ok = "ok"
+        static let error = "error"
+    }
+}
+
+/// An entry of a `GET /db/id?open_revs=…` answer in JSON: `{"ok":doc}` or `{"missing":"rev"}`.
+package enum OpenRevsEntry: Sendable, Hashable {
+    case ok(JSON)
+    case missing(String)
+
+    package init(json: JSON) throws {
+        if let document = json[Keys.ok] {
+            self = .ok(document)
+        } else if let revision = json[Keys.missing]?.stringValue {
+            self = .missing(revision)
+        } else {
+            throw DocStoreError(.badRequest, "An open_revs entry needs \"ok\" or \"missing\"")
+        }
+    }
+
+    package var json: JSON {
+        switch self {
+        case .ok(let document): return [Keys.ok: document]
+        case .missing(let revision): return [Keys.missing: .string(revision)]
+        }
+    }
+
+    /// Decodes a whole answer.
+    package static func decode(_ json: JSON) throws -> [OpenRevsEntry] {
+        guard let entries = json.arrayValue else { throw DocStoreError(.badRequest, "open_revs answered \(json.description.prefix(200))") }
+        return try entries.map(OpenRevsEntry.init(json:))
+    }
+
+    enum Keys {
+        static let ok = "ok"
+        static let missing = "missing"
+    }
+}

@@ -1,0 +1,155 @@
+import DocStore
+
+/// One row of a `_changes` answer: `{"seq","id","changes":[{"rev"}…],"deleted"?,"doc"?}`.
+package struct ChangesRow: Sendable, Hashable {
+    /// The source's sequence, opaque: an integer from DocStore, a string from CouchDB 2+.
+    package var sequence: JSON
+    package var id: String
+    /// The winner, or with `style=all_docs` every leaf, the winner first.
+    package var revisions: [RevisionID]
+    package var deleted: Bool
+    /// The document (`include_docs=true`).
+    package var document: JSON?
+
+    package init(sequence: JSON, id: String, revisions: [RevisionID], deleted: Bool, document: JSON? = nil) {
+        self.sequence = sequence
+        self.id = id
+        self.revisions = revisions
+        self.deleted = deleted
+        self.document = document
+    }
+
+    /// A row of DocStore's feed; with `allLeaves` (`style=all_docs`) every leaf revision, otherwise
+    /// the winner only.
+    package init(_ change: Change, allLeaves: Bool, document: JSON? = nil) {
+        self.init(sequence: .integer(Int(change.sequence)), id: change.id,
+                  revisions: allLeaves ? change.leafRevisions : [change.revision],
+                  deleted: change.isDeleted, document: document)
+    }
+
+    /// Decodes a row. A row without an id or a `changes` list is malformed; a revision that does not
+    /// parse is too.
+    package init(json: JSON) throws {
+        guard let id = json[Keys.id]?.stringValue, let changes = json[Keys.changes]?.arrayValue else {
+            throw DocStoreError(.badRequest, "A _changes row needs \"id\" and \"changes\": \(json.description.prefix(200))")
+        }
+        self.id = id
+        revisions = try changes.map { entry in
+            guard let text = entry[Keys.rev]?.stringValue, let revision = RevisionID(text) else {
+                throw DocStoreError(.invalidRevision, "A _changes row of \(id) has an invalid rev")
+            }
+            return revision
+        }
+        sequence = json[Keys.seq] ?? .null
+        deleted = json[Keys.deleted]?.boolValue ?? false
+        document = json[Keys.doc]
+    }
+
+    package var json: JSON {
+        var object: JSONObject = [
+            Keys.seq: sequence, Keys.id: .string(id),
+            Keys.changes: .array(revisions.map { [Keys.rev: .string($0.description)] }),
+        ]
+        if deleted { object[Keys.deleted] = true }
+        if let document { object[Keys.doc] = document }
+        return .object(object)
+    }
+
+    enum Keys {
+        static let seq = "seq"
+        static let id = "id"
+        static let changes = "changes"
+        static let rev = "rev"
+        static let deleted = "deleted"
+        static let doc = "doc"
+    }
+}
+
+/// A `_changes` answer in the normal and longpoll feeds: `{"results":[…],"last_seq","pending"}`.
+package struct ChangesResponse: Sendable, Hashable {
+    package var results: [ChangesRow]
+    /// The sequence to continue from.
+    package var lastSequence: JSON
+    /// How many changes remain after `last_seq` (absent from older servers' answers).
+    package var pending: Int?
+
+    package init(results: [ChangesRow], lastSequence: JSON, pending: Int?) {
+        self.results = results
+        self.lastSequence = lastSequence
+        self.pending = pending
+    }
+
+    /// Decodes an answer; without `last_seq` (some older servers) the last row's sequence stands for it.
+    package init(json: JSON) throws {
+        guard let rows = json[Keys.results]?.arrayValue else {
+            throw DocStoreError(.badRequest, "_changes answered without results: \(json.description.prefix(200))")
+        }
+        results = try rows.map(ChangesRow.init(json:))
+        lastSequence = json[Keys.lastSeq] ?? results.last?.sequence ?? .null
+        pending = json[Keys.pending]?.intValue
+    }
+
+    package var json: JSON {
+        var object: JSONObject = [Keys.results: .array(results.map(\.json)), Keys.lastSeq: lastSequence]
+        if let pending { object[Keys.pending] = .integer(pending) }
+        return .object(object)
+    }
+
+    /// A longpoll answer is written in two pieces, since it opens before the first change exists and
+    /// heartbeat newlines may come between them: this opening,
+    package static let streamOpening = "{\"" + Keys.results + "\":[\n"
+
+    /// and after it this rest of the answer (``streamOpening`` followed by this parses as ``json``).
+    package var streamClosing: String {
+        var text = results.map(\.json.description).joined(separator: ",\n")
+        text += "\n],\n\"\(Keys.lastSeq)\":\(lastSequence.description)"
+        if let pending { text += ",\"\(Keys.pending)\":\(pending)" }
+        return text + "}\n"
+    }
+
+    enum Keys {
+        static let results = "results"
+        static let lastSeq = "last_seq"
+        static let pending = "pending"
+    }
+}
+
+/// One line of a continuous `_changes` feed: a row, an empty heartbeat line, or the final
+/// `{"last_seq","pending"}` line.
+package enum ChangesFeedLine: Sendable, Hashable {
+    case row(ChangesRow)
+    case heartbeat
+    case end(lastSequence: JSON, pending: Int?)
+
+    /// Decodes a line (without its newline).
+    package init(line: some Collection<UInt8>) throws {
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D }) {
+            self = .heartbeat
+            return
+        }
+        let json = try JSON(parsing: line)
+        if json[ChangesRow.Keys.id] == nil, let last = json[ChangesResponse.Keys.lastSeq] {
+            self = .end(lastSequence: last, pending: json[ChangesResponse.Keys.pending]?.intValue)
+        } else {
+            self = .row(try ChangesRow(json: json))
+        }
+    }
+
+    /// The line as the continuous feed writes it, newline included.
+    package var text: String {
+        switch self {
+        case .row(let row): return row.json.description + "\n"
+        case .heartbeat: return "\n"
+        case .end(let last, let pending):
+            var object: JSONObject = [ChangesResponse.Keys.lastSeq: last]
+            if let pending { object[ChangesResponse.Keys.pending] = .integer(pending) }
+            return JSON.object(object).description + "\n"
+        }
+    }
+
+    /// A row as an `EventSource` event (`feed=eventsource`): its JSON as data, its sequence as id.
+    package static func event(_ row: ChangesRow) -> String {
+        let id = row.sequence.stringValue ?? row.sequence.description
+        return "data: \(row.json.description)\nid: \(id)\n\n"
+    }
+}

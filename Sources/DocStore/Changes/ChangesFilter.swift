@@ -1,0 +1,63 @@
+/// Which changes a feed passes on: CouchDB's `_doc_ids`, `_selector` and `_design` filters,
+/// Couchbase's channels, and a test of your own. A change passes when every filter that is set holds.
+///
+/// The same filter serves ``Database/changes(since:limit:filter:includeDocuments:descending:)``, a
+/// server's `_changes` and a replication from a local database.
+public struct ChangesFilter: Sendable {
+    /// Only these documents, compared by exact bytes (the NFC and NFD spellings of an id are two
+    /// documents).
+    public var documentIDs: [String]? {
+        didSet { exactIDs = documentIDs.map { Set($0.map(ExactString.init)) } }
+    }
+    /// Only documents in at least one of these channels (a document's `channels` array).
+    public var channels: [String]?
+    /// Only live documents that match this selector (a deletion never matches, as in CouchDB).
+    public var selector: Selector?
+    /// Only design documents (`_design/…`).
+    public var designDocumentsOnly: Bool
+    /// Only documents for which this returns `true`; it sees each changed document, tombstones
+    /// included.
+    public var predicate: (@Sendable (Document) -> Bool)?
+
+    private var exactIDs: Set<ExactString>?
+
+    public init(documentIDs: [String]? = nil, channels: [String]? = nil, selector: Selector? = nil,
+                designDocumentsOnly: Bool = false, predicate: (@Sendable (Document) -> Bool)? = nil) {
+        self.documentIDs = documentIDs
+        self.exactIDs = documentIDs.map { Set($0.map(ExactString.init)) }
+        self.channels = channels
+        self.selector = selector
+        self.designDocumentsOnly = designDocumentsOnly
+        self.predicate = predicate
+    }
+
+    /// Whether every change passes.
+    var passesEverything: Bool {
+        documentIDs == nil && !designDocumentsOnly && !needsDocuments
+    }
+
+    /// Whether deciding needs each change's document.
+    var needsDocuments: Bool { channels != nil || selector != nil || predicate != nil }
+
+    /// Whether `change` passes; a filter that needs documents expects `change.document` to be loaded.
+    func passes(_ change: Change) -> Bool {
+        if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
+        if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
+        guard needsDocuments else { return true }
+        guard let document = change.document else { return false }
+        if let channels, !document.channels.contains(where: channels.contains) { return false }
+        if let selector, document.isDeleted || !selector.matches(document) { return false }
+        if let predicate, !predicate(document) { return false }
+        return true
+    }
+}
+
+extension Change {
+    /// The change without its document unless `keep`.
+    func keepingDocument(_ keep: Bool) -> Change {
+        guard !keep, document != nil else { return self }
+        var change = self
+        change.document = nil
+        return change
+    }
+}
