@@ -70,10 +70,10 @@ package enum BulkGet {
             self.init(id: json[Keys.id]?.stringValue, revision: json[Keys.rev]?.stringValue, error: error)
         }
 
+        /// In CouchDB 3.3's member order: `rev`, `reason`, `id`, `error`.
         package var json: JSON {
-            var object: JSONObject = [Keys.id: JSON(id), Keys.rev: JSON(revision)]
-            for (key, value) in error.members { object[key] = value }
-            return .object(object)
+            [Keys.rev: JSON(revision), ErrorBody.Keys.reason: .string(error.reason), Keys.id: JSON(id),
+             ErrorBody.Keys.error: .string(error.error)]
         }
     }
 
@@ -147,12 +147,10 @@ package enum OpenRevsEntry: Sendable, Hashable {
     case missing(String)
 
     package init(json: JSON) throws {
-        if let document = json[Keys.ok] {
-            self = .ok(document)
-        } else if let revision = json[Keys.missing]?.stringValue {
-            self = .missing(revision)
-        } else {
-            throw DocStoreError(.badRequest, "An open_revs entry needs \"ok\" or \"missing\"")
+        switch (json[Keys.ok], json[Keys.missing]?.stringValue) {
+        case (let document?, _): self = .ok(document)
+        case (nil, let revision?): self = .missing(revision)
+        case (nil, nil): throw DocStoreError(.badRequest, "An open_revs entry needs \"ok\" or \"missing\"")
         }
     }
 

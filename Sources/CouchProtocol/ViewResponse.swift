@@ -97,9 +97,9 @@ package struct ViewResponse: Sendable, Hashable {
         self.updateSequence = updateSequence
     }
 
-    /// An `_all_docs` answer.
-    package init(_ result: AllDocumentsResult, includeDocuments: Bool) {
-        self.init(totalRows: result.totalRows, offset: result.offset,
+    /// An `_all_docs` answer; one for given `keys` has no offset, as in CouchDB.
+    package init(_ result: AllDocumentsResult, includeDocuments: Bool, keys: Bool = false) {
+        self.init(totalRows: result.totalRows, offset: keys ? nil : result.offset,
                   rows: result.rows.map { ViewRow($0, includeDocuments: includeDocuments) })
     }
 
@@ -120,8 +120,13 @@ package struct ViewResponse: Sendable, Hashable {
 
     package var json: JSON {
         var object = JSONObject()
-        if let totalRows { object[Keys.totalRows] = .integer(totalRows) }
-        if let offset { object[Keys.offset] = .integer(offset) }
+        if let totalRows {
+            object[Keys.totalRows] = .integer(totalRows)
+            // CouchDB writes `"offset": null` when there is none (a `keys` query); reduced answers have neither.
+            object[Keys.offset] = offset.map(JSON.integer) ?? .null
+        } else if let offset {
+            object[Keys.offset] = .integer(offset)
+        }
         object[Keys.rows] = .array(rows.map(\.json))
         if let updateSequence { object[Keys.updateSeq] = updateSequence }
         return .object(object)

@@ -95,7 +95,9 @@ extension DocServer {
         for item in list {
             let id = item.request.id
             func failure(_ error: String, _ reason: String) -> BulkGet.Entry {
-                .failure(BulkGet.Failure(id: id, revision: item.request.revision, error: ErrorBody(error: error, reason: reason)))
+                // CouchDB names a revision that was not given "undefined" (Erlang's atom, written as text).
+                let revision = item.request.revision ?? (id == nil ? nil : "undefined")
+                return .failure(BulkGet.Failure(id: id, revision: revision, error: ErrorBody(error: error, reason: reason)))
             }
             var entries: [BulkGet.Entry] = []
             if id == nil {
@@ -179,7 +181,7 @@ extension DocServer {
         let filtering = !principal.readsEverything
         query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
-        var answer = ViewResponse(result, includeDocuments: includeDocuments)
+        var answer = ViewResponse(result, includeDocuments: includeDocuments, keys: query.keys != nil)
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
                 if let document = row.document, !principal.canRead(document.channels) { return nil }
