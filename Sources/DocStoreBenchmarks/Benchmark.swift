@@ -27,7 +27,7 @@ struct Benchmark: AsyncParsableCommand {
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
                                 "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http",
-                                "attachment_stream"]
+                                "replicate_attachments", "attachment_stream"]
 
     @Option(help: "Megabytes of attachments for attachment_stream.")
     var attachmentMB: Int = 256
@@ -54,6 +54,7 @@ struct Benchmark: AsyncParsableCommand {
         }
         var timings: [String: (ours: [Double], baseline: [Double], count: Int)] = [:]
         var attachmentGrowth: [Double] = []
+        var pullGrowth: [Double] = []
         // attachment_stream restarts the kernel's high-water mark; the peaks before each restart.
         var earlierPeaks: [Double] = []
         func record(_ op: String, count: Int, ours: Double, baseline: Double) {
@@ -171,6 +172,9 @@ struct Benchmark: AsyncParsableCommand {
             }
             if selected.contains("replicate_http") {
                 let baseline = time { _ = raw.copy(to: folder.appendingPathComponent("raw-copy2.sqlite").path) }
+                // The server opens the file with its own settings (it keeps ancestor bodies), which an
+                // open database of other settings would refuse: this is the last use of `db`.
+                await db.close()
                 var serverConfiguration = ServerConfiguration(dataDirectory: folder)
                 serverConfiguration.port = 0
                 serverConfiguration.allowAnonymous = true
@@ -182,10 +186,25 @@ struct Benchmark: AsyncParsableCommand {
                 var configuration = ReplicationConfiguration(source: .remote(URL(string: "http://127.0.0.1:\(port)/bench")!),
                                                              target: .local(pulled))
                 configuration.batchSize = 500
+                // The pull holds one batch at a time, not the database: the resident memory it adds
+                // is sampled while it runs.
+                let sampler = ResidentMemorySampler()
                 let ours = try await timeAsync { try await Replicator(configuration: configuration).run() }
+                pullGrowth.append(await sampler.stop())
+                let pulledCount = try await pulled.info().documentCount
+                guard pulledCount == n else { throw ValidationError("replicate_http pulled \(pulledCount) of \(n) documents") }
                 record("replicate_http", count: n, ours: ours, baseline: baseline)
                 await pulled.close()
                 await server.stop()
+            }
+            if selected.contains("replicate_attachments") {
+                let count = n / 20
+                let baseline = time {
+                    _ = raw.copy(to: folder.appendingPathComponent("raw-copy3.sqlite").path, limit: count)
+                    _ = raw.copy(to: folder.appendingPathComponent("raw-copy4.sqlite").path, limit: count)
+                }
+                let ours = try await ReplicatedAttachments(count: count, folder: folder).run()
+                record("replicate_attachments", count: count, ours: ours, baseline: baseline)
             }
             await db.close()
             releaseFreeMemory()
@@ -212,6 +231,10 @@ struct Benchmark: AsyncParsableCommand {
                   + "baseline_ops_per_sec=\(format(baselineRate, digits: 0)) ratio=\(format(oursRate / baselineRate))")
         }
         print("peak_rss_mb=\(format(max(peakResidentMegabytes(), earlierPeaks.max() ?? 0), digits: 1))")
+        if !pullGrowth.isEmpty {
+            print("replicate_http_rss_growth_mb=\(format(pullGrowth.max()!, digits: 1)) "
+                  + "replicate_http_data_mb=\(format(Double(corpus.bodies.reduce(0) { $0 + $1.count }) / 1_048_576, digits: 1))")
+        }
         if !attachmentGrowth.isEmpty {
             print("attachment_stream_rss_growth_mb=\(format(attachmentGrowth.max()!, digits: 1))")
         }

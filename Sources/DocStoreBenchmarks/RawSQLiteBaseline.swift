@@ -156,9 +156,9 @@ final class RawSQLiteBaseline {
     }
 
     /// Copies every row into a new file at `path`: read and insert in one transaction.
-    func copy(to path: String) -> Int {
+    func copy(to path: String, limit: Int = -1) -> Int {
         let target = RawSQLiteBaseline(path: path)
-        let read = prepare("SELECT id, rev, deleted, json FROM docs ORDER BY seq")
+        let read = prepare("SELECT id, rev, deleted, json FROM docs ORDER BY seq LIMIT \(limit)")
         let insert = target.prepare("INSERT INTO docs (id, rev, deleted, json) VALUES (?, ?, ?, ?)")
         target.exec("BEGIN IMMEDIATE")
         var rows = 0

@@ -113,26 +113,4 @@ final class FaultTests: XCTestCase {
         XCTAssertEqual(replicator.status.activity, .stopped)
 
     }
-
-    func testFiveThousandDocumentsWithAttachmentsOverHTTP() async throws {
-        let (_, serverURL, remote) = try await makeServer()
-        let local = try await makeDatabase("many")
-        _ = try await local.save((0..<5000).map { n in
-            var doc = Document(id: String(format: "m%05d", n), body: ["n": .integer(n)])
-            doc.attachments["a.txt"] = Attachment(data: Data("attachment \(n)".utf8), contentType: "text/plain")
-            return doc
-        })
-        var push = ReplicationConfiguration(source: .local(local), target: .remote(serverURL))
-        push.batchSize = 500
-        let pushed = try await Replicator(configuration: push).run()
-        XCTAssertEqual(pushed.documentsWritten, 5000)
-        let pulledBack = try await makeDatabase("many-back")
-        var pull = ReplicationConfiguration(source: .remote(serverURL), target: .local(pulledBack))
-        pull.batchSize = 500
-        try await Replicator(configuration: pull).run()
-        try await assertConverged(local, pulledBack)
-        try await assertConverged(local, remote)
-        let sample = try await pulledBack.attachmentData(named: "a.txt", documentID: "m04321")
-        XCTAssertEqual(String(decoding: sample, as: UTF8.self), "attachment 4321")
-    }
 }
