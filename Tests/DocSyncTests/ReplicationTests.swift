@@ -7,31 +7,6 @@ import XCTest
 
 /// Replication between real databases: local files, and a DocServer on 127.0.0.1 port 0.
 final class ReplicationTests: XCTestCase {
-    func testLocalToLocalPushCopiesEverythingAndASecondRunTransfersNothing() async throws {
-        let source = try await makeDatabase("source")
-        let target = try await makeDatabase("target")
-        try await seed(source, prefix: "d", count: 250, attachments: true)
-        var doomed = try await source.document(withID: "d7")!
-        try await source.delete(doomed)
-        doomed = try await source.document(withID: "d8")!
-        doomed["edited"] = true
-        _ = try await source.save(doomed)
-
-        let replicator = Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .local(target)))
-        let status = try await replicator.run()
-        XCTAssertEqual(status.activity, .idle)
-        XCTAssertEqual(status.documentsWritten, 250)
-        try await assertConverged(source, target)
-        let copied = try await target.attachmentData(named: "file.bin", documentID: "d9")
-        XCTAssertEqual(copied.count, 19)
-        let deleted = try await target.document(withID: "d7")
-        XCTAssertNil(deleted)
-
-        let again = try await Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .local(target))).run()
-        XCTAssertEqual(again.changesProcessed, 0, "the checkpoint is used")
-        XCTAssertEqual(again.documentsWritten, 0)
-    }
-
     func testPushPullAndBothWithDocServer() async throws {
         let (_, url, remote) = try await makeServer()
         let local = try await makeDatabase("local")
