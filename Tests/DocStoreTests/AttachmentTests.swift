@@ -98,7 +98,7 @@ final class AttachmentTests: XCTestCase {
     /// The check that lets an update skip deleting attachment references of a winner that had none:
     /// it may say yes wrongly (a nested `_attachments` key), never no wrongly.
     func testAttachmentStubCheckOnStoredBodies() throws {
-        func check(_ json: String) -> Bool { DatabaseWriter.mayHaveAttachmentStubs(Array(json.utf8)) }
+        func check(_ json: String) -> Bool { StoredBody.mayHaveAttachmentStubs(Array(json.utf8)) }
         XCTAssertTrue(check(#"{"v":1,"_attachments":{"a.txt":{"stub":true}}}"#))
         XCTAssertTrue(check(#"{"_attachments":{}}"#))
         XCTAssertFalse(check(#"{"v":1}"#))

@@ -97,8 +97,7 @@ final class BodyPipeline {
         prepared.bytes = writer.bytes
         if newEdits {
             prepared.assumedParent = document.revision
-            prepared.digest = DatabaseWriter.revisionDigest(parent: document.revision, isDeleted: document.isDeleted,
-                                                            body: writer.bytes)
+            prepared.digest = RevisionHash.digest(parent: document.revision, isDeleted: document.isDeleted, storedBody: writer.bytes)
         }
         return prepared
     }

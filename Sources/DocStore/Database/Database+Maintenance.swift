@@ -22,14 +22,9 @@ extension Database {
     public func localDocument(withID id: String) async throws -> LocalDocument? {
         let bare = try Database.localID(id)
         return try read { connection in
-            let statement = try connection.prepare("SELECT rev, body FROM local_docs WHERE id = ?")
-            try statement.bind(bare, at: 1)
-            guard try statement.step() else { return nil }
-            let revision = "0-\(statement.int64(0))"
-            guard case .object(let body) = try statement.withBlob(1, { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }) else {
-                throw DocStoreError(.storage, "Corrupt local document \(bare)")
+            try LocalDocumentRecords(connection: connection).fetch(id: bare).map {
+                LocalDocument(id: bare, revision: "0-\($0.revision)", body: $0.body)
             }
-            return LocalDocument(id: bare, revision: revision, body: body)
         }
     }
 

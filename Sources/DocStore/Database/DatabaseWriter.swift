@@ -32,20 +32,14 @@ actor DatabaseWriter {
         let connection = try SQLiteConnection(path: configuration.fileURL.path)
         do {
             try Schema.checkIdentity(connection)
-            let mode = try connection.prepare("PRAGMA journal_mode = WAL")
-            guard try mode.step(), mode.text(0).lowercased() == "wal" else {
-                throw DocStoreError(.storage, "Could not switch \(connection.path) to WAL mode")
-            }
-            connection.resetActiveStatements()
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
-            try connection.execute("PRAGMA synchronous = \(synchronous)")
+            try Schema.configureWriter(connection, synchronous: synchronous)
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
             // Contents a stopped process was streaming in: no document can refer to them.
             try connection.transaction(immediate: true) { try AttachmentRecords(connection: connection).discardAllStaged() }
-            let lastDocument = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
-            let lastPurge = try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0
-            self.lastSequence = max(lastDocument, lastPurge)
-            notifier.committed(upTo: max(lastDocument, lastPurge))
+            let last = try DocumentRecords(connection: connection).lastSequence()
+            self.lastSequence = last
+            notifier.committed(upTo: last)
             self.checkpointer = try WALCheckpointer(writer: connection, synchronous: synchronous)
         } catch {
             connection.close()
@@ -63,7 +57,7 @@ actor DatabaseWriter {
         isClosed = true
         access.withLock {
             checkpointer.close()
-            try? connection.execute("PRAGMA optimize")
+            try? Schema.optimize(connection)
             connection.close()
         }
     }
@@ -160,27 +154,12 @@ actor DatabaseWriter {
         try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()
-        let parent: RevisionID?
-        if let existing {
-            if policy == .update && existing.isDeleted { throw DocStoreError.notFound("deleted") }
-            if let revision = document.revision {
-                guard tree.isLeaf(revision) else { throw DocStoreError.conflict() }
-                if policy == .add && !existing.isDeleted { throw DocStoreError.conflict("Document already exists") }
-                parent = revision
-            } else {
-                guard existing.isDeleted else {
-                    throw DocStoreError.conflict(policy == .add ? "Document already exists" : "Document update conflict.")
-                }
-                parent = existing.winner
-            }
-        } else {
-            if policy == .update { throw DocStoreError.notFound("missing") }
-            guard document.revision == nil else { throw DocStoreError.conflict() }
-            parent = nil
-        }
+        let parent = try EditDecision.parent(
+            stored: existing.map { EditDecision.Stored(tree: $0.tree, winner: $0.winner, isDeleted: $0.isDeleted) },
+            named: document.revision, policy: policy)
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? encodeBody(&document, generation: generation, newEdits: true) {
+            ?? StoredBody.encode(&document, generation: generation, newEdits: true) {
                 // Stubs name attachments of the revision this edit replaces.
                 guard let parent, let existing else { return [:] }
                 return try storedAttachments(of: parent, in: existing, records: records) ?? [:]
@@ -189,7 +168,7 @@ actor DatabaseWriter {
         if let prepared, let precomputed = prepared.digest, prepared.assumedParent == parent {
             digest = precomputed
         } else {
-            digest = DatabaseWriter.revisionDigest(parent: parent, isDeleted: document.isDeleted, body: body)
+            digest = RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
         }
         let revision = RevisionID(generation: generation, digest16: digest)
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
@@ -220,7 +199,7 @@ actor DatabaseWriter {
         }
         let ancestry = document.revisionHistory ?? []
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? encodeBody(&document, generation: revision.generation, newEdits: false) {
+            ?? StoredBody.encode(&document, generation: revision.generation, newEdits: false) {
                 // Stubs name attachments of the nearest ancestor, in the revision's history, whose body
                 // this database holds (CouchDB's rule for replicated writes).
                 guard let existing else { return [:] }
@@ -245,46 +224,6 @@ actor DatabaseWriter {
         }
     }
 
-    /// The stored form of a revision body: the body members, then `_attachments` stubs (with their
-    /// encoding). Each stub is resolved by name — and by `revpos`, when it has one — against the
-    /// attachments that `previous` returns, as CouchDB merges stubs; attachments with content get their
-    /// `revpos` (this generation for an edit, as given or 0 for a replicated revision) and are returned
-    /// for ``store(_:existing:tree:body:contents:now:records:)`` to keep.
-    /// - Throws: ``DocStoreError/Code/missingStub`` for a stub that names no such attachment.
-    private func encodeBody(_ document: inout Document, generation: Int, newEdits: Bool,
-                            previous: () throws -> [String: Attachment]) throws -> (body: [UInt8], contents: [Attachment]) {
-        var writer = JSONWriter(capacity: 1024)
-        guard !document.attachments.isEmpty else {
-            try writer.writeObject(document.body)
-            return (writer.bytes, [])
-        }
-        var stubs = JSONObject()
-        var contents: [Attachment] = []
-        var previousAttachments: [String: Attachment]?
-        for name in document.attachments.keys.sorted() {
-            var attachment = document.attachments[name]!
-            if attachment.isStub {
-                if previousAttachments == nil { previousAttachments = try previous() }
-                guard let stored = previousAttachments![name], attachment.revpos == nil || attachment.revpos == stored.revpos else {
-                    throw DocStoreError(.missingStub, "Invalid attachment stub in \(document.id) for \(name)")
-                }
-                attachment = stored
-            } else {
-                if newEdits {
-                    attachment.revpos = generation
-                } else if attachment.revpos == nil {
-                    attachment.revpos = 0
-                }
-                contents.append(attachment)
-                attachment = attachment.stub
-            }
-            document.attachments[name] = attachment
-            stubs[name] = attachment.json(.stub, encodingInfo: true)
-        }
-        try writer.writeObject(document.body, appending: [("_attachments", .object(stubs))])
-        return (writer.bytes, contents)
-    }
-
     /// The attachments of a stored revision of `existing`, or `nil` if its body is not stored.
     private func storedAttachments(of revision: RevisionID, in existing: DocumentRecord,
                                    records: DocumentRecords) throws -> [String: Attachment]? {
@@ -296,7 +235,7 @@ actor DatabaseWriter {
         } else {
             return nil
         }
-        guard DatabaseWriter.mayHaveAttachmentStubs(body) else { return [:] }
+        guard StoredBody.mayHaveAttachmentStubs(body) else { return [:] }
         return try Database.makeDocument(id: existing.id, revision: revision, isDeleted: false, body: body,
                                          record: existing).attachments
     }
@@ -340,35 +279,6 @@ actor DatabaseWriter {
         }
     }
 
-    /// Whether a stored body may have an `_attachments` member: false only when the bytes
-    /// `"_attachments":` — a key, as a string value would have its quotes escaped — appear nowhere.
-    static func mayHaveAttachmentStubs(_ body: [UInt8]) -> Bool {
-        let key: StaticString = #""_attachments":"#
-        let keyCount = key.utf8CodeUnitCount
-        return body.withUnsafeBufferPointer { bytes in
-            guard let base = bytes.baseAddress, bytes.count >= keyCount else { return false }
-            for offset in 0...(bytes.count - keyCount)
-            where base[offset] == UInt8(ascii: "\"") && base[offset + 1] == UInt8(ascii: "_")
-                && memcmp(base + offset, key.utf8Start, keyCount) == 0 {
-                return true
-            }
-            return false
-        }
-    }
-
-    /// Deterministic revision hash: MD5 of the parent revision, the deletion flag and the stored body,
-    /// so that two peers making the identical edit produce the identical revision.
-    static func revisionDigest(parent: RevisionID?, isDeleted: Bool, body: [UInt8]) -> Insecure.MD5Digest {
-        var md5 = Insecure.MD5()
-        if let parent {
-            var text = parent.description
-            text.withUTF8 { md5.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        }
-        withUnsafeBytes(of: (UInt8(0), UInt8(isDeleted ? 1 : 0))) { md5.update(bufferPointer: $0) }
-        body.withUnsafeBytes { md5.update(bufferPointer: $0) }
-        return md5.finalize()
-    }
-
     /// Writes a revision whose place in `tree` is already decided: stems the tree, stores attachment
     /// contents and references, keeps the winner's body in `docs` and the others in `revs`, and moves
     /// the document to a new sequence.
@@ -397,7 +307,7 @@ actor DatabaseWriter {
                     if leaf.revision == existing.winner {
                         // The winner's body lives in `docs` only, never in `revs`; it has attachment
                         // references only if its body has stubs.
-                        if DatabaseWriter.mayHaveAttachmentStubs(existing.body) {
+                        if StoredBody.mayHaveAttachmentStubs(existing.body) {
                             try records.dropAttachmentReferences(id: id, revision: leaf.revision)
                         }
                     } else {
@@ -465,27 +375,26 @@ actor DatabaseWriter {
     /// Creates or updates a `_local` document; `revision` must be the current one (`0-N`) when it
     /// exists. Returns the new revision.
     func putLocal(id: String, body: JSONObject, revision: String?) throws -> String {
-        try transaction { _, _ in
-            let current = try connection.scalarInt("SELECT rev FROM local_docs WHERE id = ?", [.text(id)])
+        try plainTransaction { connection in
+            let locals = LocalDocumentRecords(connection: connection)
+            let current = try locals.currentRevision(id: id)
             if let current {
                 guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
             }
             try DocumentValidation.validateBody(body)
             let next = (current ?? 0) + 1
-            try connection.run("INSERT OR REPLACE INTO local_docs (id, rev, body) VALUES (?, ?, ?)",
-                               [.text(id), .integer(next), .blob(try JSON.object(body).serialized())])
+            try locals.put(id: id, revision: next, body: body)
             return "0-\(next)"
         }
     }
 
     /// Deletes a `_local` document at its current revision.
     func deleteLocal(id: String, revision: String?) throws {
-        try transaction { _, _ in
-            guard let current = try connection.scalarInt("SELECT rev FROM local_docs WHERE id = ?", [.text(id)]) else {
-                throw DocStoreError.notFound("missing")
-            }
+        try plainTransaction { connection in
+            let locals = LocalDocumentRecords(connection: connection)
+            guard let current = try locals.currentRevision(id: id) else { throw DocStoreError.notFound("missing") }
             guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
-            try connection.run("DELETE FROM local_docs WHERE id = ?", [.text(id)])
+            try locals.delete(id: id)
         }
     }
 
@@ -501,7 +410,7 @@ actor DatabaseWriter {
                 try records.delete(record)
                 try records.dropAllRevisions(id: id)
                 lastSequence += 1
-                try connection.run("INSERT INTO purges (seq, id) VALUES (?, ?)", [.integer(lastSequence), .text(id)])
+                try records.recordPurge(id: id, sequence: lastSequence)
                 purged.append(id)
             }
             try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
@@ -521,10 +430,7 @@ actor DatabaseWriter {
     func compact() throws -> Int {
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
-            let ids = try connection.prepare("SELECT DISTINCT id FROM revs")
-            var candidates: [String] = []
-            while try ids.step() { candidates.append(ids.text(0)) }
-            for id in candidates {
+            for id in try records.idsWithStoredRevisions() {
                 guard let record = try records.fetch(id: id) else {
                     try records.dropAllRevisions(id: id)
                     continue
@@ -539,10 +445,7 @@ actor DatabaseWriter {
             _ = try records.pruneChangesLog()
             return dropped
         }
-        try access.withLock {
-            try connection.execute("PRAGMA incremental_vacuum")
-            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        }
+        try access.withLock { try Schema.returnFreePages(connection) }
         return dropped
     }
 }
@@ -551,15 +454,11 @@ actor DatabaseWriter {
 extension DatabaseWriter {
     /// Overwrites a document's revision tree with garbage; lets tests check corruption handling.
     func corruptTreeForTesting(id: String) throws {
-        try access.withLock {
-            try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob([1, 200, 1, 0xFF]), .text(id)])
-        }
+        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, tree: [1, 200, 1, 0xFF]) }
     }
 
     func corruptBodyForTesting(id: String) throws {
-        try access.withLock {
-            try connection.run("UPDATE docs SET body = ? WHERE id = ?", [.blob(Array(#"{"a":"#.utf8)), .text(id)])
-        }
+        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, body: Array(#"{"a":"#.utf8)) }
     }
 }
 #endif

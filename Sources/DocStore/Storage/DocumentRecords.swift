@@ -207,6 +207,33 @@ struct DocumentRecords {
     }
 
     /// Forgets every stored body and attachment reference of a document (purge).
+    /// The sequence of the latest change or purge.
+    func lastSequence() throws -> Int64 {
+        max(try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0, try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0)
+    }
+
+    /// Records that `id` was purged at `sequence` (a purge takes a sequence, as CouchDB's `purge_seq`).
+    func recordPurge(id: String, sequence: Int64) throws {
+        try connection.run("INSERT INTO purges (seq, id) VALUES (?, ?)", [.integer(sequence), .text(id)])
+    }
+
+    /// The ids of documents with bodies of non-winning revisions stored.
+    func idsWithStoredRevisions() throws -> [String] {
+        let statement = try connection.prepare("SELECT DISTINCT id FROM revs")
+        var ids: [String] = []
+        while try statement.step() { ids.append(statement.text(0)) }
+        return ids
+    }
+
+    #if DEBUG
+    /// Overwrites a document's stored tree or body with the given bytes; lets tests check how
+    /// corruption is reported.
+    func overwriteForTesting(id: String, tree: [UInt8]? = nil, body: [UInt8]? = nil) throws {
+        if let tree { try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob(tree), .text(id)]) }
+        if let body { try connection.run("UPDATE docs SET body = ? WHERE id = ?", [.blob(body), .text(id)]) }
+    }
+    #endif
+
     func dropAllRevisions(id: String) throws {
         try connection.run("DELETE FROM revs WHERE id = ?", [.text(id)])
         try connection.run("DELETE FROM attachment_refs WHERE id = ?", [.text(id)])

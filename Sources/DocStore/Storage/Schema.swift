@@ -144,6 +144,27 @@ enum Schema {
     ///
     /// - Throws: ``DocStoreError/Code/notADocStoreDatabase`` for a file that is not SQLite or belongs
     ///   to another application; ``DocStoreError/Code/incompatibleVersion`` for a newer DocStore file.
+    /// Puts the writer's connection in WAL mode with the given `synchronous` level.
+    static func configureWriter(_ connection: SQLiteConnection, synchronous: String) throws {
+        let mode = try connection.prepare("PRAGMA journal_mode = WAL")
+        guard try mode.step(), mode.text(0).lowercased() == "wal" else {
+            throw DocStoreError(.storage, "Could not switch \(connection.path) to WAL mode")
+        }
+        connection.resetActiveStatements()
+        try connection.execute("PRAGMA synchronous = \(synchronous)")
+    }
+
+    /// Lets SQLite refresh its query planner's statistics, as it advises before closing.
+    static func optimize(_ connection: SQLiteConnection) throws {
+        try connection.execute("PRAGMA optimize")
+    }
+
+    /// Returns the file's free pages to the file system and empties the WAL (after a compaction).
+    static func returnFreePages(_ connection: SQLiteConnection) throws {
+        try connection.execute("PRAGMA incremental_vacuum")
+        try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
     static func checkIdentity(_ connection: SQLiteConnection) throws {
         let tableCount: Int64
         do {

@@ -1,0 +1,42 @@
+/// Where a local edit attaches in a document's revision tree: the revision the new one is a child
+/// of, decided from what the database holds for the id, the revision the edit names and the write
+/// policy — CouchDB's rules for `PUT`, plus DocStore's `add` and `update`. Pure: no storage, no clock.
+///
+/// | stored          | edit names         | `.save`           | `.add`              | `.update`          |
+/// |-----------------|--------------------|-------------------|---------------------|--------------------|
+/// | nothing         | no revision        | new root          | new root            | not found          |
+/// | nothing         | a revision         | conflict          | conflict            | not found          |
+/// | live document   | no revision        | conflict          | conflict (exists)   | conflict           |
+/// | live document   | a leaf             | child of the leaf | conflict (exists)   | child of the leaf  |
+/// | live document   | not a leaf         | conflict          | conflict            | conflict           |
+/// | deleted         | no revision        | child of winner   | child of winner     | not found          |
+/// | deleted         | a leaf             | child of the leaf | child of the leaf   | not found          |
+/// | deleted         | not a leaf         | conflict          | conflict            | not found          |
+enum EditDecision {
+    /// What the database holds for the id.
+    struct Stored {
+        let tree: RevisionTree
+        let winner: RevisionID
+        let isDeleted: Bool
+    }
+
+    /// The parent of the new revision (`nil` for a new root).
+    /// - Throws: ``DocStoreError/Code/conflict`` or ``DocStoreError/Code/notFound`` as the table says.
+    static func parent(stored: Stored?, named revision: RevisionID?, policy: WritePolicy) throws -> RevisionID? {
+        guard let stored else {
+            if policy == .update { throw DocStoreError.notFound("missing") }
+            guard revision == nil else { throw DocStoreError.conflict() }
+            return nil
+        }
+        if policy == .update && stored.isDeleted { throw DocStoreError.notFound("deleted") }
+        guard let revision else {
+            guard stored.isDeleted else {
+                throw DocStoreError.conflict(policy == .add ? "Document already exists" : "Document update conflict.")
+            }
+            return stored.winner
+        }
+        guard stored.tree.isLeaf(revision) else { throw DocStoreError.conflict() }
+        if policy == .add && !stored.isDeleted { throw DocStoreError.conflict("Document already exists") }
+        return revision
+    }
+}
