@@ -65,7 +65,7 @@ final class AttachmentEncodingTests: XCTestCase {
         XCTAssertEqual(archive, gzip)
         let textContent = try await db.attachmentData(named: "text.txt", documentID: "two")
         XCTAssertEqual(textContent, text(2))
-        XCTAssertEqual(try db.read { try $0.scalarInt("SELECT count(*) FROM attachments") }, 2)
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("SELECT count(*) FROM attachments") }, 2)
     }
 
     /// A decoded read yields bounded pieces however much the stored bytes expand.

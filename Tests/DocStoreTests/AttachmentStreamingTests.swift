@@ -9,7 +9,7 @@ final class AttachmentStreamingTests: XCTestCase {
     }
 
     private func count(_ table: String, in db: Database) throws -> Int64 {
-        try db.read { try $0.scalarInt("SELECT count(*) FROM \(table)") ?? -1 }
+        try db.readNow { try $0.scalarInt("SELECT count(*) FROM \(table)") ?? -1 }
     }
 
     /// Writes `data` in pieces of `piece` bytes.
@@ -192,7 +192,7 @@ final class AttachmentStreamingTests: XCTestCase {
         connection.close()
 
         let db = try await Database.open(name: "old", directory: directory)
-        XCTAssertEqual(try db.read { try $0.scalarInt("PRAGMA user_version") }, Schema.currentVersion)
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("PRAGMA user_version") }, Schema.currentVersion)
         let stub = try await db.document(withID: "d")!.attachments["a.txt"]!
         XCTAssertEqual(stub.encoding, .identity)
         let read = try await db.attachmentData(stub)

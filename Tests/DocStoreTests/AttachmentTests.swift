@@ -4,7 +4,7 @@ import XCTest
 
 final class AttachmentTests: XCTestCase {
     private func storedContentCount(_ db: Database) throws -> Int64 {
-        try db.read { try $0.scalarInt("SELECT count(*) FROM attachments") ?? -1 }
+        try db.readNow { try $0.scalarInt("SELECT count(*) FROM attachments") ?? -1 }
     }
 
     func testSaveFetchAndStubs() async throws {
@@ -187,7 +187,7 @@ final class AttachmentTests: XCTestCase {
         _ = try await db.save(doc)
         let content = try await db.attachmentData(named: "data.bin", documentID: "f")
         XCTAssertEqual(content, bytes)
-        XCTAssertEqual(try db.read { try $0.scalarInt("SELECT count(*) FROM attachment_chunks") }, 4)
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("SELECT count(*) FROM attachment_chunks") }, 4)
         XCTAssertThrowsError(try Attachment(contentsOf: directory.appendingPathComponent("missing"), contentType: "x"))
 
         // A file that changes between the attachment and the save is refused, not stored half-new.

@@ -236,11 +236,11 @@ final class ReplicatedInsertTests: XCTestCase {
 final class RevisionsWithHistoryTests: XCTestCase {
     /// The bulk read a replication source uses gives, request by request, what reading each
     /// revision with its history alone gives: winners, conflicts, tombstones, and nil for what is
-    /// not there — also for a list long enough to be parsed on two threads.
+    /// not there.
     func testBulkReadMatchesSingleReads() async throws {
         let db = try await makeDatabase(self)
         var requests: [(id: String, revision: RevisionID)] = []
-        for n in 0..<(StoredDocument.parallelMinimum + 20) {
+        for n in 0..<84 {
             var document = try await db.save(Document(id: String(format: "h%03d", n), body: ["n": .integer(n)]))
             document["n"] = .integer(n + 1000)
             document = try await db.save(document)

@@ -68,7 +68,7 @@ final class ChangesFeedTests: XCTestCase {
     /// live ones equal to a direct read, tombstones marked deleted.
     func testLongPagesWithDocumentsKeepEveryRowsOwnDocument() async throws {
         let db = try await makeDatabase(self)
-        let count = StoredDocument.parallelMinimum * 3 + 5
+        let count = SharedChangeParse.chunkSize(includeDocuments: true) * 6 + 5
         var batch = (0..<count).map { Document(id: String(format: "p%04d", $0), body: ["n": .integer($0), "tag": .string("t\($0 % 7)")]) }
         batch[17].attachments["note.txt"] = Attachment(data: Data("seventeen".utf8), contentType: "text/plain")
         let saved = try await db.save(batch)

@@ -4,7 +4,7 @@ import XCTest
 
 final class MaintenanceTests: XCTestCase {
     private func storedBodies(_ db: Database, _ id: String) throws -> Int64 {
-        try db.read { try $0.scalarInt("SELECT count(*) FROM revs WHERE id = ?", [.text(id)]) ?? -1 }
+        try db.readNow { try $0.scalarInt("SELECT count(*) FROM revs WHERE id = ?", [.text(id)]) ?? -1 }
     }
 
     func testRevsLimitPrunesHistory() async throws {
@@ -126,7 +126,7 @@ final class MaintenanceTests: XCTestCase {
         let changes = try await db.changes().changes
         XCTAssertEqual(changes.map(\.id), ["other"])
         XCTAssertEqual(try storedBodies(db, "secret"), 0)
-        XCTAssertEqual(try db.read { try $0.scalarInt("SELECT count(*) FROM attachments") }, 0)
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("SELECT count(*) FROM attachments") }, 0)
         let after = await db.updateSequence
         XCTAssertEqual(after, before + 1, "a purge takes a sequence so that indexes notice it")
         // The id is free again, starting a fresh history.

@@ -120,14 +120,14 @@ final class StorageTests: XCTestCase {
 
     func testSchemaIsStrictAndVersioned() async throws {
         let db = try await makeDatabase(self)
-        let (version, application, journal) = try db.read { connection in
+        let (version, application, journal) = try db.readNow { connection in
             (try connection.scalarInt("PRAGMA user_version"), try connection.scalarInt("PRAGMA application_id"),
              try connection.prepare("PRAGMA journal_mode").step())
         }
         XCTAssertEqual(version, Schema.currentVersion)
         XCTAssertEqual(application, Schema.applicationID)
         XCTAssertTrue(journal)
-        let mode = try db.read { connection -> String in
+        let mode = try db.readNow { connection -> String in
             let statement = try connection.prepare("PRAGMA journal_mode")
             _ = try statement.step()
             return statement.text(0)
@@ -135,7 +135,7 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(mode, "wal")
         // Point reads, the changes feed and `pending` use indexes, never a scan of a table: the feed
         // is a range of the log's primary key, each entry looking its document up by primary key.
-        let plans = try db.read { connection -> [[String]] in
+        let plans = try db.readNow { connection -> [[String]] in
             var plans: [[String]] = []
             for sql in ["SELECT * FROM docs WHERE id = 'x'",
                         "SELECT \(DocumentRecords.joinedSelectColumns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > 5 ORDER BY c.seq LIMIT 10",
@@ -339,7 +339,7 @@ final class ChangesLogTests: XCTestCase {
         }
 
         let db = try await Database.open(name: "old", directory: directory)
-        let version = try db.read { try $0.scalarInt("PRAGMA user_version") }
+        let version = try db.readNow { try $0.scalarInt("PRAGMA user_version") }
         XCTAssertEqual(version, Schema.currentVersion)
         let feed = try await db.changes(includeDocuments: true).changes
         XCTAssertEqual(feed.map(\.id), ["a", "d", "b", "c"])
@@ -434,7 +434,7 @@ final class ChangesLogTests: XCTestCase {
         }
         // Compaction drops the superseded log entries and keeps one per document.
         try await db.compact()
-        let entries = try db.read { try $0.scalarInt("SELECT count(*) FROM changes") }
+        let entries = try db.readNow { try $0.scalarInt("SELECT count(*) FROM changes") }
         XCTAssertEqual(entries, Int64(current.count))
     }
 }

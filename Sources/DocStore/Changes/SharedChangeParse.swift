@@ -1,18 +1,11 @@
-import Dispatch
-import Synchronization
-
 /// Builds the rows of a changes page on two threads while the page is still being read.
 ///
 /// The reading thread only steps SQLite and copies each row's raw columns (id, revision tree, body)
-/// into the current chunk, one buffer per ``chunkSize`` rows. Full chunks go to a helper thread, which
-/// starts with the first chunk and turns chunks into ``Change`` rows as they arrive: it decodes the
-/// tree, makes the id and parses the document. When the rows are read, the reading thread builds the
-/// chunks the helper has not taken yet, so both threads finish together however fast either one is,
-/// instead of one waiting for the other with a fixed split. Pages of fewer than ``chunkSize`` rows
-/// never start the helper.
-///
-/// The helper runs on Dispatch's global queue (see ``BackgroundWork``), so a reader on the Swift
-/// concurrency pool may block waiting for it.
+/// into the current chunk, one buffer per ``chunkSize`` rows. Full chunks go to a ``HelpedMap``, whose
+/// helper turns them into ``Change`` rows as they arrive: it decodes the tree, makes the id and parses
+/// the document. When the rows are read, the reading thread builds the chunks the helper has not
+/// started, so both threads finish together however fast either one is. Pages of fewer than
+/// ``chunkSize`` rows never start the helper.
 struct SharedChangeParse: ~Copyable {
     /// Rows per chunk: long enough that handing a chunk over (a lock, and a wake-up when the helper
     /// sleeps) is noise next to building it, short enough that the last chunk does not leave one
@@ -64,7 +57,12 @@ struct SharedChangeParse: ~Copyable {
     private let includeDocuments: Bool
     private let chunkSize: Int
     private var current = Chunk()
-    private var queue: Queue?
+    /// Builds the full chunks; started with the second chunk (a page of one chunk is built here).
+    private var map: HelpedMap<Chunk, [Change?]>?
+    /// The chunks whose rows are in ``changes``.
+    private var moved = 0
+    /// The first error met while moving finished chunks, thrown by ``finish()``.
+    private var failure: (any Error)?
     /// The rows built so far, in order. Finished chunks are moved here as the page is read, so a long
     /// page does not hold every row twice (in its chunk and here) at the end.
     private var changes: [Change] = []
@@ -90,23 +88,45 @@ struct SharedChangeParse: ~Copyable {
         current.rows.append(Row(sequence: sequence, created: created, updated: updated, idEnd: idEnd,
                                 treeEnd: treeEnd, bodyEnd: current.bytes.count))
         if current.rows.count == chunkSize {
-            if queue == nil { queue = Queue(includeDocuments: includeDocuments) }
-            queue!.submit(current)
+            if map == nil {
+                let includeDocuments = self.includeDocuments
+                map = HelpedMap(.changesPage) { try $0.build(includeDocuments: includeDocuments) }
+            }
+            map!.submit(current)
             current = Chunk()
-            queue!.moveFinishedPrefix(into: &changes)
+            moveFinishedChunks()
         }
     }
 
-    /// The changes of every row added, in order. Waits for the helper thread, also when building a
-    /// row fails, so no work outlives the call.
+    /// Moves the rows of the chunks the helper has finished, in order, up to the first unfinished one.
+    private mutating func moveFinishedChunks() {
+        guard let map, failure == nil else { return }
+        while moved < map.submitted, let result = map.finishedOutput(at: moved) {
+            moved += 1
+            switch result {
+            case .success(var rows): SharedChangeParse.move(&rows, into: &changes)
+            case .failure(let error):
+                failure = error
+                return
+            }
+        }
+    }
+
+    /// The changes of every row added, in order: the chunks the helper has not started are built on
+    /// this thread. Stops the helper, also when building a row fails, so no work outlives the call.
     consuming func finish() throws -> [Change] {
-        if let queue {
-            if !current.rows.isEmpty { queue.submit(current) }
-            try queue.finish(discarding: false)
-            queue.moveFinishedPrefix(into: &changes)
-        } else {
+        guard let map else {
             var built = try current.build(includeDocuments: includeDocuments)
             SharedChangeParse.move(&built, into: &changes)
+            return changes
+        }
+        defer { map.stop() }
+        if let failure { throw failure }
+        if !current.rows.isEmpty { map.submit(current) }
+        while moved < map.submitted {
+            var rows = try map.output(at: moved)
+            moved += 1
+            SharedChangeParse.move(&rows, into: &changes)
         }
         return changes
     }
@@ -121,125 +141,6 @@ struct SharedChangeParse: ~Copyable {
 
     /// Stops the helper thread after an error on the reading side, discarding the work.
     consuming func abandon() {
-        try? queue?.finish(discarding: true)
-    }
-
-    /// The chunks and their results, shared by the reading thread and the helper.
-    private final class Queue: Sendable {
-        private struct State {
-            var chunks: [Chunk?] = []
-            /// Each chunk's rows once built (`nil` before); emptied when moved out.
-            var results: [[Change?]?] = []
-            /// The chunks before this one have been moved out.
-            var moved = 0
-            var next = 0
-            var finished = false
-            var failure: (any Error)?
-            /// The helper is asleep on `available` (or about to be) and must be woken for new work.
-            var helperWaits = false
-
-            /// Takes the next chunk nobody builds yet; `nil` when there is none or building has failed.
-            mutating func take() -> (Int, Chunk)? {
-                guard next < chunks.count, failure == nil else { return nil }
-                let index = next
-                next += 1
-                defer { chunks[index] = nil }
-                return (index, chunks[index]!)
-            }
-
-            /// Whether a sleeping helper must be woken, clearing the mark.
-            mutating func wakeHelper() -> Bool {
-                defer { helperWaits = false }
-                return helperWaits
-            }
-        }
-
-        private enum HelperStep: Sendable {
-            case build(Int, Chunk)
-            case sleep
-            case stop
-        }
-
-        private let includeDocuments: Bool
-        private let state = Mutex(State())
-        /// Signalled when the helper sleeps and there is work for it (or the end); never otherwise, so
-        /// a busy helper costs the reading thread no system call.
-        private let available = DispatchSemaphore(value: 0)
-        private let helperDone = DispatchSemaphore(value: 0)
-
-        init(includeDocuments: Bool) {
-            self.includeDocuments = includeDocuments
-            DispatchQueue.global().async { [self] in
-                helping: while true {
-                    // Deciding to sleep and marking it happen under the lock, so a chunk submitted
-                    // right after still wakes the helper.
-                    let step: HelperStep = state.withLock { state in
-                        if let (index, chunk) = state.take() { return .build(index, chunk) }
-                        if state.finished || state.failure != nil { return .stop }
-                        state.helperWaits = true
-                        return .sleep
-                    }
-                    switch step {
-                    case .build(let index, let chunk): build(chunk, into: index)
-                    case .sleep: available.wait()
-                    case .stop: break helping
-                    }
-                }
-                helperDone.signal()
-            }
-        }
-
-        func submit(_ chunk: Chunk) {
-            let wake = state.withLock { state in
-                state.chunks.append(chunk)
-                state.results.append(nil)
-                return state.wakeHelper()
-            }
-            if wake { available.signal() }
-        }
-
-        private func take() -> (Int, Chunk)? {
-            state.withLock { $0.take() }
-        }
-
-        private func build(_ chunk: Chunk, into index: Int) {
-            do {
-                let changes = try chunk.build(includeDocuments: includeDocuments)
-                state.withLock { $0.results[index] = changes }
-            } catch {
-                state.withLock { state in
-                    if state.failure == nil { state.failure = error }
-                }
-            }
-        }
-
-        /// Moves the rows of the finished chunks that follow the ones already moved, in order.
-        func moveFinishedPrefix(into changes: inout [Change]) {
-            var ready: [[Change?]] = []
-            state.withLock { state in
-                while state.moved < state.results.count, let rows = state.results[state.moved] {
-                    ready.append(rows)
-                    state.results[state.moved] = []
-                    state.moved += 1
-                }
-            }
-            for index in ready.indices { SharedChangeParse.move(&ready[index], into: &changes) }
-        }
-
-        /// Ends the work: builds what the helper has not taken (unless `discarding`), waits for the
-        /// helper, and throws the first error.
-        func finish(discarding: Bool) throws {
-            let wake = state.withLock { state in
-                state.finished = true
-                if discarding && state.failure == nil { state.failure = CancellationError() }
-                return state.wakeHelper()
-            }
-            if wake { available.signal() }
-            while let (index, chunk) = take() { build(chunk, into: index) }
-            helperDone.wait()
-            try state.withLock { state in
-                if let failure = state.failure { throw failure }
-            }
-        }
+        map?.stop()
     }
 }

@@ -178,7 +178,7 @@ final class ChunkReader: Sendable {
                 chunk = piece
             } else {
                 guard position < content.chunkCount else { return nil }
-                chunk = try database.read { connection in
+                chunk = try database.readNow { connection in
                     try AttachmentRecords(connection: connection).withChunk(of: content.key, at: position) { Data($0) }
                 }
             }
@@ -250,7 +250,7 @@ extension Database {
         default:
             break
         }
-        let stored = try read { connection in
+        let stored = try readNow { connection in
             try AttachmentRecords(connection: connection).content(digest: attachment.digest, encoding: attachment.encoding)
         }
         guard let stored else { throw DocStoreError.notFound("Document is missing attachment") }

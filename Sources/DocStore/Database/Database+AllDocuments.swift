@@ -64,7 +64,7 @@ extension Database {
         guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
-        return try read(consistent: true) { connection in
+        return try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             let total = Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0)
             if let keys = query.keys {

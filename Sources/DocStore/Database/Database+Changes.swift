@@ -40,7 +40,7 @@ extension Database {
         let wanted = limit ?? Int.max
         if descending {
             // One read: a filter is applied to the rows of the whole range.
-            let page = try changesPage(since: since, limit: filter.passesEverything ? limit : nil,
+            let page = try await changesPage(since: since, limit: filter.passesEverything ? limit : nil,
                                        includeDocuments: includeDocuments || filter.needsDocuments, descending: true)
             let changes = page.changes.lazy.filter(filter.passes).prefix(wanted).map { $0.keepingDocument(includeDocuments) }
             return ChangesPage(changes: Array(changes), lastSequence: page.changes.first?.sequence ?? since)
@@ -49,7 +49,7 @@ extension Database {
         // Read before the pages: a commit after them stays above the sequence answered.
         let committed = notifier.committedSequence
         if filter.passesEverything {
-            let page = try changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
+            let page = try await changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
             let last = page.changes.count < wanted ? max(page.lastSequence, committed) : page.lastSequence
             return ChangesPage(changes: page.changes, lastSequence: last)
         }
@@ -57,7 +57,7 @@ extension Database {
         var cursor = since
         var changes: [Change] = []
         pages: while true {
-            let page = try changesPage(since: cursor, limit: pageSize, includeDocuments: true, descending: false)
+            let page = try await changesPage(since: cursor, limit: pageSize, includeDocuments: true, descending: false)
             for change in page.changes {
                 cursor = change.sequence
                 guard filter.passes(change) else { continue }
@@ -71,8 +71,8 @@ extension Database {
     }
 
     /// One range of the changes log, every row kept.
-    private func changesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) throws -> ChangesPage {
-        try read { connection in
+    private func changesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
+        try await read { connection in
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
             // the writer, so that a long write never holds up a read.
@@ -118,7 +118,7 @@ extension Database {
     /// at the documents.
     /// - Complexity: O(log entries after `since`).
     public func pendingChangeCount(since: Int64) async throws -> Int {
-        try read { connection in
+        try await read { connection in
             Int(try connection.scalarInt(
                 "SELECT count(*) FROM changes WHERE seq > ? AND (prev IS NULL OR prev <= ?)",
                 [.integer(since), .integer(since)]) ?? 0)
@@ -135,7 +135,7 @@ extension Database {
     /// Document counts, sequence, size and identity of the database.
     public func info() async throws -> DatabaseInfo {
         let sequence = await writer.lastSequence
-        return try read(consistent: true) { connection in
+        return try await read(consistent: true) { connection in
             let live = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0
             let deleted = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 1") ?? 0
             let uuidStatement = try connection.prepare("SELECT value FROM meta WHERE key = 'uuid'")

@@ -111,7 +111,7 @@ extension Database {
         if revision == nil && !includeConflicts && !includeRevisionHistory {
             return try readPoint { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
         }
-        return try read(consistent: revision != nil) { connection in
+        return try await read(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)
             guard let record = try records.fetch(id: id) else { return nil }
             var document: Document
@@ -140,7 +140,7 @@ extension Database {
     /// the document, the revision or its body is not there.
     /// - Complexity: O(total size of the revisions' bodies and trees).
     package func documentsWithHistory(_ requests: [(id: String, revision: RevisionID)]) async throws -> [Document?] {
-        let (documents, positions) = try readRevisions(requests.map { ($0.id, $0.revision) }, latest: false)
+        let (documents, positions) = try await readRevisions(requests.map { ($0.id, $0.revision) }, latest: false)
         return positions.map { $0.isEmpty ? nil : documents[$0.lowerBound] }
     }
 
@@ -151,15 +151,15 @@ extension Database {
     /// body is not there.
     /// - Complexity: O(total size of the revisions' bodies and trees).
     package func revisionsWithHistory(_ requests: [(id: String, revision: RevisionID?)], latest: Bool) async throws -> [[Document]] {
-        let (documents, positions) = try readRevisions(requests, latest: latest)
+        let (documents, positions) = try await readRevisions(requests, latest: latest)
         return positions.map { Array(documents[$0]) }
     }
 
     /// The revisions of ``revisionsWithHistory(_:latest:)``, and for each request the range of them
     /// that answers it.
     private func readRevisions(_ requests: [(id: String, revision: RevisionID?)],
-                               latest: Bool) throws -> (documents: [Document], positions: [Range<Int>]) {
-        try read(consistent: true) { connection in
+                               latest: Bool) async throws -> (documents: [Document], positions: [Range<Int>]) {
+        try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var stored: [StoredDocument] = []
             var histories: [[RevisionID]] = []
@@ -196,7 +196,7 @@ extension Database {
     /// The current revisions of the live documents among `ids`, in the order of `ids`; missing and
     /// deleted documents are simply absent. Reads one consistent snapshot.
     public func documents(withIDs ids: [String]) async throws -> [Document] {
-        try read(consistent: true) { connection in
+        try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var documents: [Document] = []
             documents.reserveCapacity(ids.count)
@@ -209,22 +209,12 @@ extension Database {
         }
     }
 
-    /// Builds the documents of `stored`, in order. A long list is parsed half on this thread and
-    /// half on another (``BackgroundWork``), as parsing JSON is most of the cost of reading many
-    /// documents.
+    /// Builds the documents of `stored`, in order, on this thread: sharing the parsing with a helper
+    /// thread measured slower here (Docs/Performance.md, "One helper primitive"), as these lists are a
+    /// replication batch or a `_bulk_get`, whose other work already keeps the second core busy.
     /// - Complexity: O(total body size).
     static func makeDocuments(_ stored: [StoredDocument]) throws -> [Document] {
-        guard stored.count >= StoredDocument.parallelMinimum else { return try stored.map { try $0.makeDocument() } }
-        let half = stored.count / 2
-        let second = BackgroundWork { [tail = stored[half...]] in try tail.map { try $0.makeDocument() } }
-        let first: [Document]
-        do {
-            first = try stored[..<half].map { try $0.makeDocument() }
-        } catch {
-            _ = try? second.wait()
-            throw error
-        }
-        return first + (try second.wait())
+        try stored.map { try $0.makeDocument() }
     }
 
     /// Builds a document from a stored body (body members plus `_attachments` stubs).
@@ -285,9 +275,6 @@ extension Database {
 
 /// A document's stored body and metadata, copied out of SQLite, to be parsed later or elsewhere.
 struct StoredDocument: Sendable {
-    /// Lists shorter than this are parsed on the calling thread alone: handing half of it to another
-    /// thread costs more than it saves.
-    static let parallelMinimum = 64
 
     var id: String
     var revision: RevisionID

@@ -21,7 +21,7 @@ extension Database {
     /// The `_local` document `id` (with or without the `_local/` prefix), or `nil`.
     public func localDocument(withID id: String) async throws -> LocalDocument? {
         let bare = try Database.localID(id)
-        return try read { connection in
+        return try await read { connection in
             try LocalDocumentRecords(connection: connection).fetch(id: bare).map {
                 LocalDocument(id: bare, revision: "0-\($0.revision)", body: $0.body)
             }

@@ -28,7 +28,7 @@ extension Database {
     /// For each document, which of the given revisions this database lacks.
     /// Documents with nothing missing are left out, as in CouchDB.
     public func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
-        try read(consistent: true) { connection in
+        try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var differences: [RevisionDifference] = []
             for (id, revisions) in offered {
@@ -46,6 +46,6 @@ extension Database {
 
     /// The revision tree of a document (deleted documents included), or `nil` if it does not exist.
     public func revisionTree(ofDocumentWithID id: String) async throws -> RevisionTree? {
-        try read { connection in try DocumentRecords(connection: connection).fetch(id: id)?.tree }
+        try await read { connection in try DocumentRecords(connection: connection).fetch(id: id)?.tree }
     }
 }

@@ -166,11 +166,43 @@ public final class Database: Sendable {
         if isClosed { throw DocStoreError(.databaseClosed, "The database \(name) is closed") }
     }
 
-    /// Runs a read on a pooled connection, mapping storage errors.
-    func read<T>(consistent: Bool = false, _ body: (SQLiteConnection) throws -> T) throws -> T {
+    /// Runs a read on a pooled connection — in a read transaction with `consistent`, so that all its
+    /// statements see one snapshot — and maps storage errors. Cancelling the task interrupts the read
+    /// (`sqlite3_interrupt`), which then throws `CancellationError`: a long feed or scan stops at once.
+    func read<T>(consistent: Bool = false, _ body: (SQLiteConnection) throws -> T) async throws -> T {
+        try ensureOpen()
+        try Task.checkCancellation()
+        let running = InterruptibleRead()
+        do {
+            return try await withTaskCancellationHandler {
+                if consistent {
+                    return try readers.readConsistently { connection in
+                        running.begin(connection)
+                        defer { running.end() }
+                        return try body(connection)
+                    }
+                }
+                return try readers.read { connection in
+                    running.begin(connection)
+                    defer { running.end() }
+                    return try body(connection)
+                }
+            } onCancel: {
+                running.cancel()
+            }
+        } catch let error as SQLiteError where error.isInterrupt {
+            throw CancellationError()
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
+    /// A short read for a caller that cannot wait asynchronously: one statement on a pooled
+    /// connection, not interruptible. Maps storage errors.
+    func readNow<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         do {
-            return consistent ? try readers.readConsistently(body) : try readers.read(body)
+            return try readers.read(body)
         } catch {
             throw Database.storageError(error)
         }
@@ -236,6 +268,39 @@ public final class Database: Sendable {
                     self.changeDelegate?.database(self, didChange: batch)
                 }
             }
+        }
+    }
+}
+
+/// A read that task cancellation may interrupt: the connection it runs on, while it runs.
+final class InterruptibleRead: Sendable {
+    private struct State {
+        /// Touched only under the mutex, and only to call `interrupt()`, which SQLite allows from any
+        /// thread while the connection is open: it stays open at least until `end()`, which takes the
+        /// same mutex.
+        var connection: SQLiteConnection?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// The read starts on `connection`; interrupts it at once if the task was already cancelled.
+    func begin(_ connection: SQLiteConnection) {
+        state.withLock { state in
+            state.connection = connection
+            if state.cancelled { connection.interrupt() }
+        }
+    }
+
+    /// The read is over: its connection goes back to the pool and is no longer interrupted.
+    func end() {
+        state.withLock { $0.connection = nil }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            state.connection?.interrupt()
         }
     }
 }

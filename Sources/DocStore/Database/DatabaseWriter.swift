@@ -164,12 +164,8 @@ actor DatabaseWriter {
                 guard let parent, let existing else { return [:] }
                 return try storedAttachments(of: parent, in: existing, records: records) ?? [:]
             }
-        let digest: Insecure.MD5Digest
-        if let prepared, let precomputed = prepared.digest, prepared.assumedParent == parent {
-            digest = precomputed
-        } else {
-            digest = RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
-        }
+        let digest = prepared?.revisionDigest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
+            ?? RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
         let revision = RevisionID(generation: generation, digest16: digest)
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
         document.revision = revision

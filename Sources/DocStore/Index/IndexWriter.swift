@@ -184,24 +184,22 @@ actor IndexWriter {
             while window.upper > state.lastSequence {
                 var committed = state
                 var next = window
+                // After a full window, the next is read and mapped by a helper while this one is written.
+                let prefetch = HelpedMap<Int64, Window>(.indexPrefetch) { upper in
+                    try IndexWriter.readAndMap(after: upper, documents: documents, definition: definition)
+                }
+                defer { prefetch.stop() }
                 try connection.transaction(immediate: true) {
                     for written in 1...IndexWriter.windowsPerTransaction {
-                        // A short window is the last one; after a full one, the next is read meanwhile.
-                        let prefetch = next.documents.count == IndexWriter.batchSize
-                            ? BackgroundWork { [upper = next.upper] in
-                                try IndexWriter.readAndMap(after: upper, documents: documents, definition: definition)
-                            } : nil
-                        do {
-                            try write(window: next, state: &committed, freshUpTo: freshUpTo)
-                        } catch {
-                            _ = try? prefetch?.wait()  // no reader outlives the failed update
-                            throw error
-                        }
-                        guard let prefetch else {
+                        // A short window is the last one.
+                        let more = next.documents.count == IndexWriter.batchSize
+                        let ahead = more ? prefetch.submit(next.upper) : nil
+                        try write(window: next, state: &committed, freshUpTo: freshUpTo)
+                        guard let ahead else {
                             next = Window()
                             return
                         }
-                        next = try prefetch.wait()
+                        next = try prefetch.output(at: ahead)
                         if next.upper <= committed.lastSequence || written == IndexWriter.windowsPerTransaction { return }
                     }
                 }

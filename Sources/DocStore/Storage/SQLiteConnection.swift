@@ -13,6 +13,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The primary result code (the low byte of ``code``).
     public var primaryCode: Int32 { code & 0xFF }
 
+    /// Whether the statement was stopped by ``SQLiteConnection/interrupt()``.
+    var isInterrupt: Bool { primaryCode == SQLITE_INTERRUPT }
+
     public var description: String {
         let base = "SQLite error \(code): \(message)"
         return sql.map { "\(base) — in \($0)" } ?? base
@@ -72,6 +75,13 @@ final class SQLiteConnection: @unchecked Sendable {
         statements.values.forEach { $0.finalize() }
         statements.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Makes the statements running on this connection stop with `SQLITE_INTERRUPT` as soon as they
+    /// can; a connection running none is not affected. Unlike every other method, callable from any
+    /// thread (SQLite's `sqlite3_interrupt` is), as long as the connection is open.
+    func interrupt() {
+        sqlite3_interrupt(handle)
     }
 
     func error(_ rc: Int32, sql: String?) -> SQLiteError {
