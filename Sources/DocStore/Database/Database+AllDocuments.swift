@@ -66,7 +66,7 @@ extension Database {
         }
         return try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
-            let total = Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0)
+            let total = try records.counts().live
             if let keys = query.keys {
                 var ordered = query.descending ? Array(keys.reversed()) : keys
                 ordered = Array(ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max))
@@ -85,42 +85,21 @@ extension Database {
                 return AllDocumentsResult(totalRows: total, offset: 0, rows: rows)
             }
 
-            var conditions = ["deleted = 0"]
-            var bindings: [SQLiteValue] = []
             let (lower, upper) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)
             let lowerInclusive = query.descending ? query.inclusiveEnd : true
             let upperInclusive = query.descending ? true : query.inclusiveEnd
-            if let lower {
-                conditions.append(lowerInclusive ? "id >= ?" : "id > ?")
-                bindings.append(.text(lower))
+            let found = try records.liveDocuments(from: lower.map { ($0, lowerInclusive) }, to: upper.map { ($0, upperInclusive) },
+                                                  descending: query.descending, limit: query.limit, skip: query.skip,
+                                                  full: query.includeDocuments)
+            let rows = try found.map { record in
+                AllDocumentsRow(id: record.id, revision: record.winner, isDeleted: false,
+                                document: query.includeDocuments
+                                    ? try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: false,
+                                                                body: record.body, record: record)
+                                    : nil,
+                                error: nil)
             }
-            if let upper {
-                conditions.append(upperInclusive ? "id <= ?" : "id < ?")
-                bindings.append(.text(upper))
-            }
-            let order = query.descending ? "DESC" : "ASC"
-            let columns = query.includeDocuments ? DocumentRecords.selectColumns : "seq, id, rev"
-            let statement = try connection.prepare(
-                "SELECT \(columns) FROM docs WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ? OFFSET ?")
-            try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
-            var rows: [AllDocumentsRow] = []
-            while try statement.step() {
-                let id = statement.text(1)
-                guard let revision = statement.revision(2) else {
-                    throw DocStoreError(.storage, "Corrupt revision id of \(id)")
-                }
-                var document: Document? = nil
-                if query.includeDocuments {
-                    let record = try DocumentRecords.record(from: statement)
-                    document = try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: record.body, record: record)
-                }
-                rows.append(AllDocumentsRow(id: id, revision: revision, isDeleted: false, document: document, error: nil))
-            }
-            var before = 0
-            if let start = query.startKey {
-                let comparison = query.descending ? "id > ?" : "id < ?"
-                before = Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0 AND \(comparison)", [.text(start)]) ?? 0)
-            }
+            let before = try query.startKey.map { try records.countLive(before: $0, descending: query.descending) } ?? 0
             return AllDocumentsResult(totalRows: total, offset: min(total, before + query.skip), rows: rows)
         }
     }

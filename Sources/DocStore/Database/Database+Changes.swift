@@ -76,31 +76,18 @@ extension Database {
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
             // the writer, so that a long write never holds up a read.
-            let lastSequence = try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
+            let records = DocumentRecords(connection: connection)
+            let lastSequence = try records.lastChangeSequence()
             let bound = Int(max(0, lastSequence - since))
             let expectedRows = min(limit ?? bound, bound, 1 << 17)
-            // The log in sequence order, each entry joined to its document if the document is still
-            // at that sequence.
-            let columns = includeDocuments ? DocumentRecords.joinedSelectColumns : "d.seq, d.id, d.rev, d.deleted, NULL, d.tree, 0, 0"
-            let statement = try connection.prepare(
-                "SELECT \(columns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq \(descending ? "DESC" : "") LIMIT ?")
-            try statement.bind(since, at: 1)
-            try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
-            // The reading thread only copies the columns out; the rows are built on two threads.
+            // The reading thread only copies the columns out; the rows are built with a helper.
             var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows)
             var last = since
             do {
-                while try statement.step() {
-                    let sequence = statement.int64(0)
-                    statement.withBlob(1) { id in
-                        statement.withBlob(5) { tree in
-                            statement.withBlob(4) { body in
-                                rows.append(sequence: sequence, id: id, tree: tree, body: body,
-                                            created: statement.double(6), updated: statement.double(7))
-                            }
-                        }
-                    }
-                    last = sequence
+                try records.scanChanges(since: since, limit: limit, descending: descending, withBodies: includeDocuments) { change in
+                    rows.append(sequence: change.sequence, id: change.id, tree: change.tree, body: change.body,
+                                created: change.created, updated: change.updated)
+                    last = change.sequence
                 }
             } catch {
                 rows.abandon()
@@ -118,11 +105,7 @@ extension Database {
     /// at the documents.
     /// - Complexity: O(log entries after `since`).
     public func pendingChangeCount(since: Int64) async throws -> Int {
-        try await read { connection in
-            Int(try connection.scalarInt(
-                "SELECT count(*) FROM changes WHERE seq > ? AND (prev IS NULL OR prev <= ?)",
-                [.integer(since), .integer(since)]) ?? 0)
-        }
+        try await read { try DocumentRecords(connection: $0).pendingCount(since: since) }
     }
 
     /// The sequence of the latest change (CouchDB's `update_seq`).
@@ -136,16 +119,14 @@ extension Database {
     public func info() async throws -> DatabaseInfo {
         let sequence = await writer.lastSequence
         return try await read(consistent: true) { connection in
-            let live = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0
-            let deleted = try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 1") ?? 0
-            let uuidStatement = try connection.prepare("SELECT value FROM meta WHERE key = 'uuid'")
-            let uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
+            let (live, deleted) = try DocumentRecords(connection: connection).counts()
+            let uuid = try Schema.uuid(connection)
             var size = 0
             for suffix in ["", "-wal"] {
                 let attributes = try? FileManager.default.attributesOfItem(atPath: fileURL.path + suffix)
                 size += (attributes?[.size] as? NSNumber)?.intValue ?? 0
             }
-            return DatabaseInfo(name: name, documentCount: Int(live), deletedDocumentCount: Int(deleted),
+            return DatabaseInfo(name: name, documentCount: live, deletedDocumentCount: deleted,
                                 updateSequence: sequence, fileSize: size, uuid: uuid)
         }
     }

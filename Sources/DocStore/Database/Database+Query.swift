@@ -39,11 +39,7 @@ extension Database {
         let current = state
         let (output, mapErrors) = try readIndex { connection in
             let output = try QueryEngine(connection: connection, state: current, query: query).run()
-            var errors: [QueryResult.MapError] = []
-            let statement = try connection.prepare("SELECT doc_id, message FROM map_errors WHERE index_id = ? ORDER BY doc_id")
-            try statement.bind(current.id, at: 1)
-            while try statement.step() { errors.append(QueryResult.MapError(documentID: statement.text(0), reason: statement.text(1))) }
-            return (output, errors)
+            return (output, try IndexSchema.mapErrors(connection, indexID: current.id))
         }
         if query.stale == .updateAfter {
             let writer = indexWriter, readers = readers

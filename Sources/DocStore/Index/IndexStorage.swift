@@ -43,6 +43,15 @@ enum IndexSchema {
 
     /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
     /// id, then the emit counter (a document may emit the same key more than once).
+    /// The map function's failures recorded for index `indexID`, by document id.
+    static func mapErrors(_ connection: SQLiteConnection, indexID: Int64) throws -> [QueryResult.MapError] {
+        let statement = try connection.prepare("SELECT doc_id, message FROM map_errors WHERE index_id = ? ORDER BY doc_id")
+        try statement.bind(indexID, at: 1)
+        var errors: [QueryResult.MapError] = []
+        while try statement.step() { errors.append(QueryResult.MapError(documentID: statement.text(0), reason: statement.text(1))) }
+        return errors
+    }
+
     static func rowsTable(_ id: Int64) -> String { "rows_\(id)" }
 
     static func createRowsTable(_ id: Int64) -> String {

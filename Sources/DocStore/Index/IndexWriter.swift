@@ -177,7 +177,7 @@ actor IndexWriter {
             // once in this catch-up, so deleting its previous rows can be skipped. A write during the
             // catch-up moves a document above that sequence, where it may be read a second time.
             let freshUpTo = state.lastSequence == 0 && state.rowCount == 0
-                ? try documents.read { try $0.scalarInt("SELECT max(seq) FROM changes") ?? 0 } : 0
+                ? try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() } : 0
             // The first window is read before taking the index file's write lock, so an index that is
             // current costs one read.
             var window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)

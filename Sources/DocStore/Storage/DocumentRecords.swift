@@ -40,15 +40,121 @@ struct DocumentRecords {
     /// ``selectColumns`` of `docs` joined as `d`, e.g. with the `changes` log.
     static let joinedSelectColumns = "d.seq, d.id, d.rev, d.deleted, d.body, d.tree, d.created, d.updated, d.doc"
 
+    /// The position of each column of ``selectColumns`` (and ``joinedSelectColumns``).
+    enum Column {
+        static let seq: Int32 = 0
+        static let id: Int32 = 1
+        static let rev: Int32 = 2
+        static let deleted: Int32 = 3
+        static let body: Int32 = 4
+        static let tree: Int32 = 5
+        static let created: Int32 = 6
+        static let updated: Int32 = 7
+        static let doc: Int32 = 8
+    }
+
     /// Reads a full record from a statement positioned on a row selected with ``selectColumns``.
     static func record(from statement: SQLiteStatement) throws -> DocumentRecord {
-        let tree = try statement.withBlob(5) { try RevisionTree(decoding: $0) }
-        guard let winner = statement.revision(2) else {
+        let tree = try statement.withBlob(Column.tree) { try RevisionTree(decoding: $0) }
+        guard let winner = statement.revision(Column.rev) else {
             throw DocStoreError(.storage, "Corrupt revision id in database")
         }
-        return DocumentRecord(row: statement.int64(8), sequence: statement.int64(0), id: statement.text(1), winner: winner,
-                              isDeleted: statement.int64(3) != 0, body: statement.blob(4), tree: tree,
-                              created: statement.double(6), updated: statement.double(7))
+        return DocumentRecord(row: statement.int64(Column.doc), sequence: statement.int64(Column.seq), id: statement.text(Column.id),
+                              winner: winner, isDeleted: statement.int64(Column.deleted) != 0, body: statement.blob(Column.body),
+                              tree: tree, created: statement.double(Column.created), updated: statement.double(Column.updated))
+    }
+
+    /// One entry of the changes feed as stored, its columns borrowed from SQLite for the duration of
+    /// the callback that receives it.
+    struct RawChange {
+        let sequence: Int64
+        let id: UnsafeRawBufferPointer
+        /// The encoded revision tree.
+        let tree: UnsafeRawBufferPointer
+        /// The winning body; empty unless asked for.
+        let body: UnsafeRawBufferPointer
+        let created: Double
+        let updated: Double
+    }
+
+    /// The changes log after `since`, each entry joined to its document if the document is still at
+    /// that sequence (superseded entries drop out), in sequence order, at most `limit`.
+    /// - Returns: the number of entries read.
+    @discardableResult
+    func scanChanges(since: Int64, limit: Int?, descending: Bool, withBodies: Bool, _ each: (RawChange) -> Void) throws -> Int {
+        let columns = withBodies ? DocumentRecords.joinedSelectColumns : "d.seq, d.id, d.rev, d.deleted, NULL, d.tree, 0, 0"
+        let statement = try connection.prepare(
+            "SELECT \(columns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq \(descending ? "DESC" : "") LIMIT ?")
+        try statement.bind(since, at: 1)
+        try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
+        var count = 0
+        while try statement.step() {
+            statement.withBlob(Column.id) { id in
+                statement.withBlob(Column.tree) { tree in
+                    statement.withBlob(Column.body) { body in
+                        each(RawChange(sequence: statement.int64(Column.seq), id: id, tree: tree, body: body,
+                                       created: statement.double(Column.created), updated: statement.double(Column.updated)))
+                    }
+                }
+            }
+            count += 1
+        }
+        return count
+    }
+
+    /// The sequence of the latest entry of the changes log.
+    func lastChangeSequence() throws -> Int64 {
+        try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
+    }
+
+    /// How many documents changed after `since`: each has exactly one log entry after `since` whose
+    /// superseded sequence is at or before it (or none).
+    func pendingCount(since: Int64) throws -> Int {
+        Int(try connection.scalarInt("SELECT count(*) FROM changes WHERE seq > ? AND (prev IS NULL OR prev <= ?)",
+                                     [.integer(since), .integer(since)]) ?? 0)
+    }
+
+    /// The number of live documents, and of deleted ones.
+    func counts() throws -> (live: Int, deleted: Int) {
+        (Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0),
+         Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 1") ?? 0))
+    }
+
+    /// Live documents in id order (byte order) between the bounds, `skip` then at most `limit`: the
+    /// record when `full`, else only sequence, id and winner (the record's other fields empty).
+    func liveDocuments(from lower: (id: String, inclusive: Bool)?, to upper: (id: String, inclusive: Bool)?, descending: Bool,
+                       limit: Int?, skip: Int, full: Bool) throws -> [DocumentRecord] {
+        var conditions = ["deleted = 0"]
+        var bindings: [SQLiteValue] = []
+        if let lower {
+            conditions.append(lower.inclusive ? "id >= ?" : "id > ?")
+            bindings.append(.text(lower.id))
+        }
+        if let upper {
+            conditions.append(upper.inclusive ? "id <= ?" : "id < ?")
+            bindings.append(.text(upper.id))
+        }
+        let columns = full ? DocumentRecords.selectColumns : "seq, id, rev"
+        let statement = try connection.prepare(
+            "SELECT \(columns) FROM docs WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(descending ? "DESC" : "ASC") LIMIT ? OFFSET ?")
+        try statement.bind(bindings + [.integer(Int64(limit ?? -1)), .integer(Int64(skip))])
+        var records: [DocumentRecord] = []
+        while try statement.step() {
+            if full {
+                records.append(try DocumentRecords.record(from: statement))
+                continue
+            }
+            let id = statement.text(Column.id)
+            guard let revision = statement.revision(Column.rev) else { throw DocStoreError(.storage, "Corrupt revision id of \(id)") }
+            records.append(DocumentRecord(row: 0, sequence: statement.int64(Column.seq), id: id, winner: revision, isDeleted: false,
+                                          body: [], tree: RevisionTree(), created: 0, updated: 0))
+        }
+        return records
+    }
+
+    /// How many live documents sort before `id` (after it, `descending`).
+    func countLive(before id: String, descending: Bool) throws -> Int {
+        Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0 AND \(descending ? "id > ?" : "id < ?")", [.text(id)]) ?? 0)
     }
 
     func fetch(id: String) throws -> DocumentRecord? {
@@ -209,7 +315,7 @@ struct DocumentRecords {
     /// Forgets every stored body and attachment reference of a document (purge).
     /// The sequence of the latest change or purge.
     func lastSequence() throws -> Int64 {
-        max(try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0, try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0)
+        max(try lastChangeSequence(), try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0)
     }
 
     /// Records that `id` was purged at `sequence` (a purge takes a sequence, as CouchDB's `purge_seq`).

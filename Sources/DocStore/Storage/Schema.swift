@@ -144,6 +144,12 @@ enum Schema {
     ///
     /// - Throws: ``DocStoreError/Code/notADocStoreDatabase`` for a file that is not SQLite or belongs
     ///   to another application; ``DocStoreError/Code/incompatibleVersion`` for a newer DocStore file.
+    /// The UUID made when the file was created (`meta.uuid`).
+    static func uuid(_ connection: SQLiteConnection) throws -> String {
+        let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'uuid'")
+        return try statement.step() ? statement.text(0) : ""
+    }
+
     /// Puts the writer's connection in WAL mode with the given `synchronous` level.
     static func configureWriter(_ connection: SQLiteConnection, synchronous: String) throws {
         let mode = try connection.prepare("PRAGMA journal_mode = WAL")
