@@ -294,7 +294,10 @@ final class InterruptibleRead: Sendable {
 
     /// The read is over: its connection goes back to the pool and is no longer interrupted.
     func end() {
-        state.withLock { $0.connection = nil }
+        state.withLock { state in
+            state.connection?.clearInterrupt()
+            state.connection = nil
+        }
     }
 
     func cancel() {

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// How a new edit treats an existing document.
@@ -11,9 +10,11 @@ enum WritePolicy: Sendable {
     case update
 }
 
-/// The single writer of a database: owns the write connection and the sequence counter, and runs
-/// every write in a `BEGIN IMMEDIATE` transaction. Being an actor, it serialises writes; callers
-/// suspend (never block) while another write runs.
+/// The single writer of a database — the transaction shell: owns the write connection and the
+/// sequence counter, runs every write in a `BEGIN IMMEDIATE` transaction (rolling back and restoring
+/// the counter on failure, publishing the changes on success), and hands each document to a
+/// ``RevisionWriter``. Being an actor, it serialises writes; callers suspend (never block) while
+/// another write runs.
 actor DatabaseWriter {
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
@@ -126,15 +127,18 @@ actor DatabaseWriter {
         try transaction { records, changes in
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
             defer { pipeline?.finish() }
-            let now = Date.now.timeIntervalSince1970
+            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
+                                       keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
+                                       now: Date.now.timeIntervalSince1970, source: source)
+            defer { lastSequence = steps.lastSequence }
             var results: [SaveResult] = []
             results.reserveCapacity(documents.count)
             for (position, document) in documents.enumerated() {
                 do {
                     let prepared = try pipeline?.body(at: position)
                     let (saved, change) = newEdits
-                        ? try applyEdit(document, prepared: prepared, policy: policy, records: records, now: now, source: source)
-                        : try applyReplicated(document, prepared: prepared, records: records, now: now, source: source)
+                        ? try steps.applyEdit(document, prepared: prepared, policy: policy)
+                        : try steps.applyReplicated(document, prepared: prepared)
                     if let change { changes.append(change) }
                     results.append(SaveResult(id: saved.id, result: .success(saved)))
                 } catch let error as DocStoreError where error.code != .storage {
@@ -143,200 +147,6 @@ actor DatabaseWriter {
             }
             return results
         }
-    }
-
-    /// A local edit: the new revision is a child of the given (leaf) revision.
-    private func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy, records: DocumentRecords,
-                           now: Double, source: ChangeSource) throws -> (Document, DocumentChange?) {
-        var document = input
-        if !document.hasID { document.id = idFactory() }
-        try DocumentValidation.validateID(document.id, allowDesign: false)
-        try validateBody(of: document, prepared: prepared)
-        let existing = try records.fetch(id: document.id)
-        var tree = existing?.tree ?? RevisionTree()
-        let parent = try EditDecision.parent(
-            stored: existing.map { EditDecision.Stored(tree: $0.tree, winner: $0.winner, isDeleted: $0.isDeleted) },
-            named: document.revision, policy: policy)
-        let generation = (parent?.generation ?? 0) + 1
-        let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? StoredBody.encode(&document, generation: generation, newEdits: true) {
-                // Stubs name attachments of the revision this edit replaces.
-                guard let parent, let existing else { return [:] }
-                return try storedAttachments(of: parent, in: existing, records: records) ?? [:]
-            }
-        let digest = prepared?.revisionDigest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
-            ?? RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
-        let revision = RevisionID(generation: generation, digest16: digest)
-        tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
-        document.revision = revision
-        document.revisionHistory = nil
-        document.conflicts = []
-        try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
-        return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
-                                         isDeleted: document.isDeleted, source: source))
-    }
-
-    /// A replicated revision (`new_edits=false`): merged into the tree with its history; a revision
-    /// the tree already has is accepted and changes nothing.
-    private func applyReplicated(_ input: Document, prepared: PreparedBody?, records: DocumentRecords, now: Double,
-                                 source: ChangeSource) throws -> (Document, DocumentChange?) {
-        var document = input
-        guard document.hasID else { throw DocStoreError(.invalidDocumentID, "Document id is required") }
-        try DocumentValidation.validateID(document.id, allowDesign: true)
-        guard let revision = document.revision else {
-            throw DocStoreError(.invalidRevision, "A replicated document needs its _rev")
-        }
-        try validateBody(of: document, prepared: prepared)
-        let existing = try records.fetch(id: document.id)
-        var tree = existing?.tree ?? RevisionTree()
-        let history = [revision] + (document.revisionHistory ?? [])
-        guard try tree.merge(history: history, isDeleted: document.isDeleted) else {
-            return (document, nil)
-        }
-        let ancestry = document.revisionHistory ?? []
-        let (body, contents) = try prepared?.bytes.map { ($0, []) }
-            ?? StoredBody.encode(&document, generation: revision.generation, newEdits: false) {
-                // Stubs name attachments of the nearest ancestor, in the revision's history, whose body
-                // this database holds (CouchDB's rule for replicated writes).
-                guard let existing else { return [:] }
-                for ancestor in ancestry where existing.tree.contains(ancestor) {
-                    if let attachments = try storedAttachments(of: ancestor, in: existing, records: records) {
-                        return attachments
-                    }
-                }
-                return [:]
-            }
-        try store(&document, existing: existing, tree: &tree, body: body, contents: contents, now: now, records: records)
-        return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
-                                         isDeleted: document.isDeleted, source: source))
-    }
-
-    /// Checks the body's members, or takes the pipeline's verdict on them.
-    private func validateBody(of document: Document, prepared: PreparedBody?) throws {
-        if let prepared {
-            if let error = prepared.error { throw error }
-        } else {
-            try DocumentValidation.validateBody(document.body)
-        }
-    }
-
-    /// The attachments of a stored revision of `existing`, or `nil` if its body is not stored.
-    private func storedAttachments(of revision: RevisionID, in existing: DocumentRecord,
-                                   records: DocumentRecords) throws -> [String: Attachment]? {
-        let body: [UInt8]
-        if revision == existing.winner {
-            body = existing.body
-        } else if let stored = try records.revisionBody(id: existing.id, revision: revision) {
-            body = stored.body
-        } else {
-            return nil
-        }
-        guard StoredBody.mayHaveAttachmentStubs(body) else { return [:] }
-        return try Database.makeDocument(id: existing.id, revision: revision, isDeleted: false, body: body,
-                                         record: existing).attachments
-    }
-
-    /// Keeps an attachment's content: stores bytes in memory or copies a file (unless the database
-    /// has that content), or adopts a content streamed in by an ``AttachmentWriter``.
-    private func storeContent(of attachment: Attachment, records: AttachmentRecords) throws {
-        switch attachment.content {
-        case .none:
-            break
-        case .bytes(let bytes):
-            try bytes.withUnsafeBytes {
-                try records.insert(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length, bytes: $0)
-            }
-        case .file(let url):
-            try records.insertChunked(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length,
-                                      storedLength: attachment.encodedLength) { append in
-                var md5 = Insecure.MD5()
-                let length = try Attachment.readChunks(of: url) { chunk in
-                    md5.update(bufferPointer: chunk)
-                    try append(chunk)
-                }
-                guard length == attachment.encodedLength, Attachment.digest(md5.finalize()) == attachment.digest else {
-                    throw DocStoreError(.io, "The attachment file \(url.path) changed after the attachment was made")
-                }
-            }
-        case .staged(let staged):
-            guard staged.writer === self else {
-                throw DocStoreError(.invalidAttachment, "The attachment was streamed into another database")
-            }
-            try records.adopt(staged)
-        case .stored(let source):
-            guard source.writer !== self else { return }
-            let content = try source.attachmentContent(attachment, encoded: true)
-            try records.insertChunked(digest: attachment.digest, encoding: attachment.encoding, length: attachment.length,
-                                      storedLength: attachment.encodedLength) { append in
-                // The source's chunks, read one at a time on this thread, from another file.
-                let reader = content.makeAsyncIterator().reader
-                while let piece = try reader.next() { try piece.withUnsafeBytes { try append($0) } }
-            }
-        }
-    }
-
-    /// Writes a revision whose place in `tree` is already decided: stems the tree, stores attachment
-    /// contents and references, keeps the winner's body in `docs` and the others in `revs`, and moves
-    /// the document to a new sequence.
-    private func store(_ document: inout Document, existing: DocumentRecord?, tree: inout RevisionTree,
-                       body: [UInt8], contents: [Attachment], now: Double, records: DocumentRecords) throws {
-        let id = document.id
-        let revision = document.revision!
-        for removed in tree.stem(limit: revsLimit) {
-            try records.dropRevision(id: id, revision: removed)
-        }
-        if !contents.isEmpty {
-            let attachmentRecords = AttachmentRecords(connection: connection)
-            for attachment in contents { try storeContent(of: attachment, records: attachmentRecords) }
-        }
-        for attachment in document.attachments.values {
-            try records.addAttachmentReference(id: id, revision: revision, digest: attachment.digest)
-        }
-        guard let winner = tree.winner else { throw DocStoreError(.storage, "Empty revision tree for \(id)") }
-        var winnerBody = body
-        if let existing {
-            // Leaves that this revision turned into ancestors lose their body unless ancestors keep theirs.
-            var formerLeaves: [RevisionID] = []
-            if !keepsAncestorBodies {
-                for leaf in existing.tree.leaves where tree.contains(leaf.revision) && !tree.isLeaf(leaf.revision) {
-                    formerLeaves.append(leaf.revision)
-                    if leaf.revision == existing.winner {
-                        // The winner's body lives in `docs` only, never in `revs`; it has attachment
-                        // references only if its body has stubs.
-                        if StoredBody.mayHaveAttachmentStubs(existing.body) {
-                            try records.dropAttachmentReferences(id: id, revision: leaf.revision)
-                        }
-                    } else {
-                        try records.dropRevision(id: id, revision: leaf.revision)
-                    }
-                }
-            }
-            if winner.revision == existing.winner {
-                try records.storeRevisionBody(id: id, revision: revision, isDeleted: document.isDeleted, body: body)
-                winnerBody = existing.body
-            } else {
-                if tree.contains(existing.winner) && !formerLeaves.contains(existing.winner) {
-                    try records.storeRevisionBody(id: id, revision: existing.winner, isDeleted: existing.isDeleted,
-                                                  body: existing.body)
-                }
-                if winner.revision != revision {
-                    guard let stored = try records.revisionBody(id: id, revision: winner.revision) else {
-                        throw DocStoreError(.storage, "Missing body of leaf revision \(winner.revision) of \(id)")
-                    }
-                    winnerBody = stored.body
-                    try records.removeRevisionBody(id: id, revision: winner.revision)
-                    try records.storeRevisionBody(id: id, revision: revision, isDeleted: document.isDeleted, body: body)
-                }
-            }
-        }
-        lastSequence += 1
-        let record = DocumentRecord(row: existing?.row ?? lastSequence, sequence: lastSequence, id: id,
-                                    winner: winner.revision, isDeleted: winner.isDeleted,
-                                    body: winnerBody, tree: tree, created: existing?.created ?? now, updated: now)
-        try records.write(record, replacing: existing)
-        document.sequence = lastSequence
-        document.createDate = Date(timeIntervalSince1970: record.created)
-        document.lastChange = Date(timeIntervalSince1970: now)
     }
 
     // MARK: Streamed attachment contents

@@ -32,6 +32,7 @@ final class ReaderPool: Sendable {
         }
         if let reused { return reused }
         let connection = try SQLiteConnection(path: path)
+        connection.enableInterrupts()
         try connection.execute("PRAGMA query_only = 1")
         return connection
     }

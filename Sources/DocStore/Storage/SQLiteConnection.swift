@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// An error reported by SQLite, with the extended result code, SQLite's message and the statement.
 public struct SQLiteError: Error, Sendable, CustomStringConvertible {
@@ -77,11 +78,33 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_close_v2(handle)
     }
 
-    /// Makes the statements running on this connection stop with `SQLITE_INTERRUPT` as soon as they
-    /// can; a connection running none is not affected. Unlike every other method, callable from any
-    /// thread (SQLite's `sqlite3_interrupt` is), as long as the connection is open.
+    /// Set by ``interrupt()``, read by the progress handler of ``enableInterrupts()``.
+    private final class InterruptRequest: Sendable {
+        let isSet = Atomic<Bool>(false)
+    }
+
+    private let interruptRequest = InterruptRequest()
+
+    /// Lets ``interrupt()`` stop statements, also those that start after it: a progress handler,
+    /// called every 1000 virtual-machine steps, fails them with `SQLITE_INTERRUPT` while the request
+    /// stands. (`sqlite3_interrupt` alone is lost when it comes between two statements.)
+    func enableInterrupts() {
+        sqlite3_progress_handler(handle, 1000, { context in
+            Unmanaged<InterruptRequest>.fromOpaque(context!).takeUnretainedValue().isSet.load(ordering: .relaxed) ? 1 : 0
+        }, Unmanaged.passUnretained(interruptRequest).toOpaque())
+    }
+
+    /// Makes the statements running on this connection, and those started until
+    /// ``clearInterrupt()``, stop with `SQLITE_INTERRUPT`. Unlike every other method, callable from
+    /// any thread (SQLite's `sqlite3_interrupt` is), as long as the connection is open.
     func interrupt() {
+        interruptRequest.isSet.store(true, ordering: .relaxed)
         sqlite3_interrupt(handle)
+    }
+
+    /// Ends an ``interrupt()`` request.
+    func clearInterrupt() {
+        interruptRequest.isSet.store(false, ordering: .relaxed)
     }
 
     func error(_ rc: Int32, sql: String?) -> SQLiteError {
