@@ -2,7 +2,6 @@ import DocServer
 import DocStore
 import DocSync
 import Foundation
-import Logging
 
 /// `attachment_stream`: large attachments pushed from a local database to a DocServer and pulled back
 /// into another local database, with DocSync over HTTP on 127.0.0.1 — against copying the same bytes
@@ -57,13 +56,7 @@ struct AttachmentStream {
         try FileManager.default.removeItem(at: work.appendingPathComponent("copy-1.bin"))
         try FileManager.default.removeItem(at: work.appendingPathComponent("copy-2.bin"))
 
-        var configuration = ServerConfiguration(dataDirectory: work.appendingPathComponent("server"))
-        configuration.port = 0
-        configuration.allowAnonymous = true
-        var logger = Logger(label: "docstore-bench.attachments")
-        logger.logLevel = .warning
-        let server = try await DocServer(configuration: configuration, logger: logger)
-        let port = try await server.start()
+        let (server, port) = try await startBenchServer(dataDirectory: work.appendingPathComponent("server"), label: "attachments")
         let pulled = try await Database.open(name: "pulled", directory: work.appendingPathComponent("client"))
         let url = URL(string: "http://127.0.0.1:\(port)/attachments")!
         releaseFreeMemory()

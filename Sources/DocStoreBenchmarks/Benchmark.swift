@@ -175,13 +175,7 @@ struct Benchmark: AsyncParsableCommand {
                 // The server opens the file with its own settings (it keeps ancestor bodies), which an
                 // open database of other settings would refuse: this is the last use of `db`.
                 await db.close()
-                var serverConfiguration = ServerConfiguration(dataDirectory: folder)
-                serverConfiguration.port = 0
-                serverConfiguration.allowAnonymous = true
-                var logger = Logger(label: "docstore-bench.server")
-                logger.logLevel = .warning  // a line per request would measure the terminal
-                let server = try await DocServer(configuration: serverConfiguration, logger: logger)
-                let port = try await server.start()
+                let (server, port) = try await startBenchServer(dataDirectory: folder, label: "server")
                 let pulled = try await Database.open(name: "pulled", directory: folder.appendingPathComponent("client"))
                 var configuration = ReplicationConfiguration(source: .remote(URL(string: "http://127.0.0.1:\(port)/bench")!),
                                                              target: .local(pulled))
@@ -239,6 +233,18 @@ struct Benchmark: AsyncParsableCommand {
             print("attachment_stream_rss_growth_mb=\(format(attachmentGrowth.max()!, digits: 1))")
         }
     }
+}
+
+/// A DocServer on 127.0.0.1 (a free port, anonymous access) over `dataDirectory`, logging warnings
+/// only: a line per request to the terminal would measure the terminal.
+func startBenchServer(dataDirectory: URL, label: String) async throws -> (DocServer, Int) {
+    var configuration = ServerConfiguration(dataDirectory: dataDirectory)
+    configuration.port = 0
+    configuration.allowAnonymous = true
+    var logger = Logger(label: "docstore-bench.\(label)")
+    logger.logLevel = .warning
+    let server = try await DocServer(configuration: configuration, logger: logger)
+    return (server, try await server.start())
 }
 
 func time(_ body: () -> Void) -> Double {

@@ -2,7 +2,6 @@ import DocServer
 import DocStore
 import DocSync
 import Foundation
-import Logging
 import Synchronization
 
 /// `replicate_attachments`: many small documents, each with a small text attachment, pushed from a
@@ -26,13 +25,7 @@ struct ReplicatedAttachments {
             return document
         })
         try await source.checkpoint()
-        var configuration = ServerConfiguration(dataDirectory: work.appendingPathComponent("server"))
-        configuration.port = 0
-        configuration.allowAnonymous = true
-        var logger = Logger(label: "docstore-bench.replicated-attachments")
-        logger.logLevel = .warning
-        let server = try await DocServer(configuration: configuration, logger: logger)
-        let port = try await server.start()
+        let (server, port) = try await startBenchServer(dataDirectory: work.appendingPathComponent("server"), label: "replicated-attachments")
         let pulled = try await Database.open(name: "pulled", directory: work.appendingPathComponent("client"))
         let url = URL(string: "http://127.0.0.1:\(port)/many")!
         let seconds = try await timeAsync {

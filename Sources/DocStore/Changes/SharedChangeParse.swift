@@ -75,17 +75,16 @@ struct SharedChangeParse: ~Copyable {
     }
 
     /// Adds a row, copying its columns.
-    mutating func append(sequence: Int64, id: UnsafeRawBufferPointer, tree: UnsafeRawBufferPointer,
-                         body: UnsafeRawBufferPointer, created: Double, updated: Double) {
+    mutating func append(_ change: DocumentRecords.RawChange) {
         if current.rows.isEmpty {
             current.bytes.reserveCapacity(chunkSize * (includeDocuments ? 1024 : 64))
         }
-        current.bytes.append(contentsOf: id)
+        current.bytes.append(contentsOf: change.id)
         let idEnd = current.bytes.count
-        current.bytes.append(contentsOf: tree)
+        current.bytes.append(contentsOf: change.tree)
         let treeEnd = current.bytes.count
-        if includeDocuments { current.bytes.append(contentsOf: body) }
-        current.rows.append(Row(sequence: sequence, created: created, updated: updated, idEnd: idEnd,
+        if includeDocuments { current.bytes.append(contentsOf: change.body) }
+        current.rows.append(Row(sequence: change.sequence, created: change.created, updated: change.updated, idEnd: idEnd,
                                 treeEnd: treeEnd, bodyEnd: current.bytes.count))
         if current.rows.count == chunkSize {
             if map == nil {

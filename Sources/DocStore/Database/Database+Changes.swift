@@ -85,8 +85,7 @@ extension Database {
             var last = since
             do {
                 try records.scanChanges(since: since, limit: limit, descending: descending, withBodies: includeDocuments) { change in
-                    rows.append(sequence: change.sequence, id: change.id, tree: change.tree, body: change.body,
-                                created: change.created, updated: change.updated)
+                    rows.append(change)
                     last = change.sequence
                 }
             } catch {
