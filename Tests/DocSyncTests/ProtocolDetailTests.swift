@@ -132,3 +132,25 @@ final class ContinuousFeedTests: XCTestCase {
         XCTAssertEqual(replicator.status.activity, .stopped)
     }
 }
+
+final class BulkGetFallbackTests: XCTestCase {
+    /// A revision `_bulk_get` answers with an error is asked for alone (`open_revs`), once, as CouchDB's
+    /// replicator does; the others of the batch come from `_bulk_get`, matched to their requests by id.
+    func testARevisionTheBatchCouldNotReadIsAskedForAlone() async throws {
+        let log = MessageLog()
+        let (_, url, remote) = try await makeServer(logger: Logger(label: "bulk-get") { _ in CollectingLogHandler(log: log) })
+        let saved = try await remote.save(Document(id: "here", body: ["n": 1]))
+        let peer = try await HTTPPeer.connect(url, configuration: ReplicationConfiguration(source: .remote(url), target: .remote(url)))
+        defer { peer.close() }
+        let gone = RevisionID("1-0123456789abcdef0123456789abcdef")!
+        let documents = try await peer.fetch([
+            FetchRequest(id: "here", revision: saved.revision!, possibleAncestors: []),
+            FetchRequest(id: "nowhere", revision: gone, possibleAncestors: []),
+        ], stagingInto: nil)
+        XCTAssertEqual(documents.map(\.id), ["here"])
+        XCTAssertEqual(documents.first?.int(forKey: "n"), 1)
+        XCTAssertEqual(log.count(containing: "/remote/_bulk_get"), 1)
+        XCTAssertEqual(log.count(containing: "GET /remote/nowhere "), 1, "the failed revision alone, once")
+        XCTAssertEqual(log.count(containing: "GET /remote/here "), 0)
+    }
+}

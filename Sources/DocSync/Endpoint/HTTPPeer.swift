@@ -254,10 +254,12 @@ struct HTTPPeer: ReplicationPeer {
             guard result.id.map(ExactString.init) == ExactString(request.id) else {
                 throw ReplicationError(.badResponse, "_bulk_get answered \(result.id ?? "null") where \(request.id) was asked for")
             }
+            var askedAlone = false
             for entry in result.entries {
                 guard case .ok(let ok) = entry else {
                     // As CouchDB's replicator: a revision the batch could not read is asked for alone.
-                    withAttachments.append((request, nil))
+                    if !askedAlone { withAttachments.append((request, nil)) }
+                    askedAlone = true
                     continue
                 }
                 let document = try decode("_bulk_get document") { try Document(json: ok) }
