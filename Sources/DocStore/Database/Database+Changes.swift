@@ -41,7 +41,7 @@ extension Database {
         if descending {
             // One read: a filter is applied to the rows of the whole range.
             let page = try await changesPage(since: since, limit: filter.passesEverything ? limit : nil,
-                                       includeDocuments: includeDocuments || filter.needsDocuments, descending: true)
+                                             includeDocuments: includeDocuments || filter.needsDocuments, descending: true)
             let changes = page.changes.lazy.filter(filter.passes).prefix(wanted).map { $0.keepingDocument(includeDocuments) }
             return ChangesPage(changes: Array(changes), lastSequence: page.changes.first?.sequence ?? since)
         }
