@@ -2,10 +2,12 @@
 import DocStore
 @testable import DocSync
 import Foundation
-import Logging
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Hummingbird
+import Logging
+import NIOCore
 import Synchronization
 import XCTest
 
@@ -152,5 +154,37 @@ final class BulkGetFallbackTests: XCTestCase {
         XCTAssertEqual(log.count(containing: "/remote/_bulk_get"), 1)
         XCTAssertEqual(log.count(containing: "GET /remote/nowhere "), 1, "the failed revision alone, once")
         XCTAssertEqual(log.count(containing: "GET /remote/here "), 0)
+    }
+}
+
+final class ChangeFeedLineTests: XCTestCase {
+    /// A continuous feed line that is not a change, a heartbeat or the final `last_seq` fails the feed,
+    /// and nothing after it is handed out: a change is never skipped.
+    func testAMalformedLineFailsTheFeedAndNothingAfterItIsRead() async throws {
+        let server = LoopbackServer()
+        let lines = [
+            #"{"seq":1,"id":"a","changes":[{"rev":"1-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}"#,
+            "",
+            #"{"seq":2,"id":"b","changes":"#,
+            #"{"seq":3,"id":"c","changes":[{"rev":"1-cccccccccccccccccccccccccccccccc"}]}"#,
+            #"{"last_seq":3,"pending":0}"#,
+        ]
+        let port = try await server.start { _ in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n")))
+        }
+        addTeardownBlock { await server.stop() }
+        let feed = ChangeFeed()
+        feed.open(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), configuration: .ephemeral)
+        defer { feed.close() }
+        var received: [String] = []
+        do {
+            while let rows = try await feed.next(maximum: 10) { received += rows.map(\.id) }
+            XCTFail("the feed ended without an error after \(received)")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .badResponse)
+            XCTAssertTrue(error.reason.contains("malformed"), error.reason)
+        }
+        XCTAssertEqual(received, ["a"], "the row after the malformed line is not handed out")
     }
 }
