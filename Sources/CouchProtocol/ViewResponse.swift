@@ -97,9 +97,9 @@ package struct ViewResponse: Sendable, Hashable {
         self.updateSequence = updateSequence
     }
 
-    /// An `_all_docs` answer; one for given `keys` has no offset, as in CouchDB.
-    package init(_ result: AllDocumentsResult, includeDocuments: Bool, keys: Bool = false) {
-        self.init(totalRows: result.totalRows, offset: keys ? nil : result.offset,
+    /// An `_all_docs` answer.
+    package init(_ result: AllDocumentsResult, includeDocuments: Bool) {
+        self.init(totalRows: result.totalRows, offset: result.offset,
                   rows: result.rows.map { ViewRow($0, includeDocuments: includeDocuments) })
     }
 

@@ -181,7 +181,7 @@ extension DocServer {
         let filtering = !principal.readsEverything
         query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
-        var answer = ViewResponse(result, includeDocuments: includeDocuments, keys: query.keys != nil)
+        var answer = ViewResponse(result, includeDocuments: includeDocuments)
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
                 if let document = row.document, !principal.canRead(document.channels) { return nil }

@@ -49,8 +49,10 @@ public struct AllDocumentsRow: Sendable, Hashable {
 public struct AllDocumentsResult: Sendable {
     /// The number of live documents in the database.
     public let totalRows: Int
-    /// How many rows of the whole id order come before the first row returned.
-    public let offset: Int
+    /// How many rows of the whole id order come before the first row returned; `nil` for a query by
+    /// ``AllDocumentsQuery/keys``, whose rows follow the keys, not the id order (CouchDB answers
+    /// `"offset": null` there too).
+    public let offset: Int?
     /// The rows.
     public let rows: [AllDocumentsRow]
 }
@@ -82,7 +84,7 @@ extension Database {
                     rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
                                                 document: document, error: nil))
                 }
-                return AllDocumentsResult(totalRows: total, offset: 0, rows: rows)
+                return AllDocumentsResult(totalRows: total, offset: nil, rows: rows)
             }
 
             let (lower, upper) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)

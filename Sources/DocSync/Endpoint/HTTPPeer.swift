@@ -339,9 +339,9 @@ struct HTTPPeer: ReplicationPeer {
         if status >= 400 { try throwError(status: status, body: try body.prefix(4096), method: "GET", path: path) }
         let contentType = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type") ?? "application/json"
         guard Multipart.mediaType(of: contentType) == "multipart/mixed", let boundary = Multipart.boundary(from: contentType) else {
-            let json = try decode("open_revs answer") { try JSON(parsing: try body.prefix(Int.max)) }
+            let bytes = try body.prefix(Int.max)
             return try decode("open_revs answer") {
-                try OpenRevsEntry.decode(json).compactMap { entry in
+                try OpenRevsEntry.decode(JSON(parsing: bytes)).compactMap { entry in
                     guard case .ok(let document) = entry else { return nil }
                     return try Document(json: document)
                 }

@@ -19,9 +19,10 @@ struct LocalPeer: ReplicationPeer {
             throw ReplicationError(.invalidConfiguration, "Server filter functions need a remote source")
         }
         let start = sequenceNumber(since) ?? 0
-        var page = try await database.changes(since: start, limit: limit, filter: filter.changesFilter)
+        let changesFilter = filter.changesFilter
+        var page = try await database.changes(since: start, limit: limit, filter: changesFilter)
         if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait) {
-            page = try await database.changes(since: page.lastSequence, limit: limit, filter: filter.changesFilter)
+            page = try await database.changes(since: page.lastSequence, limit: limit, filter: changesFilter)
         }
         // Every leaf, as the replicator asks a remote source for (`style=all_docs`).
         return (page.changes.map { ChangesRow($0, allLeaves: true) }, .integer(Int(page.lastSequence)))

@@ -131,7 +131,7 @@ struct All: AsyncParsableCommand {
                                       keys: keys.map { $0.split(separator: ",").map(String.init) },
                                       includeDocuments: includeDocuments)
         try await withDatabase(options) { db in
-            printJSON(ViewResponse(try await db.allDocuments(query), includeDocuments: includeDocuments, keys: query.keys != nil).json)
+            printJSON(ViewResponse(try await db.allDocuments(query), includeDocuments: includeDocuments).json)
         }
     }
 }
