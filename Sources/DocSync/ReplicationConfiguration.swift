@@ -78,7 +78,10 @@ public struct ReplicationConfiguration: Sendable {
     public var maximumRequestsInFlight = 4
     /// How long a continuous replication's change feed waits for news before asking again.
     public var heartbeat: Duration = .seconds(30)
-    /// How long one HTTP request may take.
+    /// How long an HTTP request may go without a byte sent or received before it fails with a
+    /// transient ``ReplicationError/Code/network`` error (and is retried); a transfer that keeps moving,
+    /// such as a large attachment, may take longer. A long poll or a continuous feed is allowed one
+    /// ``heartbeat`` more. Measured on the replicator's clock.
     public var requestTimeout: Duration = .seconds(60)
     /// Retries after transient errors: first delay, doubling, up to the maximum delay; a one-shot
     /// replication gives up after `maximumAttempts`.

@@ -75,7 +75,7 @@ extension ReplicatorDelegate {
 public final class Replicator: Sendable {
     /// The configuration.
     public let configuration: ReplicationConfiguration
-    /// The clock retries wait on.
+    /// The clock retries wait on and request timeouts are measured on.
     private let clock: any Clock<Duration>
 
     private struct State {
@@ -100,8 +100,8 @@ public final class Replicator: Sendable {
         self.init(configuration: configuration, clock: ContinuousClock())
     }
 
-    /// A replicator for `configuration` whose retries wait on `clock` (a test clock makes backoff
-    /// instantaneous and observable).
+    /// A replicator for `configuration` whose retries wait on `clock` and whose requests time out on
+    /// it (a test clock makes backoff and timeouts happen in virtual time, observable and instantaneous).
     public init(configuration: ReplicationConfiguration, clock: some Clock<Duration>) {
         self.configuration = configuration
         self.clock = clock
@@ -195,11 +195,11 @@ public final class Replicator: Sendable {
         var peers: [any ReplicationPeer] = []
         var failure: ReplicationError?
         do {
-            let local = try await Replicator.peer(configuration.source, configuration)
-            peers.append(local)
-            let remote = try await Replicator.peer(configuration.target, configuration)
-            peers.append(remote)
             let clock = self.clock
+            let local = try await Replicator.peer(configuration.source, configuration, clock: clock)
+            peers.append(local)
+            let remote = try await Replicator.peer(configuration.target, configuration, clock: clock)
+            peers.append(remote)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if configuration.direction != .pull {
                     group.addTask {
@@ -224,10 +224,11 @@ public final class Replicator: Sendable {
         finish(error: failure)
     }
 
-    private static func peer(_ endpoint: ReplicationEndpoint, _ configuration: ReplicationConfiguration) async throws -> any ReplicationPeer {
+    private static func peer(_ endpoint: ReplicationEndpoint, _ configuration: ReplicationConfiguration,
+                             clock: any Clock<Duration>) async throws -> any ReplicationPeer {
         switch endpoint {
         case .local(let database): return LocalPeer(database: database)
-        case .remote(let url): return try await HTTPPeer.connect(url, configuration: configuration)
+        case .remote(let url): return try await HTTPPeer.connect(url, configuration: configuration, clock: clock)
         }
     }
 

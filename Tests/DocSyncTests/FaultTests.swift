@@ -24,13 +24,25 @@ final class FaultTests: XCTestCase {
         configuration.heartbeat = .milliseconds(200)
     }
 
+    /// The delays `policy` may wait between attempts.
+    private func delays(_ policy: ReplicationConfiguration.RetryPolicy) -> Set<Duration> {
+        Set((0..<policy.maximumAttempts).map(policy.delay(forAttempt:)))
+    }
+
+    /// A clock on which the backoff of `configuration` passes at once and request timeouts wait for
+    /// the test to advance it.
+    private func backoffClock(_ configuration: ReplicationConfiguration) -> TestClock {
+        let delays = delays(configuration.retry)
+        return TestClock(advancing: { delays.contains($0) })
+    }
+
     /// Each failed attempt waited one of the policy's delays, in virtual time. Faults met by requests
     /// of the same attempt (parallel `_bulk_get`s) share one wait.
-    private func assertBackoff(_ sleeps: [Duration], faults: Int, _ policy: ReplicationConfiguration.RetryPolicy,
+    private func assertBackoff(_ clock: TestClock, faults: Int, _ policy: ReplicationConfiguration.RetryPolicy,
                                file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue((1...faults).contains(sleeps.count), "\(sleeps)", file: file, line: line)
-        let delays = Set((0..<policy.maximumAttempts).map(policy.delay(forAttempt:)))
-        XCTAssertTrue(sleeps.allSatisfy(delays.contains), "\(sleeps)", file: file, line: line)
+        let delays = delays(policy)
+        let backoff = clock.sleeps.filter(delays.contains)
+        XCTAssertTrue((1...faults).contains(backoff.count), "\(clock.sleeps)", file: file, line: line)
     }
 
     func testPushSurvivesErrorsDroppedConnectionsAndStalls() async throws {
@@ -39,16 +51,15 @@ final class FaultTests: XCTestCase {
             .init(pathContains: "_bulk_docs", fault: .status(500), remaining: 1),
             .init(pathContains: "_bulk_docs", fault: .cutResponse, remaining: 2),
             .init(pathContains: "_local", fault: .cutResponse, remaining: 1),
-            .init(pathContains: "_revs_diff", fault: .stall(.seconds(3)), remaining: 1),
         ])
         let local = try await makeDatabase("push-faults")
         try await seed(local, prefix: "p", count: 200, attachments: true)
         var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
         fastRetries(&configuration)
-        let clock = TestClock()
+        let clock = backoffClock(configuration)
         let status = try await Replicator(configuration: configuration, clock: clock).run()
         XCTAssertEqual(proxy.pendingFaults, 0, "every fault was met")
-        assertBackoff(clock.sleeps, faults: 7, configuration.retry)
+        assertBackoff(clock, faults: 6, configuration.retry)
         XCTAssertNil(status.error)
         try await assertConverged(local, remote)
         // Nothing duplicated: every document has exactly one revision, the one pushed.
@@ -64,16 +75,15 @@ final class FaultTests: XCTestCase {
             .init(pathContains: "_changes", fault: .status(500), remaining: 1),
             .init(pathContains: "_bulk_get", fault: .cutResponse, remaining: 2),
             .init(pathContains: "_bulk_get", fault: .status(503), remaining: 1),
-            .init(pathContains: "_changes", fault: .stall(.seconds(3)), remaining: 1),
         ])
         try await seed(remote, prefix: "r", count: 150, attachments: true)
         let local = try await makeDatabase("pull-faults")
         var configuration = ReplicationConfiguration(source: .remote(url), target: .local(local))
         fastRetries(&configuration)
-        let clock = TestClock()
+        let clock = backoffClock(configuration)
         try await Replicator(configuration: configuration, clock: clock).run()
         XCTAssertEqual(proxy.pendingFaults, 0)
-        assertBackoff(clock.sleeps, faults: 6, configuration.retry)
+        assertBackoff(clock, faults: 5, configuration.retry)
         try await assertConverged(local, remote)
         let copied = try await local.attachmentData(named: "file.bin", documentID: "r12")
         XCTAssertEqual(copied.count, 22)
@@ -86,7 +96,7 @@ final class FaultTests: XCTestCase {
         fastRetries(&oneShot)
         oneShot.retry.maximumAttempts = 3
         oneShot.retry.initialDelay = .seconds(30)
-        let clock = TestClock()
+        let clock = backoffClock(oneShot)
         do {
             try await Replicator(configuration: oneShot, clock: clock).run()
             XCTFail("expected a failure")
@@ -94,7 +104,8 @@ final class FaultTests: XCTestCase {
             XCTAssertEqual(error.httpStatus, 503)
             XCTAssertTrue(error.isTransient)
         }
-        XCTAssertEqual(clock.sleeps, [.seconds(30), .seconds(60)], "two waits between three attempts, in virtual time")
+        XCTAssertEqual(clock.sleeps.filter(delays(oneShot.retry).contains), [.seconds(30), .seconds(60)],
+                       "two waits between three attempts, in virtual time")
         var continuous = oneShot
         continuous.continuous = true
         let manualClock = TestClock(advancesOnSleep: false)
@@ -103,14 +114,54 @@ final class FaultTests: XCTestCase {
         replicator.start()
         var offline = statuses.filter { $0.activity == .offline }.makeAsyncIterator()
         _ = await offline.next()
-        await manualClock.waitForSleepers()
-        XCTAssertEqual(manualClock.sleeps, [.seconds(30)])
+        // Request timeouts wait on the clock too: the backoff is told by its delays.
+        let backoff = delays(continuous.retry)
+        await eventually { manualClock.sleeps.filter(backoff.contains).count == 1 }
+        XCTAssertEqual(manualClock.sleeps.filter(backoff.contains), [.seconds(30)])
         manualClock.advance(by: .seconds(30))   // the retry fails too: it waits twice as long
-        await manualClock.waitForSleepers()
-        XCTAssertEqual(manualClock.sleeps, [.seconds(30), .seconds(60)])
+        await eventually { manualClock.sleeps.filter(backoff.contains).count == 2 }
+        XCTAssertEqual(manualClock.sleeps.filter(backoff.contains), [.seconds(30), .seconds(60)])
         XCTAssertEqual(replicator.status.activity, .offline)
         await replicator.stop()
         XCTAssertEqual(replicator.status.activity, .stopped)
 
+    }
+
+    /// A request that gets no answer fails when the replicator's clock passes the request timeout
+    /// (plus a heartbeat) after its last byte, not before, and is retried: in virtual time, so the
+    /// test waits for no timeout in real time.
+    func testStalledRequestsTimeOutOnTheReplicatorsClock() async throws {
+        let (proxy, url, remote) = try await proxied([
+            .init(pathContains: "_revs_diff", fault: .stall, remaining: 1),
+            .init(pathContains: "_bulk_docs", fault: .stall, remaining: 1),
+        ])
+        let local = try await makeDatabase("push-stalls")
+        try await seed(local, prefix: "s", count: 30, attachments: false)
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        fastRetries(&configuration)
+        let idleLimit = configuration.requestTimeout + configuration.heartbeat
+        let clock = backoffClock(configuration)
+        let replicator = Replicator(configuration: configuration, clock: clock)
+        let run = Task { try await replicator.run() }
+
+        await proxy.waitForStalls(1)
+        await eventually("the stalled request's timeout is the one thing waiting") { clock.waitingSleepers == 1 }
+        clock.advance(by: idleLimit - .milliseconds(1))
+        XCTAssertEqual(clock.waitingSleepers, 1, "a millisecond before the limit, the request still waits")
+        clock.advance(by: .milliseconds(1))             // _revs_diff times out and is sent again
+
+        await proxy.waitForStalls(2)                    // then _bulk_docs stalls
+        await eventually { clock.waitingSleepers == 1 }
+        clock.advance(by: idleLimit)
+
+        let status = try await run.value
+        XCTAssertNil(status.error)
+        XCTAssertEqual(proxy.pendingFaults, 0)
+        // The stalled one, its retry, and the batch's again after _bulk_docs timed out.
+        XCTAssertEqual(proxy.requests(to: "_revs_diff"), 3)
+        XCTAssertEqual(proxy.requests(to: "_bulk_docs"), 2)
+        assertBackoff(clock, faults: 2, configuration.retry)
+        XCTAssertGreaterThanOrEqual(clock.now.offset, idleLimit * 2, "two timeouts passed in virtual time")
+        try await assertConverged(local, remote)
     }
 }

@@ -142,7 +142,7 @@ final class BulkGetFallbackTests: XCTestCase {
         let log = MessageLog()
         let (_, url, remote) = try await makeServer(logger: Logger(label: "bulk-get") { _ in CollectingLogHandler(log: log) })
         let saved = try await remote.save(Document(id: "here", body: ["n": 1]))
-        let peer = try await HTTPPeer.connect(url, configuration: ReplicationConfiguration(source: .remote(url), target: .remote(url)))
+        let peer = try await HTTPPeer.connect(url, configuration: ReplicationConfiguration(source: .remote(url), target: .remote(url)), clock: ContinuousClock())
         defer { peer.close() }
         let gone = RevisionID("1-0123456789abcdef0123456789abcdef")!
         let documents = try await peer.fetch([
@@ -174,8 +174,9 @@ final class ChangeFeedLineTests: XCTestCase {
                      body: ResponseBody(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n")))
         }
         addTeardownBlock { await server.stop() }
-        let feed = ChangeFeed()
-        feed.open(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), configuration: .ephemeral)
+        let transport = HTTPTransport(configuration: .ephemeral, idleLimit: .seconds(60), clock: ContinuousClock())
+        defer { transport.close() }
+        let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)
         defer { feed.close() }
         var received: [String] = []
         do {
@@ -188,3 +189,57 @@ final class ChangeFeedLineTests: XCTestCase {
         XCTAssertEqual(received, ["a"], "the row after the malformed line is not handed out")
     }
 }
+
+final class ChangeFeedTimeoutTests: XCTestCase {
+    /// A feed fails once its transport's clock passes the idle limit after the last byte received, not
+    /// after the feed opened: a feed that keeps moving stays open.
+    private static func line(_ id: String) -> ByteBuffer {
+        ByteBuffer(string: #"{"seq":"1","id":"\#(id)","changes":[{"rev":"1-abc"}]}"# + "\n")
+    }
+
+    func testASilentFeedTimesOutAfterItsLastByteOnTheClock() async throws {
+        let (gate, opener) = AsyncStream<Void>.makeStream()
+        let server = LoopbackServer()
+        let port = try await server.start { _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody { writer in
+                var opened = gate.makeAsyncIterator()
+                try await writer.write(Self.line("a"))
+                _ = await opened.next()
+                try await writer.write(Self.line("b"))
+                _ = await opened.next()
+                try await writer.finish(nil)
+            })
+        }
+        addTeardownBlock {
+            opener.finish()
+            await server.stop()
+        }
+        let clock = TestClock(advancesOnSleep: false)
+        let transport = HTTPTransport(configuration: .ephemeral, idleLimit: .seconds(5), clock: clock)
+        defer { transport.close() }
+        let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)
+        defer { feed.close() }
+
+        let first = try await feed.next(maximum: 10)
+        XCTAssertEqual(first?.map(\.id), ["a"])
+        await eventually { clock.waitingSleepers == 1 }
+        clock.advance(by: .seconds(3))
+        XCTAssertEqual(clock.waitingSleepers, 1, "at 3 s of 5 the watchdog still waits")
+        opener.yield()
+        let second = try await feed.next(maximum: 10)   // received at 3 s
+        XCTAssertEqual(second?.map(\.id), ["b"])
+        clock.advance(by: .seconds(4))                  // 7 s: past 5 s since the feed opened
+        await eventually("the watchdog saw the byte at 3 s and waits until 8 s") { clock.waitingSleepers == 1 }
+        clock.advance(by: .seconds(1))
+        do {
+            let rows = try await feed.next(maximum: 10)
+            XCTFail("the silent feed went on with \(rows as Any)")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .network)
+            XCTAssertTrue(error.isTransient)
+            XCTAssertTrue(error.reason.contains("timed out"), error.reason)
+        }
+        XCTAssertEqual(clock.sleeps, [.seconds(5), .seconds(1)], "one wait to the first deadline, one to the moved one")
+    }
+}
+

@@ -1,10 +1,12 @@
 import Synchronization
 
-/// A clock in virtual time for tests of code that waits (retry backoff).
+/// A clock in virtual time for tests of code that waits (retry backoff, request timeouts).
 ///
 /// With `advancesOnSleep` (the default) every sleep returns at once, moving the clock to its deadline,
 /// so a test of five retries takes no real time yet can check the delays asked for in ``sleeps``.
 /// Without it, sleepers wait until ``advance(by:)`` passes their deadline or their task is cancelled.
+/// ``init(advancing:)`` mixes the two: sleeps of the durations it selects (backoff delays) return at
+/// once, the others (timeouts) wait for ``advance(by:)``.
 public final class TestClock: Clock, Sendable {
     public struct Instant: InstantProtocol, Hashable, Sendable {
         public var offset: Duration
@@ -25,28 +27,48 @@ public final class TestClock: Clock, Sendable {
         var sleepers: [Int: Sleeper] = [:]
         var nextSleeper = 0
         var sleepWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Moves the clock to `instant`; returns the sleepers it passes, to be resumed outside the lock.
+        mutating func moveNow(to instant: Instant) -> [Sleeper] {
+            now = instant
+            let due = sleepers.filter { $0.value.deadline <= now }
+            for key in due.keys { sleepers.removeValue(forKey: key) }
+            return Array(due.values)
+        }
     }
 
     private let state = Mutex(State())
-    private let advancesOnSleep: Bool
+    private let advances: @Sendable (Duration) -> Bool
 
     public init(advancesOnSleep: Bool = true) {
-        self.advancesOnSleep = advancesOnSleep
+        advances = { _ in advancesOnSleep }
+    }
+
+    /// A clock on which a sleep for a duration `advances` selects returns at once, moving the clock to
+    /// its deadline (and waking the waiting sleepers it passes); any other sleep waits for ``advance(by:)``.
+    public init(advancing advances: @escaping @Sendable (Duration) -> Bool) {
+        self.advances = advances
     }
 
     public var now: Instant { state.withLock { $0.now } }
     public var minimumResolution: Duration { .zero }
 
-    /// The durations slept so far, in order.
+    /// The durations slept so far, in order (those that waited included).
     public var sleeps: [Duration] { state.withLock { $0.sleeps } }
+
+    /// How many sleepers wait for ``advance(by:)`` now.
+    public var waitingSleepers: Int { state.withLock { $0.sleepers.count } }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
-        if advancesOnSleep {
-            state.withLock { state in
-                state.sleeps.append(state.now.duration(to: deadline))
-                if state.now < deadline { state.now = deadline }
-            }
+        let passed = state.withLock { state -> [Sleeper]? in
+            let duration = state.now.duration(to: deadline)
+            guard advances(duration) else { return nil }
+            state.sleeps.append(duration)
+            return state.now < deadline ? state.moveNow(to: deadline) : []
+        }
+        if let passed {
+            passed.forEach { $0.continuation.resume() }
             return
         }
         let id = state.withLock { state in
@@ -94,12 +116,7 @@ public final class TestClock: Clock, Sendable {
 
     /// Moves the clock forward and wakes the sleepers whose deadline it passes.
     public func advance(by duration: Duration) {
-        let woken = state.withLock { state -> [Sleeper] in
-            state.now = state.now.advanced(by: duration)
-            let due = state.sleepers.filter { $0.value.deadline <= state.now }
-            for key in due.keys { state.sleepers.removeValue(forKey: key) }
-            return Array(due.values)
-        }
+        let woken = state.withLock { state in state.moveNow(to: state.now.advanced(by: duration)) }
         woken.forEach { $0.continuation.resume() }
     }
 }

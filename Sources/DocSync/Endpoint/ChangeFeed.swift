@@ -6,41 +6,34 @@ import FoundationNetworking
 #endif
 import Synchronization
 
-/// A continuous `_changes` feed read as it arrives: a `URLSessionDataDelegate` splits the response into
-/// lines (rows, empty heartbeat lines, a final `last_seq`), and ``next(maximum:)`` hands out the rows
-/// received so far, waiting when there are none.
-final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
+/// A continuous `_changes` feed read as it arrives: the peer's transport streams the response into it,
+/// it splits it into lines (rows, empty heartbeat lines, a final `last_seq`), and ``next(maximum:)``
+/// hands out the rows received so far, waiting when there are none. A feed silent for longer than the
+/// transport's idle limit (the request timeout plus a heartbeat) fails with a network error.
+final class ChangeFeed: HTTPTransport.StreamReceiver {
     private struct State {
         var buffer: [UInt8] = []
         var rows: [ChangesRow] = []
         var ended = false
         var failure: ReplicationError?
         var waiter: CheckedContinuation<Void, Never>?
-        var status = 0
         var errorBody: [UInt8] = []
-        /// The task finished; cancelling it now would trap in FoundationNetworking.
-        var completed = false
     }
 
     private let state = Mutex(State())
-    private let task = Mutex<URLSessionDataTask?>(nil)
-    private let session = Mutex<URLSession?>(nil)
+    private let transport: HTTPTransport
+    private let request = Mutex<Int?>(nil)
 
-    /// Starts the request; the feed fills as the server writes.
-    func open(_ request: URLRequest, configuration: URLSessionConfiguration) {
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-        let task = session.dataTask(with: request)
-        self.session.withLock { $0 = session }
-        self.task.withLock { $0 = task }
-        task.resume()
+    /// Starts the request on `transport`; the feed fills as the server writes.
+    init(_ request: URLRequest, on transport: HTTPTransport) throws {
+        self.transport = transport
+        let identifier = try transport.stream(request, idleLimit: transport.idleLimit, into: self)
+        self.request.withLock { $0 = identifier }
     }
 
     /// Stops reading.
     func close() {
-        if !state.withLock({ $0.completed }) {
-            task.withLock { $0?.cancel() }
-            session.withLock { $0?.invalidateAndCancel() }
-        }
+        if let identifier = request.withLock({ $0 }) { transport.cancel(identifier) }
         finish(nil)
     }
 
@@ -91,17 +84,10 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
         wake()
     }
 
-    // MARK: URLSessionDataDelegate
+    // MARK: HTTPTransport.StreamReceiver
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-        state.withLock { $0.status = (response as? HTTPURLResponse)?.statusCode ?? 0 }
-        completionHandler(.allow)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let isError = state.withLock { $0.status >= 400 }
-        if isError {
+    func received(_ data: Data, status: Int) {
+        if status >= 400 {
             state.withLock { $0.errorBody.append(contentsOf: data.prefix(4096)) }
             return
         }
@@ -131,11 +117,8 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
         if !parsed.isEmpty { wake() }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (status, body) = state.withLock { state in
-            state.completed = true
-            return (state.status, state.errorBody)
-        }
+    func ended(status: Int, error: (any Error)?) {
+        let body = state.withLock { $0.errorBody }
         if status >= 400 {
             finish(ReplicationError(status: status, body: body, context: "continuous _changes"))
         } else if let error {
@@ -143,6 +126,5 @@ final class ChangeFeed: NSObject, URLSessionDataDelegate, Sendable {
         } else {
             finish(nil)
         }
-        session.finishTasksAndInvalidate()
     }
 }

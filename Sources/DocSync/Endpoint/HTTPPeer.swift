@@ -9,7 +9,7 @@ import FoundationNetworking
 struct HTTPPeer: ReplicationPeer {
     /// The database URL, without credentials.
     let databaseURL: URL
-    let session: URLSession
+    let transport: HTTPTransport
     let headers: [String: String]
     /// DocServer and Sync Gateway filter channels with `sync_gateway/bychannel`; CouchDB with a selector.
     let channelsByFilter: Bool
@@ -18,8 +18,8 @@ struct HTTPPeer: ReplicationPeer {
     /// Revisions whose attachments are too large to hold in memory move one at a time.
     let largeTransfers = TransferLimiter(limit: 2)
 
-    /// Connects: reads the server's welcome to learn its vendor.
-    static func connect(_ url: URL, configuration: ReplicationConfiguration) async throws -> HTTPPeer {
+    /// Connects: reads the server's welcome to learn its vendor. Requests time out on `clock`.
+    static func connect(_ url: URL, configuration: ReplicationConfiguration, clock: some Clock<Duration>) async throws -> HTTPPeer {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.host != nil,
             components.scheme == "http" || components.scheme == "https"
         else {
@@ -50,9 +50,13 @@ struct HTTPPeer: ReplicationPeer {
         // lookup runs on a queue of its own, which lets a cancel race the task's completion and trap.
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        sessionConfiguration.timeoutIntervalForRequest = Double(milliseconds(configuration.requestTimeout)
-            + milliseconds(configuration.heartbeat)) / 1000
-        let session = URLSession(configuration: sessionConfiguration)
+        // Both directions share the session, and the change feed holds a connection: a request queued
+        // for a free connection would wait without progress and time out.
+        let lanes = max(1, configuration.maximumRequestsInFlight)
+        sessionConfiguration.httpMaximumConnectionsPerHost = 2 * lanes + 4
+        // A long poll or a feed may be silent for a heartbeat before the server answers.
+        let transport = HTTPTransport(configuration: sessionConfiguration,
+                                      idleLimit: configuration.requestTimeout + configuration.heartbeat, clock: clock)
         var root = components
         root.path = "/"
         root.query = nil
@@ -60,20 +64,20 @@ struct HTTPPeer: ReplicationPeer {
         if let rootURL = root.url {
             var request = URLRequest(url: rootURL)
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-            if let (data, response) = try? await session.response(for: request), (response as? HTTPURLResponse)?.statusCode == 200,
+            if let (data, response) = try? await transport.data(for: request), (response as? HTTPURLResponse)?.statusCode == 200,
                 let welcome = try? JSON(parsing: data) {
                 let vendor = welcome["vendor"]?["name"]?.stringValue ?? ""
                 byFilter = vendor == "DocStore" || welcome["couchdb"] == nil || vendor.contains("Couchbase")
             }
         }
-        return HTTPPeer(databaseURL: databaseURL, session: session, headers: headers, channelsByFilter: byFilter,
-                        maximumRequestsInFlight: max(1, configuration.maximumRequestsInFlight))
+        return HTTPPeer(databaseURL: databaseURL, transport: transport, headers: headers, channelsByFilter: byFilter,
+                        maximumRequestsInFlight: lanes)
     }
 
     /// Lets running requests finish, then frees the session: a URL session that is never invalidated
     /// stays alive with its connections and buffers (one per replication run, in a long-lived process).
     func close() {
-        session.finishTasksAndInvalidate()
+        transport.close()
     }
 
     // MARK: Requests
@@ -101,7 +105,7 @@ struct HTTPPeer: ReplicationPeer {
         }
         let data: Data, response: URLResponse
         do {
-            (data, response) = try await session.response(for: request)
+            (data, response) = try await transport.data(for: request)
         } catch {
             throw ReplicationError(.network, "\(method) \(url.path): \(error.localizedDescription)", cause: error)
         }
@@ -207,9 +211,7 @@ struct HTTPPeer: ReplicationPeer {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try JSON.object(body).serializedData()
-        let feed = ChangeFeed()
-        feed.open(request, configuration: session.configuration)
-        return feed
+        return try ChangeFeed(request, on: transport)
     }
 
     func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
@@ -315,11 +317,11 @@ struct HTTPPeer: ReplicationPeer {
         do {
             if (expectedSize ?? Int.max) > HTTPPeer.inMemoryAnswerLimit {
                 return try await largeTransfers.run { [self, urlRequest, path] in
-                    let (file, answer) = try await session.download(for: urlRequest)
+                    let (file, answer) = try await transport.download(for: urlRequest)
                     return try await readOpenRevision(.file(file), answer, request: request, path: path, stagingInto: stagingDatabase)
                 }
             } else {
-                let (data, answer) = try await session.response(for: urlRequest)
+                let (data, answer) = try await transport.data(for: urlRequest)
                 (body, response) = (.memory(data), answer)
             }
         } catch let error as ReplicationError {
@@ -430,12 +432,12 @@ struct HTTPPeer: ReplicationPeer {
                     }
                 }
                 urlRequest.httpBody = bytes
-                (data, response) = try await session.response(for: urlRequest)
+                (data, response) = try await transport.data(for: urlRequest)
             } else {
-                (data, response) = try await largeTransfers.run { [session, urlRequest, body] in
+                (data, response) = try await largeTransfers.run { [transport, urlRequest, body] in
                     let file = try await Self.spool(body)
                     defer { try? FileManager.default.removeItem(at: file) }
-                    return try await session.upload(for: urlRequest, fromFile: file)
+                    return try await transport.upload(for: urlRequest, fromFile: file)
                 }
             }
         } catch let error as DocStoreError {

@@ -9,12 +9,20 @@ import NIOCore
 import Synchronization
 
 /// A proxy on 127.0.0.1 in front of a server that injects faults into chosen requests: an error status,
-/// a connection cut in the middle of the response, or a stall longer than the client's timeout.
+/// a connection cut in the middle of the response, or a stall (no answer until the proxy stops).
 final class FaultProxy: Sendable {
     enum Fault: Sendable {
         case status(Int)
         case cutResponse
-        case stall(Duration)
+        /// The request gets no byte of answer until ``stop()``; ``waitForStalls(_:)`` sees it begin.
+        case stall
+    }
+
+    private struct Stalls {
+        var begun = 0
+        var released = false
+        var held: [CheckedContinuation<Void, Never>] = []
+        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     struct Rule: Sendable {
@@ -26,6 +34,7 @@ final class FaultProxy: Sendable {
     let upstream: String
     private let rules: Mutex<[Rule]>
     private let counts = Mutex<[String: Int]>([:])
+    private let stalls = Mutex(Stalls())
     private let session: URLSession
     private let server = LoopbackServer()
 
@@ -48,7 +57,40 @@ final class FaultProxy: Sendable {
     }
 
     func stop() async {
+        let held = stalls.withLock { stalls in
+            stalls.released = true
+            defer { stalls.held = [] }
+            return stalls.held
+        }
+        held.forEach { $0.resume() }
         await server.stop()
+    }
+
+    /// Returns once `count` requests have been stalled in all.
+    func waitForStalls(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = stalls.withLock { stalls -> Bool in
+                if stalls.begun >= count { return true }
+                stalls.watchers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Holds a request until the proxy stops.
+    private func stall() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (released, due) = stalls.withLock { stalls in
+                stalls.begun += 1
+                let due = stalls.watchers.filter { $0.count <= stalls.begun }.map(\.continuation)
+                stalls.watchers.removeAll { $0.count <= stalls.begun }
+                if !stalls.released { stalls.held.append(continuation) }
+                return (stalls.released, due)
+            }
+            due.forEach { $0.resume() }
+            if released { continuation.resume() }
+        }
     }
 
     private func takeFault(for path: String) -> Fault? {
@@ -71,8 +113,9 @@ final class FaultProxy: Sendable {
             return Response(status: HTTPResponse.Status(code: code), headers: [.contentType: "application/json"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
         }
-        if case .stall(let duration)? = fault {
-            try await Task.sleep(for: duration)
+        if case .stall? = fault {
+            await stall()
+            throw CancellationError()
         }
         var upstreamRequest = URLRequest(url: URL(string: upstream + path + (request.uri.query.map { "?" + $0 } ?? ""))!)
         upstreamRequest.httpMethod = request.method.rawValue

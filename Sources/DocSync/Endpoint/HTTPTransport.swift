@@ -1,0 +1,257 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// The URL session of one HTTP peer: sends requests, downloads and uploads, and streams change feeds,
+/// failing any of them that goes `idleLimit` without a byte sent or received, measured on the
+/// replicator's clock (so a test clock makes timeouts happen in virtual time).
+///
+/// Every task is driven by this object as the session's delegate, dispatching by task identifier:
+/// FoundationNetworking reports neither progress nor per-task delegates for tasks with completion
+/// handlers, and progress is what tells a slow large transfer from a stalled one.
+///
+/// Cancellation is guarded as FoundationNetworking needs: a task that has completed is never cancelled
+/// (it traps: "Trying to access a behaviour for a task that in not in the registry"), and a cancel is
+/// sent from another queue, so no continuation is resumed from inside a cancellation handler.
+final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
+    /// Receives a streamed response (a continuous change feed) as it arrives.
+    protocol StreamReceiver: Sendable {
+        /// A piece of the body; `status` is the response's HTTP status.
+        func received(_ data: Data, status: Int)
+        /// The response ended: cleanly (`error` nil), broken, timed out or cancelled.
+        func ended(status: Int, error: (any Error)?)
+    }
+
+    /// A request that went too long without a byte sent or received.
+    struct TimedOut: LocalizedError, CustomStringConvertible {
+        let limit: Duration
+        var description: String { "timed out: nothing sent or received for \(limit)" }
+        var errorDescription: String? { description }
+    }
+
+    private enum Delivery {
+        case data(CheckedContinuation<(Data, URLResponse), any Error>)
+        case file(CheckedContinuation<(URL, URLResponse), any Error>)
+        case stream(any StreamReceiver)
+    }
+
+    private struct Exchange {
+        let task: URLSessionTask
+        let delivery: Delivery
+        let idleLimit: Duration
+        var lastActivity: Duration
+        var body = Data()
+        var file: URL?
+        var fileError: (any Error)?
+        var watchdog: Task<Void, Never>?
+        var timedOut = false
+        /// The task has completed: cancelling it now would trap.
+        var completed = false
+    }
+
+    let idleLimit: Duration
+    private let clock: TimeoutClock
+    private let exchanges = Mutex<[Int: Exchange]>([:])
+    /// Set once, right after `init` (the session needs `self` as its delegate).
+    private let session = Mutex<URLSession?>(nil)
+
+    /// A session with `configuration` whose requests fail after `idleLimit` without progress on `clock`.
+    init(configuration: URLSessionConfiguration, idleLimit: Duration, clock: some Clock<Duration>) {
+        self.idleLimit = idleLimit
+        self.clock = TimeoutClock(clock)
+        super.init()
+        // The clock decides; the session's own (real-time) idle timer is only a far backstop.
+        configuration.timeoutIntervalForRequest = 7 * 24 * 3600
+        session.withLock { $0 = URLSession(configuration: configuration, delegate: self, delegateQueue: nil) }
+    }
+
+    /// Lets running tasks finish, then frees the session (which holds this delegate until then).
+    func close() {
+        session.withLock { $0 }?.finishTasksAndInvalidate()
+    }
+
+    // MARK: Requests
+
+    /// The response to `request` with its body in memory.
+    func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        let task = try makeTask { $0.dataTask(with: request) }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { start(task, .data($0), idleLimit: idleLimit) }
+        } onCancel: {
+            self.cancel(task.taskIdentifier)
+        }
+    }
+
+    /// The response to `request` sending the file at `body` as its body, read in pieces.
+    func upload(for request: URLRequest, fromFile body: URL) async throws -> (Data, URLResponse) {
+        let task = try makeTask { $0.uploadTask(with: request, fromFile: body) }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { start(task, .data($0), idleLimit: idleLimit) }
+        } onCancel: {
+            self.cancel(task.taskIdentifier)
+        }
+    }
+
+    /// The response to `request` with its body written to a new file of the caller's, which memory
+    /// does not hold however large the body is. The caller removes the file.
+    func download(for request: URLRequest) async throws -> (URL, URLResponse) {
+        let task = try makeTask { $0.downloadTask(with: request) }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { start(task, .file($0), idleLimit: idleLimit) }
+        } onCancel: {
+            self.cancel(task.taskIdentifier)
+        }
+    }
+
+    /// Starts streaming the response to `request` into `receiver`, which may wait `idleLimit` between
+    /// two pieces; returns the handle that stops it.
+    func stream(_ request: URLRequest, idleLimit: Duration, into receiver: some StreamReceiver) throws -> Int {
+        let task = try makeTask { $0.dataTask(with: request) }
+        start(task, .stream(receiver), idleLimit: idleLimit)
+        return task.taskIdentifier
+    }
+
+    /// Stops the request `identifier` names, unless it has completed.
+    func cancel(_ identifier: Int) {
+        DispatchQueue.global().async { [self] in
+            let task = exchanges.withLock { exchanges -> URLSessionTask? in
+                guard let exchange = exchanges[identifier], !exchange.completed else { return nil }
+                return exchange.task
+            }
+            task?.cancel()
+        }
+    }
+
+    private func makeTask(_ make: (URLSession) -> URLSessionTask) throws -> URLSessionTask {
+        guard let session = session.withLock({ $0 }) else { throw URLError(.cancelled) }
+        return make(session)
+    }
+
+    /// Registers and resumes `task`, with a watchdog; a caller cancelled already cancels it at once.
+    private func start(_ task: URLSessionTask, _ delivery: Delivery, idleLimit: Duration) {
+        let identifier = task.taskIdentifier
+        exchanges.withLock {
+            $0[identifier] = Exchange(task: task, delivery: delivery, idleLimit: idleLimit, lastActivity: clock.now())
+        }
+        let watchdog = Task { [self] in await watch(identifier) }
+        exchanges.withLock { $0[identifier]?.watchdog = watchdog }
+        task.resume()
+        if Task.isCancelled { cancel(identifier) }
+    }
+
+    /// Sleeps on the clock until the exchange's idle deadline; if nothing moved meanwhile, times it out.
+    private func watch(_ identifier: Int) async {
+        while true {
+            let deadline = exchanges.withLock { $0[identifier].map { $0.lastActivity + $0.idleLimit } }
+            guard let deadline else { return }
+            do { try await clock.sleep(until: deadline) } catch { return }   // the exchange ended
+            let task = exchanges.withLock { exchanges -> URLSessionTask? in
+                guard let exchange = exchanges[identifier], !exchange.completed,
+                    exchange.lastActivity + exchange.idleLimit <= clock.now() else { return nil }
+                exchanges[identifier]?.timedOut = true
+                return exchange.task
+            }
+            if let task {
+                task.cancel()
+                return
+            }
+        }
+    }
+
+    private func touch(_ task: URLSessionTask) {
+        let now = clock.now()
+        exchanges.withLock { $0[task.taskIdentifier]?.lastActivity = now }
+    }
+
+    // MARK: URLSessionDataDelegate, URLSessionDownloadDelegate
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        touch(dataTask)
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let now = clock.now()
+        let receiver = exchanges.withLock { exchanges -> (any StreamReceiver)? in
+            exchanges[dataTask.taskIdentifier]?.lastActivity = now
+            if case .stream(let receiver)? = exchanges[dataTask.taskIdentifier]?.delivery { return receiver }
+            exchanges[dataTask.taskIdentifier]?.body.append(data)
+            return nil
+        }
+        receiver?.received(data, status: (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        touch(task)
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+                    totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        touch(downloadTask)
+    }
+
+    func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        // The location is removed when this returns: keep the file under a name of ours.
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-\(UUID().uuidString).download")
+        let outcome = Result { try FileManager.default.moveItem(at: location, to: kept) }
+        exchanges.withLock { exchanges in
+            switch outcome {
+            case .success: exchanges[downloadTask.taskIdentifier]?.file = kept
+            case .failure(let error): exchanges[downloadTask.taskIdentifier]?.fileError = error
+            }
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let exchange = exchanges.withLock { exchanges -> Exchange? in
+            exchanges[task.taskIdentifier]?.completed = true
+            return exchanges.removeValue(forKey: task.taskIdentifier)
+        }
+        guard let exchange else { return }
+        exchange.watchdog?.cancel()
+        let failure: (any Error)? = if exchange.timedOut {
+            TimedOut(limit: exchange.idleLimit)
+        } else if let error {
+            error
+        } else if task.response == nil {
+            URLError(.badServerResponse)
+        } else {
+            exchange.fileError
+        }
+        switch exchange.delivery {
+        case .data(let continuation):
+            if let failure { continuation.resume(throwing: failure) } else { continuation.resume(returning: (exchange.body, task.response!)) }
+        case .file(let continuation):
+            if let failure {
+                if let file = exchange.file { try? FileManager.default.removeItem(at: file) }
+                continuation.resume(throwing: failure)
+            } else if let file = exchange.file {
+                continuation.resume(returning: (file, task.response!))
+            } else {
+                continuation.resume(throwing: URLError(.cannotCreateFile))
+            }
+        case .stream(let receiver):
+            receiver.ended(status: (task.response as? HTTPURLResponse)?.statusCode ?? 0, error: failure)
+        }
+    }
+}
+
+/// A clock read as durations since it was given, so the transport needs no generic parameter.
+struct TimeoutClock: Sendable {
+    let now: @Sendable () -> Duration
+    private let sleepUntil: @Sendable (Duration) async throws -> Void
+
+    init<C: Clock<Duration>>(_ clock: C) {
+        let origin = clock.now
+        now = { origin.duration(to: clock.now) }
+        sleepUntil = { try await clock.sleep(until: origin.advanced(by: $0), tolerance: nil) }
+    }
+
+    func sleep(until deadline: Duration) async throws {
+        try await sleepUntil(deadline)
+    }
+}
