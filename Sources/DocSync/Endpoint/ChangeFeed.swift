@@ -27,7 +27,7 @@ final class ChangeFeed: HTTPTransport.StreamReceiver {
     /// Starts the request on `transport`; the feed fills as the server writes.
     init(_ request: URLRequest, on transport: HTTPTransport) throws {
         self.transport = transport
-        let identifier = try transport.stream(request, idleLimit: transport.idleLimit, into: self)
+        let identifier = try transport.stream(request, into: self)
         self.request.withLock { $0 = identifier }
     }
 

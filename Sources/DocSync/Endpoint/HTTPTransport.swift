@@ -8,6 +8,11 @@ import Synchronization
 /// failing any of them that goes `idleLimit` without a byte sent or received, measured on the
 /// replicator's clock (so a test clock makes timeouts happen in virtual time).
 ///
+/// One watchdog task per transport sleeps until the earliest deadline among the exchanges in flight
+/// (last activity + `idleLimit`), times out those past it, and sleeps again; it ends when none is left.
+/// Every exchange has the same limit, so one that starts later never has an earlier deadline and
+/// never needs to wake the watchdog.
+///
 /// Every task is driven by this object as the session's delegate, dispatching by task identifier:
 /// FoundationNetworking reports neither progress nor per-task delegates for tasks with completion
 /// handlers, and progress is what tells a slow large transfer from a stalled one.
@@ -40,12 +45,10 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     private struct Exchange {
         let task: URLSessionTask
         let delivery: Delivery
-        let idleLimit: Duration
         var lastActivity: Duration
         var body = Data()
         var file: URL?
         var fileError: (any Error)?
-        var watchdog: Task<Void, Never>?
         var timedOut = false
         /// The task has completed: cancelling it now would trap.
         var completed = false
@@ -54,6 +57,8 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     let idleLimit: Duration
     private let clock: TimeoutClock
     private let exchanges = Mutex<[Int: Exchange]>([:])
+    /// The watchdog task, while it runs.
+    private let watchdog = Mutex<Task<Void, Never>?>(nil)
     /// Set once, right after `init` (the session needs `self` as its delegate).
     private let session = Mutex<URLSession?>(nil)
 
@@ -67,9 +72,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         session.withLock { $0 = URLSession(configuration: configuration, delegate: self, delegateQueue: nil) }
     }
 
-    /// Lets running tasks finish, then frees the session (which holds this delegate until then).
+    /// Lets running tasks finish, then frees the session (which holds this delegate until then), and
+    /// stops the watchdog.
     func close() {
         session.withLock { $0 }?.finishTasksAndInvalidate()
+        watchdog.withLock { $0 }?.cancel()
     }
 
     // MARK: Requests
@@ -78,7 +85,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         let task = try makeTask { $0.dataTask(with: request) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .data($0), idleLimit: idleLimit) }
+            try await withCheckedThrowingContinuation { start(task, .data($0)) }
         } onCancel: {
             self.cancel(task.taskIdentifier)
         }
@@ -88,7 +95,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     func upload(for request: URLRequest, fromFile body: URL) async throws -> (Data, URLResponse) {
         let task = try makeTask { $0.uploadTask(with: request, fromFile: body) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .data($0), idleLimit: idleLimit) }
+            try await withCheckedThrowingContinuation { start(task, .data($0)) }
         } onCancel: {
             self.cancel(task.taskIdentifier)
         }
@@ -99,7 +106,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     func download(for request: URLRequest) async throws -> (URL, URLResponse) {
         let task = try makeTask { $0.downloadTask(with: request) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .file($0), idleLimit: idleLimit) }
+            try await withCheckedThrowingContinuation { start(task, .file($0)) }
         } onCancel: {
             self.cancel(task.taskIdentifier)
         }
@@ -107,9 +114,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
 
     /// Starts streaming the response to `request` into `receiver`, which may wait `idleLimit` between
     /// two pieces; returns the handle that stops it.
-    func stream(_ request: URLRequest, idleLimit: Duration, into receiver: some StreamReceiver) throws -> Int {
+    func stream(_ request: URLRequest, into receiver: some StreamReceiver) throws -> Int {
         let task = try makeTask { $0.dataTask(with: request) }
-        start(task, .stream(receiver), idleLimit: idleLimit)
+        start(task, .stream(receiver))
         return task.taskIdentifier
     }
 
@@ -129,34 +136,48 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         return make(session)
     }
 
-    /// Registers and resumes `task`, with a watchdog; a caller cancelled already cancels it at once.
-    private func start(_ task: URLSessionTask, _ delivery: Delivery, idleLimit: Duration) {
+    /// Registers and resumes `task`, starting the watchdog if it sleeps not; a caller cancelled
+    /// already cancels the task at once.
+    private func start(_ task: URLSessionTask, _ delivery: Delivery) {
         let identifier = task.taskIdentifier
-        exchanges.withLock {
-            $0[identifier] = Exchange(task: task, delivery: delivery, idleLimit: idleLimit, lastActivity: clock.now())
+        exchanges.withLock { $0[identifier] = Exchange(task: task, delivery: delivery, lastActivity: clock.now()) }
+        watchdog.withLock { watchdog in
+            if watchdog == nil { watchdog = Task { [self] in await watch() } }
         }
-        let watchdog = Task { [self] in await watch(identifier) }
-        exchanges.withLock { $0[identifier]?.watchdog = watchdog }
         task.resume()
         if Task.isCancelled { cancel(identifier) }
     }
 
-    /// Sleeps on the clock until the exchange's idle deadline; if nothing moved meanwhile, times it out.
-    private func watch(_ identifier: Int) async {
+    /// Sleeps on the clock until the earliest deadline in flight and times out the exchanges past it,
+    /// until none is in flight.
+    private func watch() async {
         while true {
-            let deadline = exchanges.withLock { $0[identifier].map { $0.lastActivity + $0.idleLimit } }
+            // Decided under the table's lock, so an exchange registered meanwhile finds the watchdog
+            // running only while this loop will still see it.
+            let deadline = exchanges.withLock { exchanges -> Duration? in
+                guard let oldest = exchanges.values.lazy.filter({ !$0.completed && !$0.timedOut }).map(\.lastActivity).min() else {
+                    watchdog.withLock { $0 = nil }
+                    return nil
+                }
+                return oldest + idleLimit
+            }
             guard let deadline else { return }
-            do { try await clock.sleep(until: deadline) } catch { return }   // the exchange ended
-            let task = exchanges.withLock { exchanges -> URLSessionTask? in
-                guard let exchange = exchanges[identifier], !exchange.completed,
-                    exchange.lastActivity + exchange.idleLimit <= clock.now() else { return nil }
-                exchanges[identifier]?.timedOut = true
-                return exchange.task
+            do {
+                try await clock.sleep(until: deadline)
+            } catch {
+                return   // closed
             }
-            if let task {
-                task.cancel()
-                return
+            let now = clock.now()
+            let expired = exchanges.withLock { exchanges -> [URLSessionTask] in
+                var expired: [URLSessionTask] = []
+                for (identifier, exchange) in exchanges
+                where !exchange.completed && !exchange.timedOut && exchange.lastActivity + idleLimit <= now {
+                    exchanges[identifier]?.timedOut = true
+                    expired.append(exchange.task)
+                }
+                return expired
             }
+            expired.forEach { $0.cancel() }
         }
     }
 
@@ -212,9 +233,8 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
             return exchanges.removeValue(forKey: task.taskIdentifier)
         }
         guard let exchange else { return }
-        exchange.watchdog?.cancel()
         let failure: (any Error)? = if exchange.timedOut {
-            TimedOut(limit: exchange.idleLimit)
+            TimedOut(limit: idleLimit)
         } else if let error {
             error
         } else if task.response == nil {
