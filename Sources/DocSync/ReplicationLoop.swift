@@ -127,8 +127,9 @@ struct ReplicationLoop {
     }
 
     private mutating func transfer() async throws -> ReplicationStateMachine.Event {
-        let delegate = replicator.delegate
-        if flow == .push { delegate?.replicationIsSending(replicator) } else { delegate?.replicationIsReceiving(replicator) }
+        replicator.startTransfer(flow)
+        var figures = (changes: 0, written: 0, refused: 0)
+        defer { replicator.endTransfer(flow, changes: figures.changes, written: figures.written, refused: figures.refused) }
         let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
         checkpointer?.statistics.missingChecked += offered.reduce(0) { $0 + $1.revisions.count }
         let differences = try await target.missingRevisions(offered)
@@ -167,8 +168,7 @@ struct ReplicationLoop {
         if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint {
             try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
         }
-        let counts = (changes: rows.count, written: documents.count - refused.count, refused: refused.count)
-        replicator.count(changes: counts.changes, written: counts.written, refused: counts.refused)
+        figures = (changes: rows.count, written: documents.count - refused.count, refused: refused.count)
         rows = []
         return .transferred
     }

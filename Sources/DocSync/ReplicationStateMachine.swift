@@ -162,7 +162,7 @@ struct ReplicationStateMachine: Sendable {
 
         case (.reading(.feed), .feedEnded):
             isStreaming = false
-            return read()
+            return read(afterFeed: true)
 
         case (.transferring(let last), .transferred):
             state = .checkpointing(last, thenFinish: false)
@@ -198,8 +198,11 @@ struct ReplicationStateMachine: Sendable {
         }
     }
 
-    private mutating func read() -> Action {
-        let mode: ChangesMode = isStreaming ? .feed : settings.continuous ? .longPoll(settings.heartbeat) : .normal
+    /// The next read: pages answered at once while catching up (a continuous replication with nothing
+    /// to do must not look busy for a heartbeat), the feed once caught up, and a long poll when a feed
+    /// ended, so that a server closing feeds at once is not asked again in a loop.
+    private mutating func read(afterFeed: Bool = false) -> Action {
+        let mode: ChangesMode = isStreaming ? .feed : afterFeed ? .longPoll(settings.heartbeat) : .normal
         state = .reading(mode)
         return .readChanges(since: since, mode: mode)
     }

@@ -28,6 +28,8 @@ public struct ReplicatorStatus: Sendable {
     public var documentsWritten = 0
     /// Revisions a target refused.
     public var documentWriteFailures = 0
+    /// The directions moving a batch of documents right now (empty between batches).
+    public var transferring: Set<ReplicationFlow> = []
     /// The error that stopped it, if any.
     public var error: ReplicationError?
 }
@@ -44,11 +46,17 @@ public struct ReplicatedDocument: Sendable {
     public let error: String?
 }
 
-/// Told about a replicator's progress. Calls come from the replication task.
+/// Told about a replicator's progress: an adapter over ``Replicator/statusChanges()``, for code that
+/// prefers callbacks. Calls come one at a time from a task of the replicator's, in the order of the
+/// status changes; ``Replicator/run()`` and ``Replicator/stop()`` return after the last one.
 public protocol ReplicatorDelegate: AnyObject, Sendable {
+    /// The run ended without an error (or was stopped).
     func replicationDidComplete(_ replicator: Replicator)
+    /// A push batch started moving (``ReplicatorStatus/transferring`` gained `.push`).
     func replicationIsSending(_ replicator: Replicator)
+    /// A pull batch started moving (``ReplicatorStatus/transferring`` gained `.pull`).
     func replicationIsReceiving(_ replicator: Replicator)
+    /// The run ended with `error`.
     func replicationFailed(_ replicator: Replicator, error: ReplicationError)
 }
 
@@ -162,13 +170,36 @@ public final class Replicator: Sendable {
             state.status = ReplicatorStatus(activity: .connecting)
             state.hasEnded = false
             state.activities = [:]
+            // The delegate hears of this run through a subscription of its own. Its task is not the
+            // run's child, so that stopping the run does not cut the delivery of the final status.
+            let (updates, delegateFeed) = AsyncStream<ReplicatorStatus>.makeStream()
+            state.statusSubscribers[state.nextSubscriber] = delegateFeed
+            state.nextSubscriber += 1
+            let delivery = Task { await self.deliverToDelegate(updates) }
             // Yielding under the lock keeps every subscriber's order that of the changes
             // (`yield` only buffers; it never calls back into the replicator).
             for subscriber in state.statusSubscribers.values { subscriber.yield(state.status) }
-            let task = Task { await self.runAll() }
+            let task = Task {
+                await self.runAll()
+                await delivery.value
+            }
             state.task = task
             return task
         }
+    }
+
+    /// Calls the delegate for the status changes of one run: a sending or receiving call when a
+    /// direction starts a batch, a completion or failure call after the final status.
+    private func deliverToDelegate(_ updates: AsyncStream<ReplicatorStatus>) async {
+        var previous = ReplicatorStatus()
+        for await status in updates {
+            for flow in [ReplicationFlow.push, .pull] where status.transferring.contains(flow) && !previous.transferring.contains(flow) {
+                if flow == .push { delegate?.replicationIsSending(self) } else { delegate?.replicationIsReceiving(self) }
+            }
+            previous = status
+        }
+        guard let delegate else { return }
+        if let error = previous.error { delegate.replicationFailed(self, error: error) } else { delegate.replicationDidComplete(self) }
     }
 
     /// Stops the replication (also cancels a long one-shot) and waits until it has stopped.
@@ -234,27 +265,27 @@ public final class Replicator: Sendable {
 
     private func finish(error: ReplicationError?) {
         let cancelled = Task.isCancelled
-        let (statusSubscribers, documentSubscribers, delegate, final) = state.withLock { state in
+        let (statusSubscribers, documentSubscribers, final) = state.withLock { state in
             if let error {
                 state.status.activity = .error
                 state.status.error = error
             } else {
                 state.status.activity = cancelled ? .stopped : .idle
             }
+            state.status.transferring = []
             defer {
                 state.statusSubscribers = [:]
                 state.documentSubscribers = [:]
                 state.task = nil
                 state.hasEnded = true
             }
-            return (Array(state.statusSubscribers.values), Array(state.documentSubscribers.values), state.delegate.value, state.status)
+            return (Array(state.statusSubscribers.values), Array(state.documentSubscribers.values), state.status)
         }
         for subscriber in statusSubscribers {
             subscriber.yield(final)
             subscriber.finish()
         }
         documentSubscribers.forEach { $0.finish() }
-        if let error { delegate?.replicationFailed(self, error: error) } else { delegate?.replicationDidComplete(self) }
     }
 
     /// A direction reports its activity; the replicator's is the busiest of its directions'.
@@ -269,9 +300,15 @@ public final class Replicator: Sendable {
         }
     }
 
-    /// A direction finished a batch.
-    func count(changes: Int, written: Int, refused: Int) {
+    /// A direction starts moving a batch.
+    func startTransfer(_ flow: ReplicationFlow) {
+        update { status, _ in status.transferring.insert(flow).inserted }
+    }
+
+    /// A direction stopped moving a batch: it finished (with its figures) or failed.
+    func endTransfer(_ flow: ReplicationFlow, changes: Int = 0, written: Int = 0, refused: Int = 0) {
         update { status, _ in
+            status.transferring.remove(flow)
             status.changesProcessed += changes
             status.documentsWritten += written
             status.documentWriteFailures += refused

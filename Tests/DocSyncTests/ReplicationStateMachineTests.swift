@@ -49,12 +49,14 @@ final class ReplicationStateMachineTests: XCTestCase {
     func testContinuousFollowsTheFeedOnceCaughtUpAndPollsAgainWhenItEnds() {
         var m = machine(continuous: true)
         _ = m.handle(.start)
-        XCTAssertEqual(m.handle(.connected(since: 0)), .readChanges(since: 0, mode: .longPoll(.seconds(5))))
-        // A full page: not caught up yet, keep polling.
+        // Catching up reads pages answered at once.
+        XCTAssertEqual(m.handle(.connected(since: 0)), .readChanges(since: 0, mode: .normal))
+        XCTAssertEqual(m.activity, .busy)
+        // A full page: not caught up yet, keep reading pages.
         XCTAssertEqual(m.handle(.changesRead(rowCount: 10, last: 10)), .transfer)
         XCTAssertFalse(m.isStreaming)
         _ = m.handle(.transferred)
-        XCTAssertEqual(m.handle(.checkpointSaved), .readChanges(since: 10, mode: .longPoll(.seconds(5))))
+        XCTAssertEqual(m.handle(.checkpointSaved), .readChanges(since: 10, mode: .normal))
         // A short page: caught up, the next read follows the feed.
         XCTAssertEqual(m.handle(.changesRead(rowCount: 2, last: 12)), .transfer)
         _ = m.handle(.transferred)
@@ -69,6 +71,16 @@ final class ReplicationStateMachineTests: XCTestCase {
         // An empty long poll in continuous mode neither finishes nor checkpoints.
         XCTAssertEqual(m.handle(.changesRead(rowCount: 0, last: 13)), .readChanges(since: 13, mode: .feed))
         XCTAssertFalse(m.hasEnded)
+    }
+
+    /// A continuous replication with nothing to read follows the feed at once, idle, rather than
+    /// waiting out a long poll as busy.
+    func testContinuousWithNothingToDoIdlesAtOnce() {
+        var m = machine(continuous: true)
+        _ = m.handle(.start)
+        XCTAssertEqual(m.handle(.connected(since: 7)), .readChanges(since: 7, mode: .normal))
+        XCTAssertEqual(m.handle(.changesRead(rowCount: 0, last: 7)), .readChanges(since: 7, mode: .feed))
+        XCTAssertEqual(m.activity, .idle)
     }
 
     func testOneShotRetriesTransientErrorsWithDoublingDelaysThenGivesUp() {

@@ -66,7 +66,7 @@ final class ReplicationTests: XCTestCase {
         try await eventually { try await local.document(withID: "from-remote") != nil }
         // Change batches are delivered asynchronously after the commit, so a document can be read
         // before its announcement has reached the listener.
-        try await eventually { pulledNotes.withLock { $0.contains(.replication) } }
+        await eventually { pulledNotes.withLock { $0.contains(.replication) } }
         XCTAssertTrue(pulledNotes.withLock { $0.contains(.replication) }, "pulled writes are announced as replication")
         XCTAssertNotEqual(replicator.status.activity, .error)
         await replicator.stop()
@@ -117,6 +117,47 @@ final class ReplicationTests: XCTestCase {
         redToo.limitToChannels = ["red"]
         try await Replicator(configuration: redToo).run()
         await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id).sorted(), ["blue", "both", "red"])
+    }
+
+    /// The delegate is an adapter over the status stream: one sending call per batch that the stream
+    /// shows starting, then the completion, all made before `run()` or `stop()` returns; a second run
+    /// of the same replicator is told again.
+    func testTheDelegateFollowsTheStatusStream() async throws {
+        let (_, url, _) = try await makeServer()
+        let local = try await makeDatabase("delegate")
+        try await seed(local, prefix: "d", count: 250)
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        configuration.batchSize = 100
+        let replicator = Replicator(configuration: configuration)
+        let delegate = RecordingReplicatorDelegate()
+        replicator.delegate = delegate
+        let statuses = replicator.statusChanges()
+        try await replicator.run()
+        XCTAssertEqual(delegate.calls.withLock { $0 }, ["sending", "sending", "sending", "complete"], "three batches of 250")
+
+        var batchesSeen = 0
+        var previous = ReplicatorStatus()
+        for await status in statuses {
+            if status.transferring.contains(.push) && !previous.transferring.contains(.push) { batchesSeen += 1 }
+            XCTAssertFalse(status.transferring.contains(.pull), "a push never receives")
+            previous = status
+        }
+        XCTAssertEqual(batchesSeen, 3, "the stream shows the batches the delegate was told of")
+        XCTAssertEqual(previous.transferring, [], "nothing moves after the end")
+
+        _ = try await local.save(Document(id: "late", body: [:]))
+        try await replicator.run()
+        XCTAssertEqual(delegate.calls.withLock { $0 }.suffix(2), ["sending", "complete"], "the second run is told too")
+
+        var continuous = configuration
+        continuous.continuous = true
+        let watched = Replicator(configuration: continuous)
+        watched.delegate = delegate
+        let busy = watched.statusChanges()
+        watched.start()
+        for await status in busy where status.activity == .idle { break }
+        await watched.stop()
+        XCTAssertEqual(delegate.calls.withLock { $0 }.last, "complete", "told before stop() returned")
     }
 
     func testAuthenticationFailureIsATypedError() async throws {
@@ -219,8 +260,13 @@ final class ReplicationTests: XCTestCase {
 
 final class RecordingReplicatorDelegate: ReplicatorDelegate {
     let failures = Mutex<[ReplicationError]>([])
+    let calls = Mutex<[String]>([])
     func replicationFailed(_ replicator: Replicator, error: ReplicationError) {
         failures.withLock { $0.append(error) }
+        calls.withLock { $0.append("failed") }
     }
+    func replicationDidComplete(_ replicator: Replicator) { calls.withLock { $0.append("complete") } }
+    func replicationIsSending(_ replicator: Replicator) { calls.withLock { $0.append("sending") } }
+    func replicationIsReceiving(_ replicator: Replicator) { calls.withLock { $0.append("receiving") } }
 }
 
