@@ -6,7 +6,13 @@ public enum ChangeSource: String, Sendable, Hashable {
     case replication
 }
 
-/// A notification that a document got a new revision.
+/// A notification that a document got a new revision: the event of one write, as observers
+/// (``Database/changeBatches()``, ``DatabaseChangeDelegate``) hear of it when it commits.
+///
+/// Not to be confused with ``Change``, a row that *reading* the changes feed returns: a notification
+/// names the revision that was written (a replicated conflict branch is not the winner) and who wrote
+/// it, and it is never read back; a feed row names the document's winning revision and every leaf at
+/// its latest sequence, whatever wrote them, and can be read again from any `since`.
 public struct DocumentChange: Sendable, Hashable {
     /// The document id.
     public let id: String
@@ -20,7 +26,9 @@ public struct DocumentChange: Sendable, Hashable {
     public let source: ChangeSource
 }
 
-/// One row of the changes feed: a document at its latest sequence.
+/// One row of the changes feed (``Database/changes(since:limit:filter:includeDocuments:descending:)``):
+/// a document at its latest sequence, with its winning revision and every leaf, as CouchDB's `_changes`
+/// reports it. For the notification of a single write, see ``DocumentChange``.
 public struct Change: Sendable, Hashable {
     /// The sequence of the document's latest change.
     public let sequence: Int64
