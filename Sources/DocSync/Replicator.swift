@@ -48,7 +48,8 @@ public struct ReplicatedDocument: Sendable {
 
 /// Told about a replicator's progress: an adapter over ``Replicator/statusChanges()``, for code that
 /// prefers callbacks. Calls come one at a time from a task of the replicator's, in the order of the
-/// status changes; ``Replicator/run()`` and ``Replicator/stop()`` return after the last one.
+/// status changes; ``Replicator/run()`` and ``Replicator/stop()`` return after the last one (so a call
+/// must not await either of them: start a task for that).
 public protocol ReplicatorDelegate: AnyObject, Sendable {
     /// The run ended without an error (or was stopped).
     func replicationDidComplete(_ replicator: Replicator)

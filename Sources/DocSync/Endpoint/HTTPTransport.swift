@@ -17,9 +17,10 @@ import Synchronization
 /// FoundationNetworking reports neither progress nor per-task delegates for tasks with completion
 /// handlers, and progress is what tells a slow large transfer from a stalled one.
 ///
-/// Cancellation is guarded as FoundationNetworking needs: a task that has completed is never cancelled
-/// (it traps: "Trying to access a behaviour for a task that in not in the registry"), and a cancel is
-/// sent from another queue, so no continuation is resumed from inside a cancellation handler.
+/// Cancellation is guarded as FoundationNetworking needs: a task that has completed (and so has left
+/// the table of exchanges) is never cancelled (it traps: "Trying to access a behaviour for a task that
+/// in not in the registry"), and a cancel is sent from another queue, so no continuation is resumed
+/// from inside a cancellation handler.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
     /// Receives a streamed response (a continuous change feed) as it arrives.
     protocol StreamReceiver: Sendable {
@@ -50,8 +51,6 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         var file: URL?
         var fileError: (any Error)?
         var timedOut = false
-        /// The task has completed: cancelling it now would trap.
-        var completed = false
     }
 
     let idleLimit: Duration
@@ -75,7 +74,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     /// Lets running tasks finish, then frees the session (which holds this delegate until then), and
     /// stops the watchdog.
     func close() {
-        session.withLock { $0 }?.finishTasksAndInvalidate()
+        let session = session.withLock { session in
+            defer { session = nil }
+            return session
+        }
+        session?.finishTasksAndInvalidate()
         watchdog.withLock { $0 }?.cancel()
     }
 
@@ -123,11 +126,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     /// Stops the request `identifier` names, unless it has completed.
     func cancel(_ identifier: Int) {
         DispatchQueue.global().async { [self] in
-            let task = exchanges.withLock { exchanges -> URLSessionTask? in
-                guard let exchange = exchanges[identifier], !exchange.completed else { return nil }
-                return exchange.task
-            }
-            task?.cancel()
+            exchanges.withLock { $0[identifier]?.task }?.cancel()
         }
     }
 
@@ -136,8 +135,8 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         return make(session)
     }
 
-    /// Registers and resumes `task`, starting the watchdog if it sleeps not; a caller cancelled
-    /// already cancels the task at once.
+    /// Registers and resumes `task`, starting the watchdog unless it runs; a caller cancelled already
+    /// cancels the task at once.
     private func start(_ task: URLSessionTask, _ delivery: Delivery) {
         let identifier = task.taskIdentifier
         exchanges.withLock { $0[identifier] = Exchange(task: task, delivery: delivery, lastActivity: clock.now()) }
@@ -155,7 +154,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
             // Decided under the table's lock, so an exchange registered meanwhile finds the watchdog
             // running only while this loop will still see it.
             let deadline = exchanges.withLock { exchanges -> Duration? in
-                guard let oldest = exchanges.values.lazy.filter({ !$0.completed && !$0.timedOut }).map(\.lastActivity).min() else {
+                guard let oldest = exchanges.values.lazy.filter({ !$0.timedOut }).map(\.lastActivity).min() else {
                     watchdog.withLock { $0 = nil }
                     return nil
                 }
@@ -171,7 +170,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
             let expired = exchanges.withLock { exchanges -> [URLSessionTask] in
                 var expired: [URLSessionTask] = []
                 for (identifier, exchange) in exchanges
-                where !exchange.completed && !exchange.timedOut && exchange.lastActivity + idleLimit <= now {
+                where !exchange.timedOut && exchange.lastActivity + idleLimit <= now {
                     exchanges[identifier]?.timedOut = true
                     expired.append(exchange.task)
                 }
@@ -228,10 +227,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = exchanges.withLock { exchanges -> Exchange? in
-            exchanges[task.taskIdentifier]?.completed = true
-            return exchanges.removeValue(forKey: task.taskIdentifier)
-        }
+        let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         guard let exchange else { return }
         let failure: (any Error)? = if exchange.timedOut {
             TimedOut(limit: idleLimit)
