@@ -45,7 +45,7 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue((1...faults).contains(backoff.count), "\(clock.sleeps)", file: file, line: line)
     }
 
-    func testPushSurvivesErrorsDroppedConnectionsAndStalls() async throws {
+    func testPushSurvivesErrorsAndDroppedConnections() async throws {
         let (proxy, url, remote) = try await proxied([
             .init(pathContains: "_revs_diff", fault: .status(503), remaining: 2),
             .init(pathContains: "_bulk_docs", fault: .status(500), remaining: 1),

@@ -86,30 +86,27 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
 
     /// The response to `request` with its body in memory.
     func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        let task = try makeTask { $0.dataTask(with: request) }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .data($0)) }
-        } onCancel: {
-            self.cancel(task.taskIdentifier)
-        }
+        try await perform({ $0.dataTask(with: request) }, Delivery.data)
     }
 
     /// The response to `request` sending the file at `body` as its body, read in pieces.
     func upload(for request: URLRequest, fromFile body: URL) async throws -> (Data, URLResponse) {
-        let task = try makeTask { $0.uploadTask(with: request, fromFile: body) }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .data($0)) }
-        } onCancel: {
-            self.cancel(task.taskIdentifier)
-        }
+        try await perform({ $0.uploadTask(with: request, fromFile: body) }, Delivery.data)
     }
 
     /// The response to `request` with its body written to a new file of the caller's, which memory
     /// does not hold however large the body is. The caller removes the file.
     func download(for request: URLRequest) async throws -> (URL, URLResponse) {
-        let task = try makeTask { $0.downloadTask(with: request) }
+        try await perform({ $0.downloadTask(with: request) }, Delivery.file)
+    }
+
+    /// Runs the task `make` creates until its delegate calls deliver the value; cancelling the caller
+    /// cancels the task.
+    private func perform<Value>(_ make: (URLSession) -> URLSessionTask,
+                                _ delivery: (CheckedContinuation<Value, any Error>) -> Delivery) async throws -> Value {
+        let task = try makeTask(make)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { start(task, .file($0)) }
+            try await withCheckedThrowingContinuation { start(task, delivery($0)) }
         } onCancel: {
             self.cancel(task.taskIdentifier)
         }
