@@ -86,6 +86,14 @@ struct ReplicationLoop {
     // MARK: The actions
 
     private mutating func connect() async throws -> ReplicationStateMachine.Event {
+        if let selector = configuration.selector {
+            // A selector that does not parse would otherwise filter nothing out.
+            do {
+                _ = try Selector(selector)
+            } catch let error as DocStoreError {
+                throw ReplicationError(.invalidConfiguration, "The replication's selector: \(error.reason)", cause: error)
+            }
+        }
         try await source.prepare(create: false)
         try await target.prepare(create: configuration.createTarget)
         let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)

@@ -160,6 +160,22 @@ final class ReplicationTests: XCTestCase {
         XCTAssertEqual(delegate.calls.withLock { $0 }.last, "complete", "told before stop() returned")
     }
 
+    func testAMalformedSelectorFailsTheReplicationInsteadOfMovingEverything() async throws {
+        let source = try await makeDatabase("bad-selector-source")
+        _ = try await source.save(Document(id: "x", body: ["v": 1]))
+        let target = try await makeDatabase("bad-selector-target")
+        var configuration = ReplicationConfiguration(source: .local(source), target: .local(target))
+        configuration.selector = ["v": ["$foo": 1]]
+        do {
+            try await Replicator(configuration: configuration).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .invalidConfiguration)
+            XCTAssertTrue(error.reason.contains("$foo"), error.reason)
+        }
+        await XCTAssertEqualAsync(try await target.changes().changes.count, 0, "nothing moved")
+    }
+
     func testAuthenticationFailureIsATypedError() async throws {
         let (_, url, _) = try await makeServer()
         let local = try await makeDatabase("auth")

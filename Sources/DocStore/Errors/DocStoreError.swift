@@ -65,6 +65,21 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let io = Code("io", couchDB: "internal_server_error", status: 500)
         /// Query options that contradict each other or the index (CouchDB `query_parse_error`).
         public static let invalidQuery = Code("invalidQuery", couchDB: "query_parse_error", status: 400)
+        /// A selector uses an operator that does not exist (CouchDB `invalid_operator`).
+        public static let invalidOperator = Code("invalidOperator", couchDB: "invalid_operator", status: 400)
+        /// A selector operator has an argument of the wrong kind (CouchDB `bad_arg`).
+        public static let badArgument = Code("badArgument", couchDB: "bad_arg", status: 400)
+        /// A selector condition has no field name (CouchDB `invalid_selector`).
+        public static let invalidSelector = Code("invalidSelector", couchDB: "invalid_selector", status: 400)
+        /// A selector is not a JSON object (CouchDB `invalid_selector_json`).
+        public static let invalidSelectorJSON = Code("invalidSelectorJSON", couchDB: "invalid_selector_json", status: 400)
+        /// A selector cannot be normalised, e.g. `$default` used as a field (CouchDB `bad_field`).
+        public static let badField = Code("badField", couchDB: "bad_field", status: 400)
+        /// A field path has an empty component, such as `"a..b"` (CouchDB `invalid_field_name`).
+        public static let invalidFieldName = Code("invalidFieldName", couchDB: "invalid_field_name", status: 400)
+        /// A selector uses an operator CouchDB knows but does not support (`$where`, `$near`, …; CouchDB
+        /// `not_supported`).
+        public static let unsupportedOperator = Code("unsupportedOperator", couchDB: "not_supported", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.

@@ -1,150 +1,308 @@
 import Foundation
 
-/// A Mango selector, as CouchDB's `_find` and `_changes?filter=_selector` use.
+/// A Mango selector, as CouchDB's `_find` and `_changes?filter=_selector` use it, parsed once into a
+/// normalised condition and matched with CouchDB 3.3's semantics.
 ///
-/// Supported: implicit equality (`{"type": "invoice"}`, nested objects as sub-fields, dotted paths),
-/// `$eq $ne $gt $gte $lt $lte $in $nin $exists $type $size $mod $regex $all $elemMatch $allMatch`, and the
-/// combinators `$and $or $nor $not`. Comparisons use CouchDB collation.
+/// ```swift
+/// let adults = try Selector(["type": "person", "age": ["$gte": 18]])
+/// adults.matches(document)
+/// ```
+///
+/// Operators: `$eq $ne $gt $gte $lt $lte $exists $type $in $nin $size $mod $regex $all $elemMatch
+/// $allMatch $keyMapMatch $and $or $nor $not`; a bare value is `$eq`, several members are an implicit
+/// `$and`, and an object that is not an operator is a sub-selector of that field (`{"a": {"b": 1}}` is
+/// `{"a.b": 1}`). What CouchDB does, this does:
+/// - comparisons use view collation across types (null < false < true < numbers < strings < arrays <
+///   objects; strings by ICU), so `{"$gt": 5}` matches any string; `_id` compares in code-point order;
+/// - a missing field matches nothing but `$exists: false`, also under `$ne`, `$nin`, `$not` and `$nor`
+///   (negations are pushed down to the fields first: `$not {"a": {"$gt": 1}}` is `{"a": {"$lte": 1}}`);
+/// - equality with a scalar does not look inside an array (`$in`, `$all` and `$elemMatch` do);
+/// - `$mod` matches integers only, the remainder taking the dividend's sign;
+/// - `$regex` finds its pattern anywhere in a string (not anchored).
+///
+/// Malformed selectors throw the error CouchDB answers: ``DocStoreError/Code/invalidOperator``,
+/// ``DocStoreError/Code/badArgument``, ``DocStoreError/Code/invalidSelector``,
+/// ``DocStoreError/Code/badField``, ``DocStoreError/Code/invalidFieldName`` or
+/// ``DocStoreError/Code/unsupportedOperator`` (where CouchDB fails with a 500 — a `$mod` divisor of 0, a
+/// path such as `"a..b"` — the error is a 400 of the same kind).
 public struct Selector: Sendable, Hashable {
-    /// The selector JSON.
+    /// The selector JSON, as given.
     public let root: JSON
+    /// The normalised condition.
+    let condition: Condition
 
-    /// Validates a selector.
-    /// - Throws: ``DocStoreError/Code/badRequest`` for unknown operators or malformed arguments.
+    /// Parses and normalises a selector.
+    /// - Throws: ``DocStoreError`` with CouchDB's error for a malformed selector.
     public init(_ json: JSON) throws {
-        guard case .object = json else { throw DocStoreError(.badRequest, "The selector must be a JSON object") }
-        try Selector.validate(json)
-        root = json
-    }
-
-    private static let fieldOperators: Set<String> = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists",
-                                                      "$type", "$size", "$mod", "$regex", "$all", "$elemMatch", "$allMatch", "$not"]
-
-    private static func validate(_ json: JSON) throws {
-        guard case .object(let object) = json else { return }
-        for (key, value) in object {
-            switch key {
-            case "$and", "$or", "$nor":
-                guard let list = value.arrayValue else { throw DocStoreError(.badRequest, "\(key) takes an array of selectors") }
-                for item in list { try validate(item) }
-            case "$not":
-                try validate(value)
-            case "$in", "$nin", "$all":
-                guard value.arrayValue != nil else { throw DocStoreError(.badRequest, "\(key) takes an array") }
-            case "$exists":
-                guard value.boolValue != nil else { throw DocStoreError(.badRequest, "$exists takes a boolean") }
-            case "$size":
-                guard value.intValue != nil else { throw DocStoreError(.badRequest, "$size takes an integer") }
-            case "$mod":
-                guard let pair = value.arrayValue, pair.count == 2, let divisor = pair[0].intValue, divisor != 0, pair[1].intValue != nil else {
-                    throw DocStoreError(.badRequest, "$mod takes [divisor, remainder] with a non-zero divisor")
-                }
-            case "$regex":
-                guard let pattern = value.stringValue, (try? NSRegularExpression(pattern: pattern)) != nil else {
-                    throw DocStoreError(.badRequest, "$regex takes a valid regular expression")
-                }
-            case "$type":
-                guard value.stringValue != nil else { throw DocStoreError(.badRequest, "$type takes a type name") }
-            case "$elemMatch", "$allMatch":
-                try validate(value)
-            default:
-                if key.hasPrefix("$"), !fieldOperators.contains(key) { throw DocStoreError(.badRequest, "Unknown operator \(key)") }
-                try validate(value)
-            }
+        guard case .object = json else {
+            throw DocStoreError(.invalidSelectorJSON, "Selector must be a JSON object, not: \(json)")
         }
+        root = json
+        condition = json == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(json, at: .root))
     }
 
     /// Whether `document` matches.
     public func matches(_ document: Document) -> Bool { matches(document.json()) }
 
-    /// Whether `document` (its CouchDB JSON) matches.
-    public func matches(_ document: JSON) -> Bool { Selector.match(root, value: document) }
+    /// Whether `document` (its CouchDB JSON, `_id` included) matches.
+    public func matches(_ document: JSON) -> Bool { condition.matches(document, raw: false) }
 
-    /// Whether `value` satisfies `condition` (an object of fields and operators).
-    private static func match(_ condition: JSON, value: JSON?) -> Bool {
-        guard case .object(let object) = condition else { return equal(value, condition) }
+    public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root }
+    public func hash(into hasher: inout Hasher) { hasher.combine(root) }
+}
+
+/// A selector after normalisation: fields carried down to the operators they apply to, negations
+/// pushed down to the fields.
+indirect enum Condition: Sendable {
+    case all([Condition])
+    case any([Condition])
+    case not(Condition)
+    /// The operator applied to the value at `path` (the value itself for an empty path).
+    case field(FieldPath, Condition)
+    case compare(Comparison, JSON)
+    case isIn([JSON])
+    case notIn([JSON])
+    case exists(Bool)
+    case type(String)
+    case size(Int)
+    case mod(divisor: Int, remainder: Int)
+    case regex(Pattern)
+    case containsAll([JSON])
+    case elemMatch(Condition)
+    case allMatch(Condition)
+    case keyMapMatch(Condition)
+    /// `{}`: anything.
+    case anything
+
+    enum Comparison: String, Sendable {
+        case eq = "$eq", ne = "$ne", lt = "$lt", lte = "$lte", gt = "$gt", gte = "$gte"
+
+        var negated: Comparison {
+            switch self {
+            case .eq: .ne
+            case .ne: .eq
+            case .lt: .gte
+            case .lte: .gt
+            case .gt: .lte
+            case .gte: .lt
+            }
+        }
+
+        func holds(_ order: Int) -> Bool {
+            switch self {
+            case .eq: order == 0
+            case .ne: order != 0
+            case .lt: order < 0
+            case .lte: order <= 0
+            case .gt: order > 0
+            case .gte: order >= 0
+            }
+        }
+    }
+
+    /// A compiled `$regex`.
+    struct Pattern: @unchecked Sendable {
+        // NSRegularExpression is immutable once made and documented as safe to use from several
+        // threads at once; it is only ever read here.
+        let source: String
+        let expression: NSRegularExpression
+    }
+
+    // MARK: Parsing
+
+    private static let unsupported: Set<String> = ["$where", "$geoWithin", "$geoIntersects", "$near", "$nearSphere"]
+
+    /// Parses the selector object `json`, whose fields are under `path`.
+    static func parse(_ json: JSON, at path: FieldPath) throws -> Condition {
+        guard case .object(let object) = json else {
+            // A bare value is equality.
+            return .field(path, .compare(.eq, json))
+        }
+        // `{}` below a field is a value to equal, as in CouchDB (only the whole selector `{}` matches
+        // anything, see `Selector.init`).
+        if object.isEmpty { return .field(path, .compare(.eq, json)) }
+        var parts: [Condition] = []
         for (key, argument) in object {
-            let ok: Bool
-            switch key {
-            case "$and": ok = argument.arrayValue?.allSatisfy { match($0, value: value) } ?? false
-            case "$or": ok = argument.arrayValue?.contains { match($0, value: value) } ?? false
-            case "$nor": ok = !(argument.arrayValue?.contains { match($0, value: value) } ?? false)
-            case "$not": ok = !match(argument, value: value)
-            case let op where op.hasPrefix("$"): ok = apply(op, argument, to: value)
-            default: ok = matchField(key, argument, in: value)
+            parts.append(try parseMember(key, argument, at: path))
+        }
+        return parts.count == 1 ? parts[0] : .all(parts)
+    }
+
+    private static func parseMember(_ key: String, _ argument: JSON, at path: FieldPath) throws -> Condition {
+        guard key.hasPrefix("$") else {
+            guard !key.isEmpty else {
+                throw DocStoreError(.invalidSelector, "One or more conditions is missing a field name.")
             }
-            if !ok { return false }
+            return try parse(argument, at: path.appending(FieldPath(key)))
         }
-        return true
-    }
-
-    /// `field: argument` where argument is a value (equality), an operator object, or a sub-selector.
-    private static func matchField(_ path: String, _ argument: JSON, in value: JSON?) -> Bool {
-        let field = value.flatMap { $0.value(atPath: path) }
-        if case .object(let object) = argument {
-            if object.keys.contains(where: { $0.hasPrefix("$") }) { return match(argument, value: field) }
-            return object.allSatisfy { matchField($0.key, $0.value, in: field) }
+        func bad() -> DocStoreError { DocStoreError(.badArgument, "Bad argument for operator \(key): \(argument)") }
+        func subSelectors() throws -> [Condition] {
+            guard case .array(let list) = argument else { throw bad() }
+            return try list.map { try parse($0, at: path) }
         }
-        return equal(field, argument)
-    }
-
-    private static func equal(_ a: JSON?, _ b: JSON) -> Bool {
-        guard let a else { return false }
-        return JSONCollator.compare(a, b) == 0 && sameKind(a, b)
-    }
-
-    private static func sameKind(_ a: JSON, _ b: JSON) -> Bool { typeName(a) == typeName(b) }
-
-    private static func typeName(_ value: JSON) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool: return "boolean"
-        case .integer, .double, .bigInteger: return "number"
-        case .string: return "string"
-        case .array: return "array"
-        case .object: return "object"
-        }
-    }
-
-    private static func apply(_ op: String, _ argument: JSON, to value: JSON?) -> Bool {
-        switch op {
-        case "$eq": return equal(value, argument)
-        case "$ne": return !equal(value, argument)
-        case "$gt", "$gte", "$lt", "$lte":
-            guard let value, sameKind(value, argument) else { return false }
-            let order = JSONCollator.compare(value, argument)
-            switch op {
-            case "$gt": return order > 0
-            case "$gte": return order >= 0
-            case "$lt": return order < 0
-            default: return order <= 0
-            }
-        case "$in": return argument.arrayValue?.contains { equal(value, $0) } ?? false
-        case "$nin": return value != nil && !(argument.arrayValue?.contains { equal(value, $0) } ?? false)
-        case "$exists": return (value != nil) == (argument.boolValue ?? true)
-        case "$type": return value.map(typeName) == argument.stringValue
-        case "$size": return value?.arrayValue?.count == argument.intValue
-        case "$mod":
-            guard let number = value?.intValue, let pair = argument.arrayValue, let divisor = pair[0].intValue,
-                let remainder = pair[1].intValue, divisor != 0 else { return false }
-            return number % divisor == remainder
-        case "$regex":
-            guard let text = value?.stringValue, let pattern = argument.stringValue,
-                let regex = try? NSRegularExpression(pattern: pattern) else { return false }
-            return regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-        case "$all":
-            guard let elements = value?.arrayValue, let wanted = argument.arrayValue else { return false }
-            return wanted.allSatisfy { item in elements.contains { equal($0, item) } }
-        case "$elemMatch":
-            guard let elements = value?.arrayValue else { return false }
-            return elements.contains { match(argument, value: $0) }
-        case "$allMatch":
-            guard let elements = value?.arrayValue, !elements.isEmpty else { return false }
-            return elements.allSatisfy { match(argument, value: $0) }
+        func onField(_ condition: Condition) -> Condition { .field(path, condition) }
+        switch key {
+        case "$and": return .all(try subSelectors())
+        case "$or": return .any(try subSelectors())
+        case "$nor": return .not(.any(try subSelectors()))
         case "$not":
-            return !match(argument, value: value)
+            guard case .object = argument else { throw bad() }
+            return .not(try parse(argument, at: path))
+        case "$eq", "$ne", "$lt", "$lte", "$gt", "$gte":
+            return onField(.compare(Comparison(rawValue: key)!, argument))
+        case "$in", "$nin":
+            guard case .array(let list) = argument else { throw bad() }
+            return onField(key == "$in" ? .isIn(list) : .notIn(list))
+        case "$all":
+            guard case .array(let list) = argument else { throw bad() }
+            return onField(.containsAll(list))
+        case "$exists":
+            guard case .bool(let flag) = argument else { throw bad() }
+            return onField(.exists(flag))
+        case "$type":
+            guard case .string(let name) = argument else { throw bad() }
+            return onField(.type(name))
+        case "$size":
+            guard case .integer(let count) = argument, count >= 0 else { throw bad() }
+            return onField(.size(count))
+        case "$mod":
+            guard case .array(let pair) = argument, pair.count == 2, case .integer(let divisor) = pair[0],
+                case .integer(let remainder) = pair[1], divisor != 0 else { throw bad() }
+            return onField(.mod(divisor: divisor, remainder: remainder))
+        case "$regex":
+            // CouchDB takes `$regex` only with a string: any other argument is an unknown operator.
+            guard case .string(let source) = argument else { throw DocStoreError(.invalidOperator, "Invalid operator: $regex") }
+            guard let expression = try? NSRegularExpression(pattern: source) else { throw bad() }
+            return onField(.regex(Pattern(source: source, expression: expression)))
+        case "$elemMatch", "$allMatch", "$keyMapMatch":
+            guard case .object = argument else { throw bad() }
+            // The argument applies to each element (or key): its fields start from there.
+            let inner = try parse(argument, at: .root)
+            return onField(key == "$elemMatch" ? .elemMatch(inner) : key == "$allMatch" ? .allMatch(inner) : .keyMapMatch(inner))
+        case "$default":
+            throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": \(argument)}")
+        case "$text":
+            throw DocStoreError(.unsupportedOperator, "Unsupported operator: $text (full-text search needs a text index)")
+        case let name where unsupported.contains(name):
+            throw DocStoreError(.unsupportedOperator, "Unsupported operator: \(name)")
         default:
+            throw DocStoreError(.invalidOperator, "Invalid operator: \(key)")
+        }
+    }
+
+    // MARK: Normalising
+
+    /// The condition with every `$not` moved down to the fields (De Morgan for `$and`/`$or`, the
+    /// opposite comparison, `$in` ↔ `$nin`, `$exists` flipped), as CouchDB does before matching; only
+    /// operators without an opposite keep a `$not`, below their field.
+    static func negationsPushedDown(_ condition: Condition) -> Condition {
+        switch condition {
+        case .not(let inner): return negated(inner)
+        case .all(let parts): return .all(parts.map(negationsPushedDown))
+        case .any(let parts): return .any(parts.map(negationsPushedDown))
+        case .field(let path, let inner): return .field(path, negationsPushedDown(inner))
+        case .elemMatch(let inner): return .elemMatch(negationsPushedDown(inner))
+        case .allMatch(let inner): return .allMatch(negationsPushedDown(inner))
+        case .keyMapMatch(let inner): return .keyMapMatch(negationsPushedDown(inner))
+        default: return condition
+        }
+    }
+
+    private static func negated(_ condition: Condition) -> Condition {
+        switch condition {
+        case .not(let inner): return negationsPushedDown(inner)
+        case .all(let parts): return .any(parts.map(negated))
+        case .any(let parts): return .all(parts.map(negated))
+        case .field(let path, let inner): return .field(path, negated(inner))
+        case .compare(let comparison, let value): return .compare(comparison.negated, value)
+        case .isIn(let list): return .notIn(list)
+        case .notIn(let list): return .isIn(list)
+        case .exists(let flag): return .exists(!flag)
+        default: return .not(negationsPushedDown(condition))
+        }
+    }
+
+    // MARK: Matching
+
+    /// Whether `value` satisfies this condition; `raw` compares strings by code point (under `_id`).
+    func matches(_ value: JSON, raw: Bool) -> Bool {
+        switch self {
+        case .anything:
+            return true
+        case .all(let parts):
+            return parts.allSatisfy { $0.matches(value, raw: raw) }
+        case .any(let parts):
+            // An empty `$or` holds, as in CouchDB's matcher.
+            return parts.isEmpty || parts.contains { $0.matches(value, raw: raw) }
+        case .not(let inner):
+            return !inner.matches(value, raw: raw)
+        case .field(let path, let inner):
+            switch path.lookup(in: value) {
+            case .found(let found):
+                return inner.matches(found, raw: raw || path.components == ["_id"])
+            case .missing:
+                if case .exists(false) = inner { return true }
+                return false
+            case .badPath:
+                return false
+            }
+        case .compare(let comparison, let argument):
+            return comparison.holds(Condition.compare(value, argument, raw: raw))
+        case .isIn(let list):
+            if case .array(let elements) = value {
+                return list.contains { argument in elements.contains { Condition.compare($0, argument, raw: raw) == 0 } }
+            }
+            return list.contains { Condition.compare(value, $0, raw: raw) == 0 }
+        case .notIn(let list):
+            if case .array = value { return !Condition.isIn(list).matches(value, raw: raw) }
+            return list.allSatisfy { Condition.compare(value, $0, raw: raw) != 0 }
+        case .exists(let flag):
+            return flag
+        case .type(let name):
+            return Condition.typeName(value) == name
+        case .size(let count):
+            guard case .array(let elements) = value else { return false }
+            return elements.count == count
+        case .mod(let divisor, let remainder):
+            guard case .integer(let number) = value else { return false }
+            // Truncated division, as Erlang's `rem`: the remainder has the dividend's sign.
+            return number.remainderReportingOverflow(dividingBy: divisor).partialValue == remainder
+        case .regex(let pattern):
+            guard case .string(let text) = value else { return false }
+            return pattern.expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+        case .containsAll(let list):
+            guard case .array(let elements) = value, !list.isEmpty else { return false }
+            // Exact equality, as CouchDB's `lists:member` (1 and 1.0 differ); `[[…]]` also matches the
+            // array that is that one list.
+            if list.allSatisfy(elements.contains) { return true }
+            if list.count == 1, case .array(let only) = list[0] { return only == elements }
             return false
+        case .elemMatch(let inner):
+            guard case .array(let elements) = value else { return false }
+            return elements.contains { inner.matches($0, raw: false) }
+        case .allMatch(let inner):
+            guard case .array(let elements) = value, !elements.isEmpty else { return false }
+            return elements.allSatisfy { inner.matches($0, raw: false) }
+        case .keyMapMatch(let inner):
+            guard case .object(let object) = value else { return false }
+            return object.keys.contains { inner.matches(.string($0), raw: false) }
+        }
+    }
+
+    /// CouchDB's view collation, or code-point order for strings when `raw`.
+    static func compare(_ a: JSON, _ b: JSON, raw: Bool) -> Int {
+        JSONCollator.compare(a, b, collation: raw ? .raw : .unicode)
+    }
+
+    /// The `$type` name of a value.
+    static func typeName(_ value: JSON) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "boolean"
+        case .integer, .double, .bigInteger: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
         }
     }
 }

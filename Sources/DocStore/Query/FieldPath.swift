@@ -1,0 +1,83 @@
+/// A dotted path into a document, as Mango writes it: `"address.city"`, `"items.0.name"`, with `\.`
+/// for a dot inside a member name (`"a\.b"` is the one member `a.b`).
+public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
+    /// The member names (or array positions) from the document's root.
+    public let components: [String]
+    /// The path as it was written.
+    public let description: String
+
+    /// Parses a dotted path.
+    /// - Throws: ``DocStoreError/Code/invalidFieldName`` for an empty component (`"a..b"`, `"a."`).
+    public init(_ text: String) throws {
+        description = text
+        guard !text.isEmpty else {
+            components = []
+            return
+        }
+        var parts: [String] = []
+        var current = ""
+        var escaped = false
+        for character in text {
+            if escaped {
+                // `\.` is a literal dot; a backslash before anything else is dropped, as CouchDB does.
+                current.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "." {
+                parts.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        parts.append(current)
+        guard !parts.contains(where: \.isEmpty) else {
+            throw DocStoreError(.invalidFieldName, "Invalid field name: \(text)")
+        }
+        components = parts
+    }
+
+    /// The path of the document itself (an empty path, as inside `$elemMatch`).
+    static let root = FieldPath(components: [], description: "")
+
+    private init(components: [String], description: String) {
+        self.components = components
+        self.description = description
+    }
+
+    /// This path followed by `other`.
+    func appending(_ other: FieldPath) -> FieldPath {
+        if components.isEmpty { return other }
+        if other.components.isEmpty { return self }
+        return FieldPath(components: components + other.components, description: description + "." + other.description)
+    }
+
+    /// What a lookup finds.
+    enum Lookup {
+        case found(JSON)
+        /// A member of an object on the way is absent (only this matches `$exists: false`).
+        case missing
+        /// The path goes through a scalar, or through an array by a position out of range or not a
+        /// number.
+        case badPath
+    }
+
+    /// The value at this path in `value`; an array is entered by a position (`"items.0"`).
+    func lookup(in value: JSON) -> Lookup {
+        var current = value
+        for component in components {
+            switch current {
+            case .object(let object):
+                guard let next = object[component] else { return .missing }
+                current = next
+            case .array(let elements):
+                guard let position = Int(component), position >= 0, position < elements.count else { return .badPath }
+                current = elements[position]
+            default:
+                return .badPath
+            }
+        }
+        return .found(current)
+    }
+}
