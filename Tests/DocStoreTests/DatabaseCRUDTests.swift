@@ -93,12 +93,15 @@ final class DatabaseCRUDTests: XCTestCase {
 
     func testInvalidIDsAreRejected() async throws {
         let db = try await makeDatabase(self)
-        for id in ["", "_foo", "_design/views", "_local/x", "_"] {
+        for id in ["", "_foo", "_design/", "_local/x", "_"] {
             await assertThrowsDocStoreError(.invalidDocumentID) { try await db.save(Document(id: id, body: ["a": 1])) }
         }
         let info = try await db.info()
         XCTAssertEqual(info.documentCount, 0)
         XCTAssertEqual(info.updateSequence, 0)
+        // Design documents are documents, as in CouchDB (Mango indexes live in them).
+        let design = try await db.save(Document(id: "_design/views", body: ["language": "query"]))
+        XCTAssertEqual(design.revision?.generation, 1)
     }
 
     func testReservedBodyMembersAndNonFiniteNumbersAreRejected() async throws {

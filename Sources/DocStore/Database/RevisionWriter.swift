@@ -23,7 +23,7 @@ struct RevisionWriter {
     mutating func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy) throws -> (Document, DocumentChange?) {
         var document = input
         if !document.hasID { document.id = idFactory() }
-        try DocumentValidation.validateID(document.id, allowDesign: false)
+        try DocumentValidation.validateID(document.id, allowDesign: true)
         try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()

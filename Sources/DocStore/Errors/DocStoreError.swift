@@ -80,6 +80,10 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A selector uses an operator CouchDB knows but does not support (`$where`, `$near`, …; CouchDB
         /// `not_supported`).
         public static let unsupportedOperator = Code("unsupportedOperator", couchDB: "not_supported", status: 400)
+        /// Sort fields (or a Mango index's fields) in both directions (CouchDB `unsupported_mixed_sort`).
+        public static let unsupportedMixedSort = Code("unsupportedMixedSort", couchDB: "unsupported_mixed_sort", status: 400)
+        /// A Mango index definition cannot be used (CouchDB `invalid_index`).
+        public static let invalidIndex = Code("invalidIndex", couchDB: "invalid_index", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.

@@ -127,6 +127,21 @@ actor IndexWriter {
         }
     }
 
+    /// Forgets the index `name` and deletes its rows (a Mango index whose design document went away).
+    func drop(_ name: String) throws {
+        try ensureOpen()
+        guard let state = states.removeValue(forKey: name) else { return }
+        do {
+            try connection.transaction(immediate: true) {
+                try connection.execute("DROP TABLE IF EXISTS \(IndexSchema.rowsTable(state.id))")
+                try connection.run("DELETE FROM map_errors WHERE index_id = ?", [.integer(state.id)])
+                try connection.run("DELETE FROM indexes WHERE id = ?", [.integer(state.id)])
+            }
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
     /// The registered index named `name`.
     func state(named name: String) throws -> IndexState {
         try ensureOpen()

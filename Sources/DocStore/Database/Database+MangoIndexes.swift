@@ -1,0 +1,117 @@
+import Foundation
+
+extension Database {
+    /// Creates a Mango `json` index (CouchDB `POST /db/_index`), stored as a view of a design document
+    /// with `"language": "query"` exactly as CouchDB stores it.
+    ///
+    /// ```swift
+    /// let index = try await db.createIndex(fields: [.ascending("type"), .ascending("date")], name: "by-type-date")
+    /// ```
+    /// - Parameters:
+    ///   - fields: the indexed fields, all ascending or all descending.
+    ///   - name: the index name; by default the SHA-1 of its definition.
+    ///   - designDocument: the design document (`"_design/x"` or `"x"`); by default `_design/` + the
+    ///     SHA-1 of the definition. An existing one keeps its other indexes.
+    ///   - partialFilter: only documents matching it are indexed (CouchDB `partial_filter_selector`).
+    /// - Returns: where the index is, and whether it was created or already existed with that definition
+    ///   (one of that name with another definition is replaced).
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/unsupportedMixedSort`` for fields in both
+    ///   directions, ``DocStoreError/Code/invalidFieldName`` for a malformed path, a selector error for a
+    ///   malformed partial filter, ``DocStoreError/Code/invalidIndex`` when the design document exists
+    ///   but is not a query design document.
+    @discardableResult
+    public func createIndex(fields: [SortField], name: String? = nil, designDocument: String? = nil,
+                            partialFilter: JSON? = nil) async throws -> IndexCreation {
+        try ensureOpen()
+        for field in fields { _ = try FieldPath(field.path) }
+        if Set(fields.map(\.descending)).count > 1 {
+            throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
+        }
+        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0) }
+        let generated = MangoIndex.generatedName(fields: fields, partialFilter: filter)
+        let indexName = name ?? generated
+        guard !indexName.isEmpty else { throw DocStoreError(.badRequest, "The index name must not be empty") }
+        let ddocID = designDocument.map { $0.hasPrefix("_design/") ? $0 : "_design/" + $0 } ?? "_design/" + generated
+        let index = MangoIndex(designDocument: ddocID, name: indexName, fields: fields, partialFilter: filter)
+
+        // A conflict means someone else changed the design document meanwhile: read it again.
+        while true {
+            var ddoc = try await document(withID: ddocID) ?? Document(id: ddocID)
+            if ddoc.revision != nil, ddoc["language"]?.stringValue != "query" {
+                throw DocStoreError(.invalidIndex, "\(ddocID) exists and is not a query design document")
+            }
+            var views = ddoc["views"]?.objectValue ?? [:]
+            if MangoIndex.indexes(in: ddoc).contains(index) {
+                try await synchronizeMangoIndexes()
+                return IndexCreation(designDocument: ddocID, name: indexName, created: false)
+            }
+            views[indexName] = index.viewJSON
+            ddoc.body["language"] = "query"
+            ddoc.body["views"] = .object(views)
+            do {
+                _ = try await save(ddoc)
+            } catch let error as DocStoreError where error.code == .conflict {
+                continue
+            }
+            try await synchronizeMangoIndexes()
+            return IndexCreation(designDocument: ddocID, name: indexName, created: true)
+        }
+    }
+
+    /// The Mango `json` indexes of this database, from its query design documents (those that arrived
+    /// by replication included), in design document and name order.
+    public func mangoIndexes() async throws -> [MangoIndex] {
+        try await synchronizeMangoIndexes()
+    }
+
+    /// Deletes a Mango index (CouchDB `DELETE /db/_index/{ddoc}/json/{name}`): its view leaves the
+    /// design document, which is deleted when no view is left.
+    /// - Throws: ``DocStoreError/Code/notFound`` if there is no such index.
+    public func deleteIndex(designDocument: String, name: String) async throws {
+        try ensureOpen()
+        let ddocID = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
+        while true {
+            guard var ddoc = try await document(withID: ddocID),
+                MangoIndex.indexes(in: ddoc).contains(where: { $0.name == name }),
+                var views = ddoc["views"]?.objectValue else {
+                throw DocStoreError(.notFound, "Index not found")
+            }
+            views[name] = nil
+            do {
+                if views.isEmpty {
+                    _ = try await delete(ddoc)
+                } else {
+                    ddoc.body["views"] = .object(views)
+                    _ = try await save(ddoc)
+                }
+            } catch let error as DocStoreError where error.code == .conflict {
+                continue
+            }
+            try await synchronizeMangoIndexes()
+            return
+        }
+    }
+
+    /// Brings the registered Mango indexes in line with the query design documents: registers new and
+    /// changed ones (a changed definition rebuilds), drops those whose design document or view went.
+    /// Returns the indexes.
+    @discardableResult
+    func synchronizeMangoIndexes() async throws -> [MangoIndex] {
+        var query = AllDocumentsQuery(startKey: "_design/", endKey: "_design0", inclusiveEnd: false)
+        query.includeDocuments = true
+        let designDocuments = try await allDocuments(query).rows.compactMap(\.document)
+        let indexes = designDocuments.flatMap(MangoIndex.indexes(in:))
+            .sorted { ($0.designDocument, $0.name) < ($1.designDocument, $1.name) }
+        let wanted = Dictionary(indexes.map { ($0.indexName, $0) }, uniquingKeysWith: { first, _ in first })
+        for name in await indexWriter.names where name.hasPrefix("mango:") && wanted[name] == nil {
+            try await indexWriter.drop(name)
+        }
+        for (name, index) in wanted {
+            let definition = index.definition
+            if (try? await indexWriter.state(named: name))?.definition.version != definition.version {
+                _ = try await indexWriter.register(definition)
+            }
+        }
+        return indexes
+    }
+}

@@ -1,0 +1,142 @@
+import Crypto
+import Foundation
+
+/// A field of a Mango index or sort, with its direction.
+public struct SortField: Sendable, Hashable, CustomStringConvertible {
+    /// The dotted path (see ``FieldPath``).
+    public let path: String
+    /// Whether it sorts descending.
+    public let descending: Bool
+
+    public init(_ path: String, descending: Bool = false) {
+        self.path = path
+        self.descending = descending
+    }
+
+    /// An ascending field.
+    public static func ascending(_ path: String) -> SortField { SortField(path) }
+    /// A descending field.
+    public static func descending(_ path: String) -> SortField { SortField(path, descending: true) }
+
+    public var description: String { descending ? "\(path) desc" : path }
+
+    /// `{"path": "asc"}`, as CouchDB lists an index's fields.
+    var json: JSON { .object([path: .string(descending ? "desc" : "asc")]) }
+}
+
+/// A Mango `json` index (CouchDB's `_index` of type `json`): the documents that have every one of its
+/// fields (and match its partial filter), ordered by those fields' values in view collation.
+///
+/// It lives in a design document with `"language": "query"`, in exactly the form CouchDB writes, so
+/// it replicates to and from CouchDB; one that arrives by replication is recognised and built like one
+/// created here. Its rows are a map/reduce index of this database's index file, keyed by the array of
+/// the field values and kept up to date incrementally like every index.
+public struct MangoIndex: Sendable, Hashable {
+    /// The design document holding it (`_design/…`).
+    public let designDocument: String
+    /// Its name, a view of that design document.
+    public let name: String
+    /// Its fields, in order.
+    public let fields: [SortField]
+    /// Only documents that match this selector are indexed (CouchDB `partial_filter_selector`).
+    public let partialFilter: Selector?
+
+    public init(designDocument: String, name: String, fields: [SortField], partialFilter: Selector? = nil) {
+        self.designDocument = designDocument
+        self.name = name
+        self.fields = fields
+        self.partialFilter = partialFilter
+    }
+
+    /// The name of its rows among the database's map/reduce indexes.
+    var indexName: String { "mango:\(designDocument)/\(name)" }
+
+    /// The map/reduce index that holds its rows: key `[value of each field]`, for each document with all
+    /// of them that matches the partial filter. Its version changes with the definition.
+    var definition: IndexDefinition {
+        let paths = fields.map { field in (try? FieldPath(field.path)) ?? FieldPath.root }
+        let filter = partialFilter
+        var version = JSONObject()
+        version["fields"] = .array(fields.map(\.json))
+        version["partial_filter_selector"] = filter?.root ?? .null
+        version["map"] = "json-v1"
+        return IndexDefinition(name: indexName, version: JSON.object(version).description) { document, emit in
+            let json = document.json()
+            if let filter, !filter.matches(json) { return }
+            var key: [JSON] = []
+            key.reserveCapacity(paths.count)
+            for path in paths {
+                guard case .found(let value) = path.lookup(in: json) else { return }
+                key.append(value)
+            }
+            emit(.array(key), nil)
+        }
+    }
+
+    // MARK: The design document, as CouchDB writes it
+
+    /// The view member of the design document for this index:
+    /// `{"map": {"fields": {…}, "partial_filter_selector"?: …}, "reduce": "_count", "options": {"def": …}}`.
+    var viewJSON: JSON {
+        var fieldsObject = JSONObject()
+        for field in fields { fieldsObject[field.path] = .string(field.descending ? "desc" : "asc") }
+        var map = JSONObject()
+        map["fields"] = .object(fieldsObject)
+        var definition = JSONObject()
+        // As given to `_index`: a plain name for an ascending field, `{"name": "desc"}` otherwise.
+        definition["fields"] = .array(fields.map { $0.descending ? $0.json : .string($0.path) })
+        if let partialFilter {
+            map["partial_filter_selector"] = partialFilter.root
+            definition["partial_filter_selector"] = partialFilter.root
+        }
+        return ["map": .object(map), "reduce": "_count", "options": ["def": .object(definition)]]
+    }
+
+    /// The index as CouchDB's `GET /db/_index` lists it.
+    public var listingJSON: JSON {
+        var definition = JSONObject()
+        definition["fields"] = .array(fields.map(\.json))
+        if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
+        return ["ddoc": .string(designDocument), "name": .string(name), "type": "json", "partitioned": false,
+                "def": .object(definition)]
+    }
+
+    /// The json indexes a design document holds: none unless its `language` is `query`; each view
+    /// whose `map` has `fields`. A view that cannot be read (a malformed partial filter) is skipped.
+    static func indexes(in document: Document) -> [MangoIndex] {
+        guard document.id.hasPrefix("_design/"), document["language"]?.stringValue == "query",
+            case .object(let views)? = document["views"] else { return [] }
+        var result: [MangoIndex] = []
+        for (name, view) in views {
+            guard case .object(let map)? = view["map"], case .object(let fieldsObject)? = map["fields"] else { continue }
+            let fields = fieldsObject.map { SortField($0.key, descending: $0.value.stringValue == "desc") }
+            guard fields.allSatisfy({ (try? FieldPath($0.path)) != nil }) else { continue }
+            var filter: Selector?
+            if let selector = map["partial_filter_selector"], selector != .object([:]) {
+                guard let parsed = try? Selector(selector) else { continue }
+                filter = parsed
+            }
+            result.append(MangoIndex(designDocument: document.id, name: name, fields: fields, partialFilter: filter))
+        }
+        return result
+    }
+
+    /// The name CouchDB would leave to a hash: the SHA-1 of the definition, in hex.
+    static func generatedName(fields: [SortField], partialFilter: Selector?) -> String {
+        var definition = JSONObject()
+        definition["fields"] = .array(fields.map(\.json))
+        if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
+        let digest = Insecure.SHA1.hash(data: Data(JSON.object(definition).description.utf8))
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// What ``Database/createIndex(fields:name:designDocument:partialFilter:)`` did.
+public struct IndexCreation: Sendable, Hashable {
+    /// The design document holding the index.
+    public let designDocument: String
+    /// The index name.
+    public let name: String
+    /// `false` when an index of that name and definition already existed (CouchDB `"result": "exists"`).
+    public let created: Bool
+}
