@@ -112,6 +112,22 @@ final class SecurityTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/red1/att.txt?rev=\(redRev)", body: Data("x".utf8), contentType: "text/plain", as: bob).status, 403)
     }
 
+    func testOnlyAdminsWriteDesignDocuments() async throws {
+        let server = try await populatedServer()
+        let put = try await server.request("PUT", "/db/_design/idx", json: ["language": "query", "views": [:]], as: alice)
+        XCTAssertEqual(put.status, 403)
+        XCTAssertEqual(put.json["error"], "forbidden")
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_design/idx", "channels": ["red"]]]], as: alice)
+        XCTAssertEqual(bulk.json[0]?["error"], "forbidden")
+        let created = try await server.request("PUT", "/db/_design/idx", json: ["language": "query", "views": [:]])
+        XCTAssertEqual(created.status, 201, "an admin writes design documents, as in CouchDB")
+        let revision = try XCTUnwrap(created.json["rev"]?.stringValue)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_design/idx?rev=\(revision)", as: alice).status, 403)
+        // Reading follows channels, and a design document has none: a user does not see it.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/idx", as: alice).status, 403)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/idx").status, 200)
+    }
+
     func testAdminOnlyRoutesRefuseUsers() async throws {
         let server = try await populatedServer()
         for (method, path) in [("PUT", "/newdb"), ("DELETE", "/db"), ("POST", "/db/_compact"), ("GET", "/_users"),

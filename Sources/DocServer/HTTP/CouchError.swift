@@ -30,6 +30,8 @@ public struct CouchError: Error, Sendable {
     static let unauthorized = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
     static let authenticationRequired = CouchError(.unauthorized, "unauthorized", "You are not authorized to access this db.")
     static let adminRequired = CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
+    /// Design documents are written by admins only, as in CouchDB.
+    static let designDocumentsNeedAdmin = CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Only the methods of the CouchDB API are allowed here.")
 
     /// The JSON body.

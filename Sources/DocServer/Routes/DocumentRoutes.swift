@@ -18,6 +18,7 @@ extension DocServer {
     /// Throws 403 unless `principal` may write `document`, and may write the revision it replaces.
     func checkWrite(_ document: Document, in db: Database, _ principal: Principal) async throws {
         guard !principal.isAdmin else { return }
+        if document.id.hasPrefix("_design/") { throw CouchError.designDocumentsNeedAdmin }
         guard principal.canWrite(document.channels) else {
             throw CouchError.forbidden("You are not allowed to write to channels \(document.channels).")
         }
@@ -38,6 +39,7 @@ extension DocServer {
             }
             let revision = try parseRevision(text)
             if !principal.isAdmin {
+                if id.hasPrefix("_design/") { throw CouchError.designDocumentsNeedAdmin }
                 guard let current = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
                 guard principal.canWrite(current.channels) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
             }
