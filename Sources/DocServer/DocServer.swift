@@ -222,6 +222,7 @@ public final class DocServer: Sendable {
         case "_bulk_get": return try await bulkGet(db, request, principal: principal)
         case "_changes": return try await changes(db, request, principal: principal)
         case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
+        case "_index": return try await mangoIndexRoute(db, rest, request, principal: principal)
         case "_ensure_full_commit":
             guard request.method == .post else { throw CouchError.methodNotAllowed }
             try request.requireJSONContentType()

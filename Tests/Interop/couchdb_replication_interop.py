@@ -310,13 +310,46 @@ def main():
             replicate_cli(couch.url(source), os.path.join(local, "copy")),
             replicate_cli(os.path.join(local, "copy"), couch.url(PREFIX + "roundtrip")),
             compare(snapshot(couch, source), snapshot(couch, PREFIX + "roundtrip")))[2])
+
+        def mango_indexes():
+            # An index made on CouchDB arrives in docstore serve and is listed as CouchDB lists it; one made
+            # on docstore serve arrives in CouchDB, which lists it and answers a sorted _find through it.
+            origin, back = PREFIX + "idx_src", PREFIX + "idx_back"
+            couch.recreate(origin)
+            couch.request("DELETE", "/" + back)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [{"_id": "d%d" % n, "kind": "k%d" % (n % 3), "n": n} for n in range(12)]})
+            couch.json("POST", "/%s/_index" % origin, {"index": {"fields": ["kind"], "partial_filter_selector": {"n": {"$gt": 2}}},
+                                                       "ddoc": "fromcouch", "name": "byKind"})
+            couch_replicate(couch, couch.url(origin), docstore.url("idx"))
+            listed = lambda server, db: {(i["ddoc"], i["name"]): i for i in server.json("GET", "/%s/_index" % db)["indexes"]}
+            problems = []
+            from_couch = listed(couch, origin)[("_design/fromcouch", "byKind")]
+            arrived = listed(docstore, "idx").get(("_design/fromcouch", "byKind"))
+            if arrived != from_couch:
+                problems.append("docstore lists the replicated index as %s, CouchDB as %s" % (arrived, from_couch))
+            created = docstore.json("POST", "/idx/_index", {"index": {"fields": [{"n": "desc"}]}, "ddoc": "fromdocstore", "name": "byN"})
+            if created != {"result": "created", "id": "_design/fromdocstore", "name": "byN"}:
+                problems.append("docstore _index answered %s" % created)
+            couch_replicate(couch, docstore.url("idx"), couch.url(back))
+            in_couch = listed(couch, back)
+            expected = {"ddoc": "_design/fromdocstore", "name": "byN", "type": "json", "partitioned": False, "def": {"fields": [{"n": "desc"}]}}
+            if in_couch.get(("_design/fromdocstore", "byN")) != expected:
+                problems.append("CouchDB lists the index made by docstore as %s" % in_couch.get(("_design/fromdocstore", "byN")))
+            if ("_design/fromcouch", "byKind") not in in_couch:
+                problems.append("the index made on CouchDB did not come back")
+            found = couch.json("POST", "/%s/_find" % back, {"selector": {"n": {"$gte": 8}}, "sort": [{"n": "desc"}],
+                                                            "use_index": ["fromdocstore", "byN"], "fields": ["_id"]})
+            if [d["_id"] for d in found["docs"]] != ["d11", "d10", "d9", "d8"]:
+                problems.append("CouchDB's _find through docstore's index answered %s" % found)
+            return problems
+        run("Mango index design documents replicate both ways and work on CouchDB", mango_indexes)
     finally:
         process.send_signal(signal.SIGINT)
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
-        for db in ("src", "pulled", "cont", "roundtrip", "via_server"):
+        for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back"):
             couch.request("DELETE", "/" + PREFIX + db)
         shutil.rmtree(folder, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))

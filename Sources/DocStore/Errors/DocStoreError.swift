@@ -84,6 +84,16 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let unsupportedMixedSort = Code("unsupportedMixedSort", couchDB: "unsupported_mixed_sort", status: 400)
         /// A Mango index definition cannot be used (CouchDB `invalid_index`).
         public static let invalidIndex = Code("invalidIndex", couchDB: "invalid_index", status: 400)
+        /// A sort (or index field list) is not an array (CouchDB `invalid_sort_json`).
+        public static let invalidSortJSON = Code("invalidSortJSON", couchDB: "invalid_sort_json", status: 400)
+        /// A sort entry is neither a path nor `{"path": "asc"|"desc"}` (CouchDB `invalid_sort_field`).
+        public static let invalidSortField = Code("invalidSortField", couchDB: "invalid_sort_field", status: 400)
+        /// A request lacks a member it needs (CouchDB `missing_required_key`).
+        public static let missingRequiredKey = Code("missingRequiredKey", couchDB: "missing_required_key", status: 400)
+        /// A request member that must be a string is not (CouchDB `invalid_string`).
+        public static let invalidString = Code("invalidString", couchDB: "invalid_string", status: 400)
+        /// A request has a member it does not take (CouchDB `invalid_key`).
+        public static let invalidKey = Code("invalidKey", couchDB: "invalid_key", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.

@@ -21,7 +21,34 @@ public struct SortField: Sendable, Hashable, CustomStringConvertible {
     public var description: String { descending ? "\(path) desc" : path }
 
     /// `{"path": "asc"}`, as CouchDB lists an index's fields.
-    var json: JSON { .object([path: .string(descending ? "desc" : "asc")]) }
+    public var json: JSON { .object([path: .string(descending ? "desc" : "asc")]) }
+
+    /// Reads a Mango sort or index field list: an array of `"path"` or `{"path": "asc"|"desc"}`.
+    /// - Throws: ``DocStoreError/Code/invalidSortJSON`` when it is not an array,
+    ///   ``DocStoreError/Code/invalidSortField`` for an entry of another form,
+    ///   ``DocStoreError/Code/invalidFieldName`` for a malformed path.
+    public static func list(from json: JSON) throws -> [SortField] {
+        guard case .array(let entries) = json else {
+            throw DocStoreError(.invalidSortJSON, "Sort must be an array of sort specs, not: \(json)")
+        }
+        return try entries.map { entry in
+            let field: SortField
+            switch entry {
+            case .string(let path):
+                field = SortField(path)
+            case .object(let object) where object.count == 1:
+                let (path, direction) = (object.keys.first!, object.values.first!)
+                guard direction == "asc" || direction == "desc" else {
+                    throw DocStoreError(.invalidSortField, "Invalid sort field: \(entry)")
+                }
+                field = SortField(path, descending: direction == "desc")
+            default:
+                throw DocStoreError(.invalidSortField, "Invalid sort field: \(entry)")
+            }
+            _ = try FieldPath(field.path)
+            return field
+        }
+    }
 }
 
 /// A Mango `json` index (CouchDB's `_index` of type `json`): the documents that have every one of its

@@ -1,0 +1,59 @@
+import DocStore
+
+/// The body of `POST /db/_index`: `{"index": {"fields": […], "partial_filter_selector"?: {…}},
+/// "ddoc"?: "…", "name"?: "…", "type"?: "json", "partitioned"?: …, "w"?: …}`.
+package struct CreateIndexRequest: Sendable {
+    package var fields: [SortField]
+    package var partialFilter: JSON?
+    package var designDocument: String?
+    package var name: String?
+
+    private static let members: Set<String> = ["index", "ddoc", "name", "type", "partitioned", "w"]
+
+    /// Reads the body, with CouchDB's error for each malformed part (`missing_required_key`,
+    /// `invalid_key`, `invalid_string`, `invalid_index`, `invalid_sort_json`, `invalid_sort_field`, and the
+    /// selector errors of a partial filter).
+    package init(json: JSON) throws {
+        guard case .object(let object) = json else { throw DocStoreError(.badRequest, "Request body must be a JSON object") }
+        if let unknown = object.keys.first(where: { !Self.members.contains($0) }) {
+            throw DocStoreError(.invalidKey, "Invalid key \(unknown) for this request.")
+        }
+        guard case .object(let index)? = object["index"] else {
+            throw DocStoreError(.missingRequiredKey, "Missing required key: index")
+        }
+        func string(_ key: String) throws -> String? {
+            switch object[key] {
+            case nil: return nil
+            case .string(let text)?: return text
+            case let other?: throw DocStoreError(.invalidString, "Invalid string: \(other)")
+            }
+        }
+        designDocument = try string("ddoc")
+        name = try string("name")
+        let type = try string("type") ?? "json"
+        guard type == "json" else { throw DocStoreError(.invalidIndex, "Invalid type for index: \(type)") }
+        guard let fieldList = index["fields"] else { throw DocStoreError(.missingRequiredKey, "Missing required key: fields") }
+        fields = try SortField.list(from: fieldList)
+        partialFilter = index["partial_filter_selector"]
+        if let partialFilter { _ = try Selector(partialFilter) }
+    }
+
+    /// The answer: `{"result": "created"|"exists", "id": "_design/…", "name": "…"}`.
+    package static func answer(_ creation: IndexCreation) -> JSON {
+        ["result": creation.created ? "created" : "exists", "id": .string(creation.designDocument), "name": .string(creation.name)]
+    }
+}
+
+/// The answer of `GET /db/_index`: `{"total_rows": n, "indexes": [the special _all_docs index, …]}`,
+/// `skip` and `limit` applied to the list as CouchDB does.
+package enum IndexListResponse {
+    /// The special index every database has, as CouchDB lists it.
+    package static let allDocuments: JSON = ["ddoc": .null, "name": "_all_docs", "type": "special",
+                                            "def": ["fields": [["_id": "asc"]]]]
+
+    package static func json(_ indexes: [MangoIndex], skip: Int = 0, limit: Int? = nil) -> JSON {
+        let all = [allDocuments] + indexes.map(\.listingJSON)
+        let page = all.dropFirst(skip).prefix(limit ?? Int.max)
+        return ["total_rows": .integer(all.count), "indexes": .array(Array(page))]
+    }
+}

@@ -1,0 +1,86 @@
+import DocStore
+import Foundation
+import XCTest
+
+/// `/{db}/_index` with CouchDB 3.3.3's shapes, statuses and error names (recorded from the real server).
+final class MangoIndexHTTPTests: XCTestCase {
+    private func server() async throws -> TestServer {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        return server
+    }
+
+    func testCreateListAndDeleteAsCouchDB() async throws {
+        let server = try await server()
+        let body: JSON = ["index": ["fields": ["kind"], "partial_filter_selector": ["v": ["$gt": 1]]], "ddoc": "mine", "name": "byKind"]
+        let created = try await server.request("POST", "/db/_index", json: body)
+        XCTAssertEqual(created.status, 200)
+        XCTAssertEqual(created.json, ["result": "created", "id": "_design/mine", "name": "byKind"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index", json: body).json,
+                                  ["result": "exists", "id": "_design/mine", "name": "byKind"])
+        let generated = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["kind", ["v": "asc"]]]])
+        let generatedName = try XCTUnwrap(generated.json["name"]?.stringValue)
+        XCTAssertEqual(generated.json["id"]?.stringValue, "_design/" + generatedName)
+
+        let listing = try await server.request("GET", "/db/_index")
+        XCTAssertEqual(listing.json["total_rows"], 3)
+        XCTAssertEqual(listing.json["indexes"]?[0], ["ddoc": .null, "name": "_all_docs", "type": "special", "def": ["fields": [["_id": "asc"]]]])
+        XCTAssertEqual(listing.json["indexes"]?[2], ["ddoc": "_design/mine", "name": "byKind", "type": "json", "partitioned": false,
+                                                     "def": ["fields": [["kind": "asc"]], "partial_filter_selector": ["v": ["$gt": 1]]]])
+        XCTAssertEqual(listing.json["indexes"]?[1]?["def"], ["fields": [["kind": "asc"], ["v": "asc"]]])
+        let page = try await server.request("GET", "/db/_index?limit=1&skip=1")
+        XCTAssertEqual(page.json["total_rows"], 3)
+        XCTAssertEqual(page.json["indexes"]?.arrayValue?.count, 1)
+        // The design document is CouchDB's.
+        let ddoc = try await server.request("GET", "/db/_design/mine")
+        XCTAssertEqual(ddoc.json["language"], "query")
+        XCTAssertEqual(ddoc.json["views"]?["byKind"]?["reduce"], "_count")
+
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_index/_design/mine/json/byKind").json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_index/\(generatedName)/json/\(generatedName)").json, ["ok": true])
+        let missing = try await server.request("DELETE", "/db/_index/mine/json/byKind")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.json, ["error": "not_found", "reason": "missing"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index").json["total_rows"], 1)
+    }
+
+    func testMalformedRequestsGetCouchDBsErrors() async throws {
+        let server = try await server()
+        let cases: [(JSON, String)] = [
+            ([:], "missing_required_key"),
+            (["index": [:]], "missing_required_key"),
+            (["index": ["fields": "kind"]], "invalid_sort_json"),
+            (["index": ["fields": [5]]], "invalid_sort_field"),
+            (["index": ["fields": [["a": "up"]]]], "invalid_sort_field"),
+            (["index": ["fields": [["a": "asc", "b": "asc"]]]], "invalid_sort_field"),
+            (["index": ["fields": ["a"]], "type": "foo"], "invalid_index"),
+            (["index": ["fields": ["a"]], "name": 5], "invalid_string"),
+            (["index": ["fields": ["a"]], "ddoc": 5], "invalid_string"),
+            (["index": ["fields": ["a"]], "extra": 1], "invalid_key"),
+            (["index": ["fields": ["a"], "partial_filter_selector": ["x": ["$foo": 1]]]], "invalid_operator"),
+            (["index": ["fields": ["a", ["b": "desc"]]]], "unsupported_mixed_sort"),
+            ([], "bad_request"),
+        ]
+        for (body, error) in cases {
+            let reply = try await server.request("POST", "/db/_index", json: body)
+            XCTAssertEqual(reply.status, 400, "\(body)")
+            XCTAssertEqual(reply.json["error"]?.stringValue, error, "\(body): \(reply.json)")
+        }
+        let untyped = try await server.request("POST", "/db/_index", body: Data(#"{"index":{"fields":["a"]}}"#.utf8), contentType: "text/plain")
+        XCTAssertEqual(untyped.status, 415)
+        XCTAssertEqual(untyped.json["error"], "bad_content_type")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index").json["total_rows"], 1, "nothing was created")
+    }
+
+    func testUsersListButOnlyAdminsCreateOrDelete() async throws {
+        let server = try await server()
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        let alice = TestServer.Credentials.user("alice", "pw")
+        let refused = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "ddoc": "d", "name": "n"], as: alice)
+        XCTAssertEqual(refused.status, 403)
+        XCTAssertEqual(refused.json["error"], "forbidden")
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "ddoc": "d", "name": "n"]).status, 200)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index", as: alice).json["total_rows"], 2)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_index/d/json/n", as: alice).status, 403)
+    }
+}
