@@ -26,7 +26,7 @@ struct Benchmark: AsyncParsableCommand {
     var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
-                                "index_build", "range_query", "reduce_sum", "replicate_local", "replicate_http",
+                                "index_build", "index_build_mango", "range_query", "reduce_sum", "replicate_local", "replicate_http",
                                 "replicate_attachments", "attachment_stream"]
 
     @Option(help: "Megabytes of attachments for attachment_stream.")
@@ -126,6 +126,19 @@ struct Benchmark: AsyncParsableCommand {
                 }
                 if selected.contains("index_build") { record("index_build", count: n, ours: ours, baseline: baseline) }
                 try await db.checkpoint()
+            }
+            if selected.contains("index_build_mango") {
+                let baseline = time { raw.buildTwoFieldIndex() }
+                let ours = try await timeAsync {
+                    let creation = try await db.createIndex(fields: [SortField("type"), SortField("score")], name: "type-score",
+                                                            designDocument: "bench")
+                    var query = IndexQuery()
+                    query.limit = 0
+                    let index = try await db.mangoIndexes().first { $0.name == creation.name }!
+                    _ = try await db.query(index.indexName, query)
+                    try await db.deleteIndex(designDocument: "bench", name: "type-score")
+                }
+                record("index_build_mango", count: n, ours: ours, baseline: baseline)
             }
             if selected.contains("range_query") {
                 let baseline = time { _ = raw.rangeQueries(ranges) }

@@ -138,6 +138,19 @@ final class RawSQLiteBaseline {
         exec("COMMIT")
     }
 
+    /// A two-field index (type, score) over the documents that have both, as a Mango json index holds.
+    func buildTwoFieldIndex() {
+        exec("DROP TABLE IF EXISTS idx2")
+        exec("CREATE TABLE idx2 (k1 TEXT, k2 REAL, docid TEXT)")
+        exec("CREATE INDEX idx2_key ON idx2 (k1, k2, docid)")
+        exec("BEGIN IMMEDIATE")
+        exec("""
+            INSERT INTO idx2 SELECT json_extract(json, '$.type'), json_extract(json, '$.score'), id FROM docs
+            WHERE json_type(json, '$.type') IS NOT NULL AND json_type(json, '$.score') IS NOT NULL
+            """)
+        exec("COMMIT")
+    }
+
     func rangeQueries(_ ranges: [(Int, Int)]) -> Int {
         let statement = prepare("SELECT key, docid, value FROM idx WHERE key >= ? AND key <= ? ORDER BY key, docid")
         var rows = 0

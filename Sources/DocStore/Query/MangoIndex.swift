@@ -75,8 +75,10 @@ public struct MangoIndex: Sendable, Hashable {
         self.partialFilter = partialFilter
     }
 
-    /// The name of its rows among the database's map/reduce indexes.
-    var indexName: String { "mango:\(designDocument)/\(name)" }
+    /// The name of its rows among the database's map/reduce indexes: ``Database/query(_:_:)`` reads
+    /// them as a view (keys are the arrays of field values), as CouchDB lets a json index be read as a
+    /// view.
+    public var indexName: String { "mango:\(designDocument)/\(name)" }
 
     /// The map/reduce index that holds its rows: key `[value of each field]`, for each document with all
     /// of them that matches the partial filter. Its version changes with the definition.
