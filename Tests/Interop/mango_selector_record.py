@@ -7,7 +7,7 @@ no index, so CouchDB's own matcher decides) and writes Tests/Fixtures/mango/sele
 the corpus, and for each selector either the sorted ids that matched or the HTTP status and
 error name. `SelectorTests` replays that file against DocStore's `Selector`.
 """
-import json, os, sys, urllib.request, urllib.error, base64, pathlib
+import json, os, sys, urllib.parse, urllib.request, urllib.error, base64, pathlib
 
 CORPUS = [
     {"_id": "n5", "v": 5, "kind": "number"},
@@ -68,11 +68,12 @@ SELECTORS = [
     {"v": {"$all": 1}}, {"v": {"$where": "x"}}, {"v": {"$near": [1, 2]}},
 ]
 
-def main():
+def connect():
+    """A function calling the CouchDB of COUCHDB_URL, and its version; (None, None) without one."""
     url = os.environ.get("COUCHDB_URL")
     if not url:
         print("COUCHDB_URL is not set: no CouchDB to record from; nothing run.")
-        return 0
+        return None, None
     parsed = urllib.parse.urlparse(url)
     base = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}"
     auth = "Basic " + base64.b64encode(f"{parsed.username}:{parsed.password}".encode()).decode()
@@ -87,6 +88,13 @@ def main():
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"{}")
 
+    return call, call("GET", "/")[1].get("version")
+
+
+def main():
+    call, version = connect()
+    if call is None:
+        return 0
     db = "/docstore_mango_parity"
     call("DELETE", db)
     call("PUT", db)
@@ -99,7 +107,6 @@ def main():
             cases.append({"selector": selector, "ids": sorted(d["_id"] for d in answer["docs"])})
         else:
             cases.append({"selector": selector, "status": status, "error": answer.get("error")})
-    version = call("GET", "/")[1].get("version")
     out = pathlib.Path(__file__).resolve().parent.parent / "Fixtures" / "mango" / "selectors.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"couchdb": version, "corpus": CORPUS, "cases": cases}, indent=1, ensure_ascii=False) + "\n")

@@ -94,6 +94,8 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidString = Code("invalidString", couchDB: "invalid_string", status: 400)
         /// A request has a member it does not take (CouchDB `invalid_key`).
         public static let invalidKey = Code("invalidKey", couchDB: "invalid_key", status: 400)
+        /// No index can give a Mango query's sort (CouchDB `no_usable_index`).
+        public static let noUsableIndex = Code("noUsableIndex", couchDB: "no_usable_index", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.

@@ -1,0 +1,295 @@
+/// Chooses the index that answers a Mango query, as CouchDB 3.3's planner does, and the key range to
+/// read in it. Pure: the selector, the sort, the indexes and `use_index` in; the plan out.
+///
+/// The rules, CouchDB's:
+/// - **Usable.** `_all_docs` always, unless there is a sort: then only for a sort on `_id` with `_id`
+///   constrained by the selector. A json index when the selector requires every one of its fields to
+///   exist (a field a sort names, `_id` and `_rev` need not be), and a sort, if any, is a prefix of its
+///   fields once fields the selector fixes with `$eq` are dropped from the front. An index with a partial
+///   filter only when `use_index` names it. None usable is `no_usable_index`.
+/// - **`use_index`** picks among the usable ones; if it names none of them, the planner chooses as if it
+///   were absent, and says so in a warning.
+/// - **Best.** The index whose leading fields cover most of the fields the selector constrains with
+///   `$eq $gt $gte $lt $lte`, then the one with fewer fields, then by design document and name
+///   (`_all_docs` first).
+struct QueryPlanner {
+    /// An index a query can read.
+    enum Choice: Hashable, Sendable {
+        case allDocuments
+        case json(MangoIndex)
+
+        var fields: [String] {
+            switch self {
+            case .allDocuments: ["_id"]
+            case .json(let index): index.fields.map(\.path)
+            }
+        }
+
+        /// CouchDB's tie-break order: design document, then name; `_all_docs` after every json index
+        /// (as CouchDB 3.3.3 chooses, recorded in `Tests/Fixtures/mango/plans.json`).
+        var order: (Int, String, String) {
+            switch self {
+            case .allDocuments: (1, "", "")
+            case .json(let index): (0, index.designDocument, index.name)
+            }
+        }
+    }
+
+    /// One end of a range: below or above every value, or a value.
+    enum Bound: Hashable, Sendable {
+        case min, max, value(JSON)
+
+        static func compare(_ a: Bound, _ b: Bound) -> Int {
+            switch (a, b) {
+            case (.min, .min), (.max, .max): 0
+            case (.min, _), (_, .max): -1
+            case (_, .min), (.max, _): 1
+            case (.value(let x), .value(let y)): JSONCollator.compare(x, y)
+            }
+        }
+    }
+
+    /// The values a field may take: `low` (`$gt`, `$gte` or `$eq`) to `high` (`$lt`, `$lte` or `$eq`).
+    struct Range: Hashable, Sendable {
+        enum Low: Hashable, Sendable { case gt, gte, eq }
+        enum High: Hashable, Sendable { case lt, lte, eq }
+        var lowOperator: Low = .gt
+        var low: Bound = .min
+        var highOperator: High = .lt
+        var high: Bound = .max
+    }
+
+    struct Plan: Sendable {
+        let choice: Choice
+        /// The ranges of the chosen index's leading fields, or `nil` when the selector can match nothing
+        /// (a contradictory range, or `{"$and": []}`-like selectors, as CouchDB).
+        let ranges: [Range]?
+        /// Whether the index is read backwards (a descending sort).
+        let descending: Bool
+        /// A `use_index` that was not followed.
+        let warning: String?
+
+        /// Where reading starts and ends, in reading order, as CouchDB's `_explain` shows them: for a
+        /// json index arrays of field values, the end closed by a `max` above every key of that
+        /// prefix; for `_all_docs` a document id (`nil` start: from the first). `nil` when nothing is
+        /// read.
+        var keys: (start: [Bound]?, end: [Bound]?)? {
+            guard let ranges else { return nil }
+            var start: [Bound]?, end: [Bound]?
+            switch choice {
+            case .allDocuments:
+                if let range = ranges.first {
+                    start = [range.lowOperator == .gt && range.low == .min ? .value("") : range.low]
+                    end = [range.high]
+                } else {
+                    start = nil
+                    end = [.max]
+                }
+            case .json:
+                var low: [Bound] = []
+                for range in ranges {
+                    if range.low == .min { break }
+                    low.append(range.low)
+                }
+                var high: [Bound] = []
+                for range in ranges {
+                    if range.high == .max { break }
+                    high.append(range.high)
+                }
+                start = low
+                end = high + [.max]
+            }
+            return descending ? (end, start) : (start, end)
+        }
+    }
+
+    /// Plans a query.
+    /// - Throws: ``DocStoreError/Code/noUsableIndex`` when no index can give the sort.
+    static func plan(_ selector: Selector, sort: [SortField], indexes: [MangoIndex], useIndex: [String]) throws -> Plan {
+        let condition = selector.condition
+        let sortFields = sort.map(\.path)
+        let named = useIndex.isEmpty ? [] : filter(indexes.map(Choice.json), by: useIndex)
+        let global: [Choice] = [.allDocuments] + indexes.filter { $0.partialFilter == nil }.map(Choice.json)
+        var candidates: [Choice] = global
+        for choice in named where !candidates.contains(choice) { candidates.append(choice) }
+        let usable = candidates.filter { isUsable($0, condition, sortFields) }
+        guard !usable.isEmpty else {
+            throw DocStoreError(.noUsableIndex, "No index exists for this sort, try indexing by the sort fields.")
+        }
+        let chosenAmong = useIndex.isEmpty ? usable : filter(usable, by: useIndex)
+        var warning: String?
+        if !useIndex.isEmpty && chosenAmong.isEmpty {
+            let ddoc = useIndex[0].hasPrefix("_design/") ? String(useIndex[0].dropFirst(8)) : useIndex[0]
+            warning = useIndex.count == 1
+                ? "_design/\(ddoc) was not used because it does not contain a valid index for this query."
+                : "_design/\(ddoc), \(useIndex[1]) was not used because it is not a valid index for this query."
+        }
+        let fieldRanges = ranges(of: condition)
+        let scored = (chosenAmong.isEmpty ? usable : chosenAmong).map { choice -> (Choice, [Range?], Int) in
+            let prefix = compositePrefix(choice.fields, fieldRanges)
+            return (choice, prefix, fieldRanges.count - prefix.count)
+        }
+        let best = scored.min { a, b in
+            if a.2 != b.2 { return a.2 < b.2 }
+            if a.0.fields.count != b.0.fields.count { return a.0.fields.count < b.0.fields.count }
+            return a.0.order <= b.0.order
+        }!
+        let empty = best.1.contains(nil) || isNoop(condition)
+        return Plan(choice: best.0, ranges: empty ? nil : best.1.compactMap { $0 }, descending: sort.first?.descending ?? false,
+                    warning: warning)
+    }
+
+    // MARK: The rules
+
+    /// `use_index`: `[ddoc]` or `[ddoc, name]`, the design document with or without `_design/`.
+    private static func filter(_ choices: [Choice], by useIndex: [String]) -> [Choice] {
+        let ddoc = useIndex[0].hasPrefix("_design/") ? useIndex[0] : "_design/" + useIndex[0]
+        return choices.filter { choice in
+            guard case .json(let index) = choice, index.designDocument == ddoc else { return false }
+            return useIndex.count < 2 || index.name == useIndex[1]
+        }
+    }
+
+    static func isUsable(_ choice: Choice, _ condition: Condition, _ sortFields: [String]) -> Bool {
+        switch choice {
+        case .allDocuments:
+            if sortFields.isEmpty { return true }
+            return indexableFields(condition).contains("_id") && sortFields.starts(with: ["_id"]) && sortFields.count <= 1
+        case .json(let index):
+            let columns = index.fields.map(\.path)
+            let required = Set(columns).subtracting(sortFields).subtracting(["_id", "_rev"])
+            return requiredFieldsLeft(condition, required).isEmpty && canUseSort(columns, sortFields, condition)
+        }
+    }
+
+    /// The top-level conjuncts, `$and`s seen through.
+    private static func conjuncts(_ condition: Condition) -> [Condition] {
+        if case .all(let parts) = condition { return parts.flatMap(conjuncts) }
+        return [condition]
+    }
+
+    /// The fields of `required` the condition does not require to exist: through `$and` any conjunct
+    /// may require one; through `$or` every branch must. Any condition on a field requires it, but
+    /// `$exists: false`.
+    static func requiredFieldsLeft(_ condition: Condition, _ required: Set<String>) -> Set<String> {
+        var left = required
+        for part in conjuncts(condition) where !left.isEmpty {
+            switch part {
+            case .any(let branches):
+                var union = Set<String>()
+                for branch in branches { union.formUnion(requiredFieldsLeft(branch, left)) }
+                left = union
+            case .field(let path, let inner):
+                if case .exists(false) = inner { continue }
+                left.remove(path.description)
+            default:
+                continue
+            }
+        }
+        return left
+    }
+
+    /// Whether the selector fixes `field` with `$eq` in a top-level conjunct.
+    private static func isConstant(_ field: String, _ condition: Condition) -> Bool {
+        conjuncts(condition).contains { part in
+            if case .field(let path, .compare(.eq, _)) = part { return path.description == field }
+            return false
+        }
+    }
+
+    private static func canUseSort(_ columns: [String], _ sortFields: [String], _ condition: Condition) -> Bool {
+        var columns = columns[...]
+        while true {
+            if sortFields.isEmpty { return true }
+            guard let first = columns.first else { return false }
+            if first == sortFields[0] { return columns.starts(with: sortFields) }
+            guard isConstant(first, condition) else { return false }
+            columns = columns.dropFirst()
+        }
+    }
+
+    /// The fields constrained by `$eq $gt $gte $lt $lte` in top-level conjuncts, in code-point order.
+    private static func indexableFields(_ condition: Condition) -> [String] {
+        var fields = Set<String>()
+        for part in conjuncts(condition) {
+            if case .field(let path, .compare(let comparison, _)) = part, comparison != .ne { fields.insert(path.description) }
+        }
+        return fields.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+
+    /// For each indexable field, its range; CouchDB stops at the first empty one.
+    static func ranges(of condition: Condition) -> [(field: String, range: Range?)] {
+        var result: [(String, Range?)] = []
+        for field in indexableFields(condition) {
+            let range = self.range(of: field, in: condition)
+            if range == nil { return [(field, nil)] }
+            result.append((field, range))
+        }
+        return result
+    }
+
+    /// The range of the leading index fields the selector constrains (`nil` for an empty one).
+    private static func compositePrefix(_ columns: [String], _ fieldRanges: [(field: String, range: Range?)]) -> [Range?] {
+        var prefix: [Range?] = []
+        for column in columns {
+            guard let found = fieldRanges.first(where: { $0.field == column }) else { break }
+            prefix.append(found.range)
+        }
+        return prefix
+    }
+
+    /// `{"$and": []}`, `{"$or": []}` and the like as the whole selector: CouchDB reads nothing.
+    private static func isNoop(_ condition: Condition) -> Bool {
+        switch condition {
+        case .all(let parts), .any(let parts): parts.isEmpty
+        default: false
+        }
+    }
+
+    /// The values `field` may take under the top-level conjuncts' comparisons, or `nil` if none.
+    static func range(of field: String, in condition: Condition) -> Range? {
+        var range = Range()
+        for part in conjuncts(condition) {
+            guard case .field(let path, .compare(let comparison, let argument)) = part, path.description == field else { continue }
+            guard let narrowed = narrow(range, comparison, .value(argument)) else { return nil }
+            range = narrowed
+        }
+        return range
+    }
+
+    private enum Position { case min, low, mid, high, max }
+
+    private static func position(_ argument: Bound, in range: Range) -> Position {
+        let low = Bound.compare(argument, range.low)
+        if low < 0 { return .min }
+        if low == 0 { return .low }
+        let high = Bound.compare(argument, range.high)
+        return high < 0 ? .mid : high == 0 ? .high : .max
+    }
+
+    /// CouchDB's narrowing of a range by one more comparison.
+    private static func narrow(_ range: Range, _ comparison: Condition.Comparison, _ argument: Bound) -> Range? {
+        var result = range
+        let equal = Range(lowOperator: .eq, low: argument, highOperator: .eq, high: argument)
+        let lowInclusive = range.lowOperator == .gte || range.lowOperator == .eq
+        let highInclusive = range.highOperator == .lte || range.highOperator == .eq
+        switch (comparison, position(argument, in: range)) {
+        case (.lt, .min), (.lt, .low): return nil
+        case (.lt, .mid), (.lt, .high): (result.highOperator, result.high) = (.lt, argument)
+        case (.lte, .min): return nil
+        case (.lte, .low): return lowInclusive ? equal : nil
+        case (.lte, .mid): (result.highOperator, result.high) = (.lte, argument)
+        case (.eq, .min), (.eq, .max): return nil
+        case (.eq, .low): return lowInclusive ? equal : nil
+        case (.eq, .mid): return equal
+        case (.eq, .high): return highInclusive ? equal : nil
+        case (.gte, .mid): (result.lowOperator, result.low) = (.gte, argument)
+        case (.gte, .high): return highInclusive ? equal : nil
+        case (.gte, .max): return nil
+        case (.gt, .low), (.gt, .mid): (result.lowOperator, result.low) = (.gt, argument)
+        case (.gt, .high), (.gt, .max): return nil
+        default: break   // no narrower than it was
+        }
+        return result
+    }
+}

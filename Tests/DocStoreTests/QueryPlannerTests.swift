@@ -1,0 +1,74 @@
+@testable import DocStore
+import Foundation
+import XCTest
+
+/// The planner against Apache CouchDB 3.3.3's own choices: `Tests/Interop/mango_plan_record.py` made
+/// a set of json indexes on a real CouchDB, asked `_explain` for a set of queries and recorded the index
+/// it chose with its start key, end key and direction (or its error) in
+/// `Tests/Fixtures/mango/plans.json`. Every case must come out the same here.
+final class QueryPlannerTests: XCTestCase {
+    private func fixture() throws -> JSON {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/mango/plans.json")
+        return try JSON(parsing: Data(contentsOf: url))
+    }
+
+    /// A plan's keys as `_explain` prints them: `"<MAX>"` for the top, `null` for no key.
+    private func explained(_ bounds: [QueryPlanner.Bound]?, single: Bool) -> JSON {
+        guard let bounds else { return .null }
+        let values = bounds.map { bound -> JSON in
+            switch bound {
+            case .max: "<MAX>"
+            case .min: ""
+            case .value(let value): value
+            }
+        }
+        return single ? (values.first ?? .null) : .array(values)
+    }
+
+    func testEveryRecordedQueryIsPlannedAsCouchDBPlannedIt() throws {
+        let fixture = try fixture()
+        let indexes = try XCTUnwrap(fixture["indexes"]?.arrayValue).map { entry in
+            MangoIndex(designDocument: "_design/" + entry["ddoc"]!.stringValue!, name: entry["name"]!.stringValue!,
+                       fields: try SortField.list(from: entry["index"]!["fields"]!),
+                       partialFilter: try entry["index"]!["partial_filter_selector"].map { try Selector($0) })
+        }
+        let cases = try XCTUnwrap(fixture["cases"]?.arrayValue)
+        XCTAssertGreaterThan(cases.count, 30)
+        for recorded in cases {
+            let query = recorded["query"]!
+            let useIndex: [String] = switch query["use_index"] {
+            case .string(let ddoc)?: [ddoc]
+            case .array(let parts)?: parts.compactMap(\.stringValue)
+            default: []
+            }
+            let sort = try query["sort"].map(SortField.list(from:)) ?? []
+            do {
+                let plan = try QueryPlanner.plan(try Selector(query["selector"]!), sort: sort, indexes: indexes, useIndex: useIndex)
+                XCTAssertNil(recorded["error"], "\(query): CouchDB answered \(recorded["error"]!)")
+                let (ddoc, name): (JSON, String) = switch plan.choice {
+                case .allDocuments: (.null, "_all_docs")
+                case .json(let index): (.string(index.designDocument), index.name)
+                }
+                XCTAssertEqual(ddoc, recorded["ddoc"], "\(query)")
+                XCTAssertEqual(name, recorded["name"]?.stringValue, "\(query)")
+                let single = plan.choice == .allDocuments
+                let keys = plan.keys
+                XCTAssertEqual(explained(keys?.start, single: single), recorded["start_key"] ?? .null, "start of \(query)")
+                XCTAssertEqual(explained(keys?.end, single: single), recorded["end_key"] ?? .null, "end of \(query)")
+                XCTAssertEqual(plan.descending ? "rev" : "fwd", recorded["direction"]?.stringValue, "\(query)")
+            } catch let error as DocStoreError {
+                XCTAssertEqual(error.couchDBError, recorded["error"]?.stringValue, "\(query): \(error)")
+            }
+        }
+    }
+
+    func testAUseIndexThatCannotServeIsAWarningNotAnError() throws {
+        let index = MangoIndex(designDocument: "_design/a", name: "kind-v", fields: [SortField("kind"), SortField("v")])
+        let plan = try QueryPlanner.plan(try Selector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["a", "kind-v"])
+        XCTAssertEqual(plan.choice, .allDocuments)
+        XCTAssertEqual(plan.warning, "_design/a, kind-v was not used because it is not a valid index for this query.")
+        let byDesign = try QueryPlanner.plan(try Selector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["_design/a"])
+        XCTAssertEqual(byDesign.warning, "_design/a was not used because it does not contain a valid index for this query.")
+    }
+}

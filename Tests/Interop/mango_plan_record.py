@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Records which index Apache CouchDB's Mango planner chooses, and its key range, for a set of queries.
+
+Run with COUCHDB_URL set. It builds the database `docstore_mango_plans` with the corpus of
+mango_selector_record.py and the indexes below (explicit design documents and names, so DocStore can
+make the same ones), asks `_explain` for each query, and writes Tests/Fixtures/mango/plans.json: per
+query the chosen index (`ddoc`, `name`) with `start_key`/`end_key`/`direction`, or the error.
+`QueryPlannerTests` replays it against DocStore's planner.
+"""
+import json, os, sys, pathlib
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from mango_selector_record import CORPUS, connect  # noqa: E402
+
+INDEXES = [
+    {"ddoc": "a", "name": "kind", "index": {"fields": ["kind"]}},
+    {"ddoc": "a", "name": "kind-v", "index": {"fields": ["kind", "v"]}},
+    {"ddoc": "b", "name": "v-desc", "index": {"fields": [{"v": "desc"}]}},
+    {"ddoc": "c", "name": "partial-kind", "index": {"fields": ["kind"], "partial_filter_selector": {"v": {"$gt": 0}}}},
+    {"ddoc": "d", "name": "id-kind", "index": {"fields": ["_id", "kind"]}},
+    {"ddoc": "e", "name": "obj", "index": {"fields": ["v.a", "kind"]}},
+]
+
+QUERIES = [
+    {"selector": {}},
+    {"selector": {"kind": "number"}},
+    {"selector": {"kind": {"$gt": "a"}}},
+    {"selector": {"kind": "number", "v": {"$gt": 1}}},
+    {"selector": {"kind": "number", "v": {"$gt": 1, "$lte": 7}}},
+    {"selector": {"v": {"$gt": 1}}},
+    {"selector": {"v": {"$gt": 5, "$lt": 5}}},
+    {"selector": {"v": {"$gte": 5, "$lte": 5}}},
+    {"selector": {"v": 5, "kind": "number"}},
+    {"selector": {"v": {"$ne": 5}}},
+    {"selector": {"v": {"$in": [5]}}},
+    {"selector": {"_id": {"$gt": "a"}}},
+    {"selector": {"_id": "s"}},
+    {"selector": {"_id": {"$gt": "a"}, "kind": "string"}},
+    {"selector": {"v.a": 1, "kind": "object"}},
+    {"selector": {"$or": [{"kind": "number"}, {"kind": "string"}]}},
+    {"selector": {"$and": []}},
+    {"selector": {"$or": []}},
+    {"selector": {"kind": {"$exists": False}}},
+    {"selector": {"kind": "x"}, "sort": ["kind"]},
+    {"selector": {"kind": "x"}, "sort": [{"kind": "desc"}]},
+    {"selector": {"kind": "x"}, "sort": ["v"]},
+    {"selector": {"v": {"$gt": 0}}, "sort": ["v"]},
+    {"selector": {"v": {"$gt": 0}}, "sort": [{"v": "desc"}]},
+    {"selector": {"kind": "x", "v": {"$gt": 0}}, "sort": ["kind", "v"]},
+    {"selector": {"kind": "x", "v": {"$gt": 0}}, "sort": ["v"]},
+    {"selector": {"kind": {"$gt": "x"}, "v": {"$gt": 0}}, "sort": ["v"]},
+    {"selector": {"_id": {"$gt": "a"}}, "sort": ["_id"]},
+    {"selector": {"kind": "x"}, "sort": ["_id"]},
+    {"selector": {"other": 1}, "sort": ["other"]},
+    {"selector": {"kind": "x"}, "use_index": "c"},
+    {"selector": {"kind": "x"}, "use_index": ["c", "partial-kind"]},
+    {"selector": {"kind": "x"}, "use_index": ["a", "kind-v"]},
+    {"selector": {"kind": "x"}, "use_index": "nothere"},
+    {"selector": {"kind": "x", "v": 1}, "use_index": "a"},
+    {"selector": {"kind": "x", "v": 1}, "use_index": ["a", "kind"]},
+]
+
+
+def main():
+    call, version = connect()
+    if call is None:
+        return 0
+    db = "/docstore_mango_plans"
+    call("DELETE", db)
+    call("PUT", db)
+    assert call("POST", db + "/_bulk_docs", {"docs": CORPUS})[0] == 201
+    for index in INDEXES:
+        status, answer = call("POST", db + "/_index", index)
+        assert status == 200, answer
+    cases = []
+    for query in QUERIES:
+        status, answer = call("POST", db + "/_explain", query)
+        if status == 200:
+            args = answer["mrargs"]
+            cases.append({"query": query, "ddoc": answer["index"]["ddoc"], "name": answer["index"]["name"],
+                          "start_key": args["start_key"], "end_key": args["end_key"], "direction": args["direction"]})
+        else:
+            cases.append({"query": query, "status": status, "error": answer.get("error")})
+    out = pathlib.Path(__file__).resolve().parent.parent / "Fixtures" / "mango" / "plans.json"
+    out.write_text(json.dumps({"couchdb": version, "indexes": INDEXES, "cases": cases}, indent=1, ensure_ascii=False) + "\n")
+    print(f"recorded {len(cases)} plans from CouchDB {version} into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
