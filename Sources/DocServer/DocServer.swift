@@ -223,6 +223,8 @@ public final class DocServer: Sendable {
         case "_changes": return try await changes(db, request, principal: principal)
         case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
         case "_index": return try await mangoIndexRoute(db, rest, request, principal: principal)
+        case "_find" where rest.count == 1: return try await mangoQueryRoute(db, explain: false, request, principal: principal)
+        case "_explain" where rest.count == 1: return try await mangoQueryRoute(db, explain: true, request, principal: principal)
         case "_ensure_full_commit":
             guard request.method == .post else { throw CouchError.methodNotAllowed }
             try request.requireJSONContentType()

@@ -35,7 +35,8 @@ final class QueryPlannerTests: XCTestCase {
         }
         let cases = try XCTUnwrap(fixture["cases"]?.arrayValue)
         XCTAssertGreaterThan(cases.count, 30)
-        for recorded in cases {
+        for recorded in cases where recorded["name"] != nil || recorded["error"] != nil {
+            // (The cases recorded for _find only are replayed by MangoFindHTTPTests.)
             let query = recorded["query"]!
             let useIndex: [String] = switch query["use_index"] {
             case .string(let ddoc)?: [ddoc]

@@ -5,6 +5,25 @@ import HTTPTypes
 import Hummingbird
 
 extension DocServer {
+    /// `POST /{db}/_find` and `POST /{db}/_explain`: Mango queries. A user finds only the documents of
+    /// the channels they may read.
+    func mangoQueryRoute(_ db: Database, explain: Bool, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.method == .post else { throw CouchError.methodNotAllowed }
+        do {
+            try request.requireJSONContentType()
+            var query = try FindRequest.query(json: try request.jsonBody())
+            if !principal.isAdmin {
+                query.visible = { principal.canRead($0.channels) }
+            }
+            if explain {
+                return Response.json(FindResponse.explain(try await db.explain(query), query: query, database: db.name))
+            }
+            return Response.json(FindResponse.json(try await db.find(query)))
+        } catch let error as DocStoreError {
+            throw CouchError(error)
+        }
+    }
+
     /// `GET|POST /{db}/_index` and `DELETE /{db}/_index/{ddoc}/json/{name}` (the design document as
     /// `_design/x` or `x`): Mango json indexes. Creating and deleting are for admins (they write design
     /// documents); any user may list.

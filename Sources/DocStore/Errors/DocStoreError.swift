@@ -96,6 +96,16 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidKey = Code("invalidKey", couchDB: "invalid_key", status: 400)
         /// No index can give a Mango query's sort (CouchDB `no_usable_index`).
         public static let noUsableIndex = Code("noUsableIndex", couchDB: "no_usable_index", status: 400)
+        /// A Mango bookmark that this database did not hand out (CouchDB `invalid_bookmark`).
+        public static let invalidBookmark = Code("invalidBookmark", couchDB: "invalid_bookmark", status: 400)
+        /// A count that must be a non-negative integer is not (CouchDB `invalid_non_neg_integer`).
+        public static let invalidNonNegativeInteger = Code("invalidNonNegativeInteger", couchDB: "invalid_non_neg_integer", status: 400)
+        /// A flag that must be a boolean is not (CouchDB `invalid_boolean`).
+        public static let invalidBoolean = Code("invalidBoolean", couchDB: "invalid_boolean", status: 400)
+        /// `fields` is not an array (CouchDB `invalid_fields`).
+        public static let invalidFields = Code("invalidFields", couchDB: "invalid_fields", status: 400)
+        /// An entry of `fields` is not a string (CouchDB `invalid_field`).
+        public static let invalidField = Code("invalidField", couchDB: "invalid_field", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
         /// An index map function failed.

@@ -90,6 +90,8 @@ public struct MangoIndex: Sendable, Hashable {
         version["partial_filter_selector"] = filter?.root ?? .null
         version["map"] = "json-v1"
         return IndexDefinition(name: indexName, version: JSON.object(version).description) { document, emit in
+            // As CouchDB's views, a json index holds no design document.
+            if document.id.hasPrefix("_design/") { return }
             let json = document.json()
             if let filter, !filter.matches(json) { return }
             var key: [JSON] = []

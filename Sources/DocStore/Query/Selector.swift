@@ -47,6 +47,11 @@ public struct Selector: Sendable, Hashable {
     /// Whether `document` (its CouchDB JSON, `_id` included) matches.
     public func matches(_ document: JSON) -> Bool { condition.matches(document, raw: false) }
 
+    /// The selector after CouchDB's normalisation, as `_explain` shows it: implicit `$and`s and `$eq`s
+    /// explicit, fields carried down to their operators (`{"a": {"b": 1}}` is `{"a.b": {"$eq": 1}}`),
+    /// negations pushed down.
+    public var normalized: JSON { condition.json }
+
     public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root }
     public func hash(into hasher: inout Hasher) { hasher.combine(root) }
 }
@@ -219,6 +224,31 @@ indirect enum Condition: Sendable {
         case .notIn(let list): return .isIn(list)
         case .exists(let flag): return .exists(!flag)
         default: return .not(negationsPushedDown(condition))
+        }
+    }
+
+    // MARK: As JSON
+
+    /// CouchDB's normalised form of this condition.
+    var json: JSON {
+        switch self {
+        case .anything: return .object([:])
+        case .all(let parts): return ["$and": .array(parts.map(\.json))]
+        case .any(let parts): return ["$or": .array(parts.map(\.json))]
+        case .not(let inner): return ["$not": inner.json]
+        case .field(let path, let inner): return .object([path.description: inner.json])
+        case .compare(let comparison, let value): return .object([comparison.rawValue: value])
+        case .isIn(let list): return ["$in": .array(list)]
+        case .notIn(let list): return ["$nin": .array(list)]
+        case .exists(let flag): return ["$exists": .bool(flag)]
+        case .type(let name): return ["$type": .string(name)]
+        case .size(let count): return ["$size": .integer(count)]
+        case .mod(let divisor, let remainder): return ["$mod": [.integer(divisor), .integer(remainder)]]
+        case .regex(let pattern): return ["$regex": .string(pattern.source)]
+        case .containsAll(let list): return ["$all": .array(list)]
+        case .elemMatch(let inner): return ["$elemMatch": inner.json]
+        case .allMatch(let inner): return ["$allMatch": inner.json]
+        case .keyMapMatch(let inner): return ["$keyMapMatch": inner.json]
         }
     }
 

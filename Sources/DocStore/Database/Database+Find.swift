@@ -1,0 +1,306 @@
+import Foundation
+
+/// A Mango query (CouchDB `_find`).
+///
+/// ```swift
+/// var query = FindQuery(selector: try Selector(["type": "invoice", "total": ["$gt": 100]]))
+/// query.sort = [.descending("total")]
+/// query.limit = 10
+/// let page = try await db.find(query)
+/// ```
+public struct FindQuery: Sendable {
+    /// Which documents.
+    public var selector: Selector
+    /// The fields of each document to return (dotted paths; `nil`: the whole document).
+    public var fields: [String]?
+    /// The order, all ascending or all descending; needs an index that gives it.
+    public var sort: [SortField] = []
+    /// At most this many documents (`nil`: all; CouchDB's HTTP default is 25).
+    public var limit: Int?
+    /// Documents to pass over first.
+    public var skip = 0
+    /// Where the previous page ended (``FindResult/bookmark``).
+    public var bookmark: String?
+    /// The index to use: `[design document]` or `[design document, name]`.
+    public var useIndex: [String] = []
+    /// Include `_conflicts` in the documents.
+    public var conflicts = false
+    /// Report ``FindResult/executionStatistics``.
+    public var executionStatistics = false
+    /// Bring the index up to date first (CouchDB `update`; `false` reads it as it is).
+    public var update = true
+    /// Which documents the asker may see at all (a server's access rules); applied before `skip` and
+    /// `limit`, as if the others did not exist.
+    package var visible: (@Sendable (Document) -> Bool)?
+
+    public init(selector: Selector) {
+        self.selector = selector
+    }
+}
+
+/// The answer to a ``FindQuery``.
+public struct FindResult: Sendable {
+    /// The matching documents (only the asked fields when ``FindQuery/fields`` is set).
+    public let documents: [Document]
+    /// The same as CouchDB writes them: the asked fields in the order asked.
+    package let json: [JSON]
+    /// Where this page ended: pass it as ``FindQuery/bookmark`` for the next one. `nil` when no document
+    /// was returned.
+    public let bookmark: String?
+    /// CouchDB's warnings: no index used, a `use_index` not followed, many documents examined per result.
+    public let warning: String?
+    /// What the query read, when asked for.
+    public let executionStatistics: ExecutionStatistics?
+
+    /// CouchDB's `execution_stats`.
+    public struct ExecutionStatistics: Sendable, Hashable {
+        public var totalKeysExamined = 0
+        public var totalDocumentsExamined = 0
+        public var resultsReturned = 0
+        public var executionTime: Duration = .zero
+    }
+}
+
+extension Database {
+    /// Runs a Mango query: CouchDB's planner chooses the index (see ``explain(_:)``), its rows in the
+    /// planned range are read in order, each document is matched against the whole selector, and
+    /// `skip`, `limit` and `fields` apply to the matches.
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/noUsableIndex`` for a sort no index gives,
+    ///   ``DocStoreError/Code/unsupportedMixedSort`` for a sort in both directions,
+    ///   ``DocStoreError/Code/invalidBookmark`` for a bookmark this database did not hand out,
+    ///   ``DocStoreError/Code/invalidFieldName`` for a malformed field.
+    public func find(_ query: FindQuery) async throws -> FindResult {
+        try ensureOpen()
+        let started = ContinuousClock.now
+        let plan = try await plan(query)
+        let fields = try query.fields.map { try $0.map(FieldPath.init) }
+        let after = try query.bookmark.map(FindBookmark.init(encoded:))
+        var statistics = FindResult.ExecutionStatistics()
+        var documents: [Document] = []
+        var answers: [JSON] = []
+        var last: FindBookmark?
+        var toSkip = max(0, query.skip)
+        let limit = query.limit ?? Int.max
+
+        /// Takes one candidate; returns false once the limit is reached.
+        func consider(_ document: Document, key: JSON) throws -> Bool {
+            statistics.totalDocumentsExamined += 1
+            if let visible = query.visible, !visible(document) { return true }
+            let json = document.json()
+            guard query.selector.matches(json) else { return true }
+            if toSkip > 0 {
+                toSkip -= 1
+                return true
+            }
+            if let fields {
+                let projected = FindProjection.project(json, fields)
+                answers.append(projected)
+                documents.append(try Document(json: projected))
+            } else {
+                answers.append(json)
+                documents.append(document)
+            }
+            last = FindBookmark(key: key, documentID: document.id)
+            return documents.count < limit
+        }
+
+        if let keys = plan.keys, limit > 0 {
+            switch plan.choice {
+            case .allDocuments:
+                var range = AllDocumentsQuery(descending: plan.descending)
+                range.startKey = after?.documentID ?? keys.start?.first.flatMap(FindBookmark.documentID)
+                range.endKey = keys.end?.first.flatMap(FindBookmark.documentID)
+                range.limit = 200
+                var skipFirst = after != nil
+                reading: while true {
+                    let page = try await allDocuments(range).rows
+                    for row in page {
+                        if skipFirst, row.id == after?.documentID { skipFirst = false; continue }
+                        skipFirst = false
+                        // Design documents are not answers, as in CouchDB.
+                        guard row.error == nil, !row.isDeleted, !row.id.hasPrefix("_design/"),
+                            let document = try await document(withID: row.id, includeConflicts: query.conflicts) else { continue }
+                        if try !consider(document, key: .string(row.id)) { break reading }
+                    }
+                    guard page.count == range.limit, let lastRow = page.last else { break }
+                    range.startKey = lastRow.id
+                    range.skip = 1
+                }
+            case .json(let index):
+                var range = IndexQuery()
+                range.descending = plan.descending
+                range.startKey = after?.key ?? keys.start.map { .array($0.map(FindBookmark.keyValue)) }
+                range.startKeyDocID = after?.documentID
+                range.endKey = keys.end.map { .array($0.map(FindBookmark.keyValue)) }
+                range.limit = 200
+                if !query.update { range.stale = .ok }
+                var skipFirst = after != nil
+                reading: while true {
+                    let page = try await self.query(index.indexName, range).rows
+                    for row in page {
+                        statistics.totalKeysExamined += 1
+                        // A bookmark starts after the row it names, if that row is still there.
+                        if skipFirst, let after, row.documentID == after.documentID, JSONCollator.compare(row.key, after.key) == 0 {
+                            skipFirst = false
+                            continue
+                        }
+                        skipFirst = false
+                        guard let id = row.documentID,
+                            let document = try await document(withID: id, includeConflicts: query.conflicts) else { continue }
+                        if try !consider(document, key: row.key) { break reading }
+                    }
+                    guard page.count == range.limit, let lastRow = page.last else { break }
+                    range.startKey = lastRow.key
+                    range.startKeyDocID = lastRow.documentID
+                    range.skip = 1
+                    range.stale = .ok
+                }
+            }
+        }
+        statistics.resultsReturned = documents.count
+        statistics.executionTime = ContinuousClock.now - started
+        var warnings: [String] = []
+        // A query that reads nothing (a contradictory range) answers without warnings, as CouchDB.
+        if let warning = plan.warning, plan.keys != nil { warnings.append(warning) }
+        if plan.choice == .allDocuments, plan.keys != nil { warnings.append("No matching index found, create an index to optimize query time.") }
+        let examined = statistics.totalDocumentsExamined
+        if examined > 10 * max(1, documents.count) {
+            warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
+        }
+        return FindResult(documents: documents, json: answers, bookmark: last?.encoded ?? query.bookmark, warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
+                          executionStatistics: query.executionStatistics ? statistics : nil)
+    }
+
+    /// The plan of a Mango query: the index CouchDB's planner would choose and the range it reads.
+    func plan(_ query: FindQuery) async throws -> QueryPlanner.Plan {
+        if Set(query.sort.map(\.descending)).count > 1 {
+            throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
+        }
+        let indexes = try await synchronizeMangoIndexes()
+        return try QueryPlanner.plan(query.selector, sort: query.sort, indexes: indexes, useIndex: query.useIndex)
+    }
+}
+
+/// Where a page of a find ended: the index key and document id of its last document, encoded as
+/// URL-safe base64 of `{"startkey": …, "startkey_docid": …}`.
+struct FindBookmark: Sendable {
+    let key: JSON
+    let documentID: String
+
+    init(key: JSON, documentID: String) {
+        self.key = key
+        self.documentID = documentID
+    }
+
+    init(encoded text: String) throws {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let json = try? JSON(parsing: data),
+            let key = json["startkey"], let id = json["startkey_docid"]?.stringValue else {
+            throw DocStoreError(.invalidBookmark, "Invalid bookmark value: \(text)")
+        }
+        self.init(key: key, documentID: id)
+    }
+
+    var encoded: String {
+        let json: JSON = ["startkey": key, "startkey_docid": .string(documentID)]
+        return Data(json.description.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A key bound as a value of the index: `max` is an object above every value of the prefix.
+    static func keyValue(_ bound: QueryPlanner.Bound) -> JSON {
+        switch bound {
+        case .min: .null
+        case .max: .object(["\u{FFF0}": .null])
+        case .value(let value): value
+        }
+    }
+
+    /// A bound of `_all_docs` as a document id (`nil`: open).
+    static func documentID(_ bound: QueryPlanner.Bound) -> String? {
+        if case .value(.string(let id)) = bound, !id.isEmpty { return id }
+        return nil
+    }
+}
+
+/// `fields`: the asked paths of a document, nested as in it; an array position becomes a member name
+/// (`"items.0.name"` gives `{"items": {"0": {"name": …}}}`), as CouchDB does.
+enum FindProjection {
+    static func project(_ document: JSON, _ fields: [FieldPath]) -> JSON {
+        var result = JSONObject()
+        for field in fields {
+            guard case .found(let value) = field.lookup(in: document), !field.components.isEmpty else { continue }
+            insert(value, at: field.components[...], into: &result)
+        }
+        return .object(result)
+    }
+
+    private static func insert(_ value: JSON, at path: ArraySlice<String>, into object: inout JSONObject) {
+        let name = path.first!
+        if path.count == 1 {
+            object[name] = value
+            return
+        }
+        var child = object[name]?.objectValue ?? [:]
+        insert(value, at: path.dropFirst(), into: &child)
+        object[name] = .object(child)
+    }
+}
+
+/// How a Mango query would be answered (CouchDB `_explain`).
+public struct FindExplanation: Sendable {
+    /// The index read: a json index, or `nil` for `_all_docs`.
+    public let index: MangoIndex?
+    /// The selector after normalisation (``Selector/normalized``).
+    public let selector: JSON
+    /// Where reading starts and ends, as `_explain` shows them (`"<MAX>"` above every key of the prefix;
+    /// `null` when nothing is read, or for the start of `_all_docs` read from its first id).
+    public let startKey: JSON
+    public let endKey: JSON
+    /// Whether the index is read backwards.
+    public let descending: Bool
+    /// Whether the index's key range expresses the whole selector, so that no document it yields is
+    /// filtered out after it is read.
+    public let coversSelector: Bool
+    /// A `use_index` that was not followed.
+    public let warning: String?
+}
+
+extension Database {
+    /// How ``find(_:)`` would answer `query`: the index CouchDB's planner chooses and the key range.
+    public func explain(_ query: FindQuery) async throws -> FindExplanation {
+        try ensureOpen()
+        let plan = try await plan(query)
+        let single = plan.choice == .allDocuments
+        func shown(_ bounds: [QueryPlanner.Bound]?) -> JSON {
+            guard let bounds else { return .null }
+            let values = bounds.map { bound -> JSON in
+                switch bound {
+                case .max: "<MAX>"
+                case .min: ""
+                case .value(let value): value
+                }
+            }
+            return single ? (values.first ?? .null) : .array(values)
+        }
+        let keys = plan.keys
+        let index: MangoIndex? = if case .json(let chosen) = plan.choice { chosen } else { nil }
+        let ranged = Set(plan.choice.fields.prefix(plan.ranges?.count ?? 0))
+        let covers = query.selector.condition.conjunctsAreRanges(on: ranged)
+        return FindExplanation(index: index, selector: query.selector.normalized, startKey: shown(keys?.start),
+                               endKey: shown(keys?.end), descending: plan.descending, coversSelector: covers, warning: plan.warning)
+    }
+}
+
+extension Condition {
+    /// Whether every top-level conjunct is a `$eq $gt $gte $lt $lte` comparison of one of `fields`.
+    func conjunctsAreRanges(on fields: Set<String>) -> Bool {
+        switch self {
+        case .anything: return true
+        case .all(let parts): return parts.allSatisfy { $0.conjunctsAreRanges(on: fields) }
+        case .field(let path, .compare(let comparison, _)): return comparison != .ne && fields.contains(path.description)
+        default: return false
+        }
+    }
+}
