@@ -76,7 +76,7 @@ package enum FindResponse {
     /// `{"docs": […], "bookmark": …, "execution_stats"?: {…}, "warning"?: …}`, in CouchDB's member order;
     /// the bookmark of an empty first page is `"nil"`, as CouchDB writes it.
     package static func json(_ result: FindResult) -> JSON {
-        var object: JSONObject = ["docs": .array(result.json), "bookmark": .string(result.bookmark ?? "nil")]
+        var object: JSONObject = ["docs": .array(result.projected ?? result.documents.map { $0.json() }), "bookmark": .string(result.bookmark ?? "nil")]
         if let statistics = result.executionStatistics {
             object["execution_stats"] = [
                 "total_keys_examined": .integer(statistics.totalKeysExamined),

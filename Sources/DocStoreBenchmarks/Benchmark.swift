@@ -26,7 +26,7 @@ struct Benchmark: AsyncParsableCommand {
     var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
-                                "index_build", "index_build_mango", "range_query", "reduce_sum", "replicate_local", "replicate_http",
+                                "index_build", "index_build_mango", "find_indexed", "find_scan", "range_query", "reduce_sum", "replicate_local", "replicate_http",
                                 "replicate_attachments", "attachment_stream"]
 
     @Option(help: "Megabytes of attachments for attachment_stream.")
@@ -139,6 +139,29 @@ struct Benchmark: AsyncParsableCommand {
                     try await db.deleteIndex(designDocument: "bench", name: "type-score")
                 }
                 record("index_build_mango", count: n, ours: ours, baseline: baseline)
+            }
+            if selected.contains("find_indexed") {
+                // The raw side reads through the score index that index_build made.
+                if !selected.contains("index_build") { raw.buildIndex() }
+                try await db.createIndex(fields: [SortField("score")], name: "score", designDocument: "bench-find")
+                var warm = FindQuery(selector: try Selector(["score": ["$gte": 0]]))
+                warm.limit = 1
+                _ = try await db.find(warm)
+                let baseline = time { _ = raw.findByScore(ranges) }
+                let ours = try await timeAsync {
+                    for (low, high) in ranges {
+                        _ = try await db.find(FindQuery(selector: try Selector(["score": ["$gte": .integer(low), "$lte": .integer(high)]])))
+                    }
+                }
+                record("find_indexed", count: ranges.count, ours: ours, baseline: baseline)
+                try await db.deleteIndex(designDocument: "bench-find", name: "score")
+            }
+            if selected.contains("find_scan") {
+                let baseline = time { _ = raw.scanForCity("Oslo") }
+                let ours = try await timeAsync {
+                    _ = try await db.find(FindQuery(selector: try Selector(["address.city": "Oslo"])))
+                }
+                record("find_scan", count: n, ours: ours, baseline: baseline)
             }
             if selected.contains("range_query") {
                 let baseline = time { _ = raw.rangeQueries(ranges) }

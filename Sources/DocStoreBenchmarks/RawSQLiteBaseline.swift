@@ -151,6 +151,39 @@ final class RawSQLiteBaseline {
         exec("COMMIT")
     }
 
+    /// The documents whose score is in each range, through the score index, bodies copied out.
+    func findByScore(_ ranges: [(Int, Int)]) -> Int {
+        let statement = prepare("""
+            SELECT docs.id, docs.json FROM idx JOIN docs ON docs.id = idx.docid
+            WHERE idx.key >= ? AND idx.key <= ? ORDER BY idx.key, idx.docid
+            """)
+        var rows = 0
+        for (low, high) in ranges {
+            sqlite3_bind_int64(statement, 1, Int64(low))
+            sqlite3_bind_int64(statement, 2, Int64(high))
+            while sqlite3_step(statement) == SQLITE_ROW {
+                let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: Int(sqlite3_column_bytes(statement, 1))))
+                rows += body.isEmpty ? 0 : 1
+            }
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        return rows
+    }
+
+    /// A full scan for the documents of one city, with SQLite's JSON functions.
+    func scanForCity(_ city: String) -> Int {
+        let statement = prepare("SELECT id, json FROM docs WHERE json_extract(json, '$.address.city') = ?")
+        sqlite3_bind_text(statement, 1, city, -1, transient)
+        var rows = 0
+        while sqlite3_step(statement) == SQLITE_ROW {
+            let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: Int(sqlite3_column_bytes(statement, 1))))
+            rows += body.isEmpty ? 0 : 1
+        }
+        sqlite3_finalize(statement)
+        return rows
+    }
+
     func rangeQueries(_ ranges: [(Int, Int)]) -> Int {
         let statement = prepare("SELECT key, docid, value FROM idx WHERE key >= ? AND key <= ? ORDER BY key, docid")
         var rows = 0

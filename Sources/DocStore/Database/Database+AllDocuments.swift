@@ -63,12 +63,18 @@ extension Database {
     ///
     /// - Complexity: O(log n + skip + rows) using the id index; `totalRows` counts live documents.
     public func allDocuments(_ query: AllDocumentsQuery = AllDocumentsQuery()) async throws -> AllDocumentsResult {
+        try await allDocuments(query, counting: true)
+    }
+
+    /// The rows of `query`; `counting: false` leaves `totalRows` and `offset` at 0, sparing the two
+    /// counts that cost a pass over the documents (for readers that page through the ids).
+    func allDocuments(_ query: AllDocumentsQuery, counting: Bool) async throws -> AllDocumentsResult {
         guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
         return try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
-            let total = try records.counts().live
+            let total = counting ? try records.counts().live : 0
             if let keys = query.keys {
                 var ordered = query.descending ? Array(keys.reversed()) : keys
                 ordered = Array(ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max))
@@ -101,7 +107,7 @@ extension Database {
                                     : nil,
                                 error: nil)
             }
-            let before = try query.startKey.map { try records.countLive(before: $0, descending: query.descending) } ?? 0
+            let before = counting ? try query.startKey.map { try records.countLive(before: $0, descending: query.descending) } ?? 0 : 0
             return AllDocumentsResult(totalRows: total, offset: min(total, before + query.skip), rows: rows)
         }
     }

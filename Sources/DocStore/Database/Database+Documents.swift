@@ -200,10 +200,9 @@ extension Database {
             let records = DocumentRecords(connection: connection)
             var documents: [Document] = []
             documents.reserveCapacity(ids.count)
+            // The current revision only: no revision tree to decode.
             for id in ids {
-                guard let record = try records.fetch(id: id), !record.isDeleted else { continue }
-                documents.append(try Database.makeDocument(id: id, revision: record.winner, isDeleted: false,
-                                                           body: record.body, record: record))
+                if let document = try records.fetchCurrentDocument(id: id) { documents.append(document) }
             }
             return documents
         }

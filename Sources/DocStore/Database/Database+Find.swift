@@ -42,8 +42,9 @@ public struct FindQuery: Sendable {
 public struct FindResult: Sendable {
     /// The matching documents (only the asked fields when ``FindQuery/fields`` is set).
     public let documents: [Document]
-    /// The same as CouchDB writes them: the asked fields in the order asked.
-    package let json: [JSON]
+    /// With ``FindQuery/fields``, the documents as CouchDB writes them: the asked fields in the order
+    /// asked.
+    package let projected: [JSON]?
     /// Where this page ended: pass it as ``FindQuery/bookmark`` for the next one. `nil` when no document
     /// was returned.
     public let bookmark: String?
@@ -77,7 +78,7 @@ extension Database {
         let after = try query.bookmark.map(FindBookmark.init(encoded:))
         var statistics = FindResult.ExecutionStatistics()
         var documents: [Document] = []
-        var answers: [JSON] = []
+        var projected: [JSON] = []
         var last: FindBookmark?
         var toSkip = max(0, query.skip)
         let limit = query.limit ?? Int.max
@@ -86,18 +87,16 @@ extension Database {
         func consider(_ document: Document, key: JSON) throws -> Bool {
             statistics.totalDocumentsExamined += 1
             if let visible = query.visible, !visible(document) { return true }
-            let json = document.json()
-            guard query.selector.matches(json) else { return true }
+            guard query.selector.matches(document) else { return true }
             if toSkip > 0 {
                 toSkip -= 1
                 return true
             }
             if let fields {
-                let projected = FindProjection.project(json, fields)
-                answers.append(projected)
-                documents.append(try Document(json: projected))
+                let answer = FindProjection.project(document.json(), fields)
+                projected.append(answer)
+                documents.append(try Document(json: answer))
             } else {
-                answers.append(json)
                 documents.append(document)
             }
             last = FindBookmark(key: key, documentID: document.id)
@@ -111,15 +110,17 @@ extension Database {
                 range.startKey = after?.documentID ?? keys.start?.first.flatMap(FindBookmark.documentID)
                 range.endKey = keys.end?.first.flatMap(FindBookmark.documentID)
                 range.limit = 200
+                range.includeDocuments = !query.conflicts
                 var skipFirst = after != nil
                 reading: while true {
-                    let page = try await allDocuments(range).rows
+                    let page = try await allDocuments(range, counting: false).rows
                     for row in page {
                         if skipFirst, row.id == after?.documentID { skipFirst = false; continue }
                         skipFirst = false
                         // Design documents are not answers, as in CouchDB.
-                        guard row.error == nil, !row.isDeleted, !row.id.hasPrefix("_design/"),
-                            let document = try await document(withID: row.id, includeConflicts: query.conflicts) else { continue }
+                        guard row.error == nil, !row.isDeleted, !row.id.hasPrefix("_design/") else { continue }
+                        let found = query.conflicts ? try await document(withID: row.id, includeConflicts: true) : row.document
+                        guard let document = found else { continue }
                         if try !consider(document, key: .string(row.id)) { break reading }
                     }
                     guard page.count == range.limit, let lastRow = page.last else { break }
@@ -137,6 +138,9 @@ extension Database {
                 var skipFirst = after != nil
                 reading: while true {
                     let page = try await self.query(index.indexName, range).rows
+                    // The page's documents in one read (one at a time when conflicts are asked for).
+                    let fetched = query.conflicts ? [:] : Dictionary(
+                        try await self.documents(withIDs: page.compactMap(\.documentID)).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
                     for row in page {
                         statistics.totalKeysExamined += 1
                         // A bookmark starts after the row it names, if that row is still there.
@@ -145,8 +149,9 @@ extension Database {
                             continue
                         }
                         skipFirst = false
-                        guard let id = row.documentID,
-                            let document = try await document(withID: id, includeConflicts: query.conflicts) else { continue }
+                        guard let id = row.documentID else { continue }
+                        let found = query.conflicts ? try await document(withID: id, includeConflicts: true) : fetched[id]
+                        guard let document = found else { continue }
                         if try !consider(document, key: row.key) { break reading }
                     }
                     guard page.count == range.limit, let lastRow = page.last else { break }
@@ -167,7 +172,7 @@ extension Database {
         if examined > 10 * max(1, documents.count) {
             warnings.append("The number of documents examined is high in proportion to the number of results returned. Consider adding a more specific index to improve this.")
         }
-        return FindResult(documents: documents, json: answers, bookmark: last?.encoded ?? query.bookmark, warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
+        return FindResult(documents: documents, projected: fields == nil ? nil : projected, bookmark: last?.encoded ?? query.bookmark, warning: warnings.isEmpty ? nil : warnings.joined(separator: "\n"),
                           executionStatistics: query.executionStatistics ? statistics : nil)
     }
 

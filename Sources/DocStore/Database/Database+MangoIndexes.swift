@@ -98,8 +98,13 @@ extension Database {
     @discardableResult
     func synchronizeMangoIndexes() async throws -> [MangoIndex] {
         var query = AllDocumentsQuery(startKey: "_design/", endKey: "_design0", inclusiveEnd: false)
+        // The design documents' revisions tell whether the indexes read last are still the ones.
+        let revisions = Dictionary(try await allDocuments(query, counting: false).rows.map { ($0.id, $0.revision) }, uniquingKeysWith: { first, _ in first })
+        if let cached = mangoIndexCache.withLock({ $0 }), cached.revisions == revisions {
+            return cached.indexes
+        }
         query.includeDocuments = true
-        let designDocuments = try await allDocuments(query).rows.compactMap(\.document)
+        let designDocuments = try await allDocuments(query, counting: false).rows.compactMap(\.document)
         let indexes = designDocuments.flatMap(MangoIndex.indexes(in:))
             .sorted { ($0.designDocument, $0.name) < ($1.designDocument, $1.name) }
         let wanted = Dictionary(indexes.map { ($0.indexName, $0) }, uniquingKeysWith: { first, _ in first })
@@ -112,6 +117,8 @@ extension Database {
                 _ = try await indexWriter.register(definition)
             }
         }
+        let read = Dictionary(designDocuments.map { ($0.id, $0.revision) }, uniquingKeysWith: { first, _ in first })
+        mangoIndexCache.withLock { $0 = (read, indexes) }
         return indexes
     }
 }

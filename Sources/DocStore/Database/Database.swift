@@ -25,6 +25,8 @@ public final class Database: Sendable {
     let indexWriter: IndexWriter
     let indexReaders: ReaderPool
     private let state = Mutex(State())
+    /// The Mango indexes last read from the design documents, with those documents' revisions.
+    let mangoIndexCache = Mutex<(revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
 
     private struct State {
         var isClosed = false

@@ -63,6 +63,26 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
         case badPath
     }
 
+    /// The value at this path in `document`'s CouchDB JSON (`_id`, `_rev`, the body), without building
+    /// that JSON.
+    func lookup(in document: Document) -> Lookup {
+        guard let first = components.first else { return .found(document.json()) }
+        let start: JSON
+        switch first {
+        case "_id": start = .string(document.id)
+        case "_rev":
+            guard let revision = document.revision else { return .missing }
+            start = .string(revision.description)
+        case "_deleted", "_attachments", "_conflicts", "_revisions":
+            // Rarely asked: read from the whole JSON.
+            return lookup(in: document.json())
+        default:
+            guard let value = document.body[first] else { return .missing }
+            start = value
+        }
+        return FieldPath(components: Array(components.dropFirst()), description: description).lookup(in: start)
+    }
+
     /// The value at this path in `value`; an array is entered by a position (`"items.0"`).
     func lookup(in value: JSON) -> Lookup {
         var current = value

@@ -42,7 +42,7 @@ public struct Selector: Sendable, Hashable {
     }
 
     /// Whether `document` matches.
-    public func matches(_ document: Document) -> Bool { matches(document.json()) }
+    public func matches(_ document: Document) -> Bool { condition.matches(document) }
 
     /// Whether `document` (its CouchDB JSON, `_id` included) matches.
     public func matches(_ document: JSON) -> Bool { condition.matches(document, raw: false) }
@@ -254,6 +254,32 @@ indirect enum Condition: Sendable {
 
     // MARK: Matching
 
+    /// Whether a document matches, its fields read straight from it (the same answer as matching its
+    /// CouchDB JSON, without building that JSON).
+    func matches(_ document: Document) -> Bool {
+        switch self {
+        case .anything: return true
+        case .all(let parts): return parts.allSatisfy { $0.matches(document) }
+        case .any(let parts): return parts.isEmpty || parts.contains { $0.matches(document) }
+        case .not(let inner): return !inner.matches(document)
+        case .field(let path, let inner) where !path.components.isEmpty:
+            return Condition.field(path, inner).matches(lookup: path.lookup(in: document), raw: false)
+        default: return matches(document.json(), raw: false)
+        }
+    }
+
+    /// A field condition given what its path found.
+    private func matches(lookup: FieldPath.Lookup, raw: Bool) -> Bool {
+        guard case .field(let path, let inner) = self else { return false }
+        switch lookup {
+        case .found(let found): return inner.matches(found, raw: raw || path.components == ["_id"])
+        case .missing:
+            if case .exists(false) = inner { return true }
+            return false
+        case .badPath: return false
+        }
+    }
+
     /// Whether `value` satisfies this condition; `raw` compares strings by code point (under `_id`).
     func matches(_ value: JSON, raw: Bool) -> Bool {
         switch self {
@@ -266,16 +292,8 @@ indirect enum Condition: Sendable {
             return parts.isEmpty || parts.contains { $0.matches(value, raw: raw) }
         case .not(let inner):
             return !inner.matches(value, raw: raw)
-        case .field(let path, let inner):
-            switch path.lookup(in: value) {
-            case .found(let found):
-                return inner.matches(found, raw: raw || path.components == ["_id"])
-            case .missing:
-                if case .exists(false) = inner { return true }
-                return false
-            case .badPath:
-                return false
-            }
+        case .field(let path, _):
+            return matches(lookup: path.lookup(in: value), raw: raw)
         case .compare(let comparison, let argument):
             return comparison.holds(Condition.compare(value, argument, raw: raw))
         case .isIn(let list):
