@@ -53,6 +53,15 @@ public struct FindResult: Sendable {
     /// What the query read, when asked for.
     public let executionStatistics: ExecutionStatistics?
 
+    /// The documents decoded as `T` (see ``Document/decode(as:dateFormat:)``).
+    ///
+    /// ```swift
+    /// let invoices = try await db.find(query).decode(as: Invoice.self)
+    /// ```
+    public func decode<T: Decodable>(as type: T.Type, dateFormat: DateFormat = .iso8601) throws -> [T] {
+        try documents.map { try $0.decode(as: type, dateFormat: dateFormat) }
+    }
+
     /// CouchDB's `execution_stats`.
     public struct ExecutionStatistics: Sendable, Hashable {
         public var totalKeysExamined = 0
