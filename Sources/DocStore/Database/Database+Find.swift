@@ -286,24 +286,12 @@ extension Database {
     public func explain(_ query: FindQuery) async throws -> FindExplanation {
         try ensureOpen()
         let plan = try await plan(query)
-        let single = plan.choice == .allDocuments
-        func shown(_ bounds: [QueryPlanner.Bound]?) -> JSON {
-            guard let bounds else { return .null }
-            let values = bounds.map { bound -> JSON in
-                switch bound {
-                case .max: "<MAX>"
-                case .min: ""
-                case .value(let value): value
-                }
-            }
-            return single ? (values.first ?? .null) : .array(values)
-        }
-        let keys = plan.keys
+        let shown = plan.shownKeys
         let index: MangoIndex? = if case .json(let chosen) = plan.choice { chosen } else { nil }
         let ranged = Set(plan.choice.fields.prefix(plan.ranges?.count ?? 0))
         let covers = query.selector.condition.conjunctsAreRanges(on: ranged)
-        return FindExplanation(index: index, selector: query.selector.normalized, startKey: shown(keys?.start),
-                               endKey: shown(keys?.end), descending: plan.descending, coversSelector: covers, warning: plan.warning)
+        return FindExplanation(index: index, selector: query.selector.normalized, startKey: shown.start,
+                               endKey: shown.end, descending: plan.descending, coversSelector: covers, warning: plan.warning)
     }
 }
 

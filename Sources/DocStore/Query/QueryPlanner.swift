@@ -101,6 +101,23 @@ struct QueryPlanner {
             }
             return descending ? (end, start) : (start, end)
         }
+
+        /// ``keys`` as CouchDB's `_explain` prints them: `"<MAX>"` for the top, `null` for no key, a
+        /// document id (not an array) for `_all_docs`.
+        var shownKeys: (start: JSON, end: JSON) {
+            func shown(_ bounds: [Bound]?) -> JSON {
+                guard let bounds else { return .null }
+                let values = bounds.map { bound -> JSON in
+                    switch bound {
+                    case .max: "<MAX>"
+                    case .min: ""
+                    case .value(let value): value
+                    }
+                }
+                return choice == .allDocuments ? (values.first ?? .null) : .array(values)
+            }
+            return (shown(keys?.start), shown(keys?.end))
+        }
     }
 
     /// Plans a query.
