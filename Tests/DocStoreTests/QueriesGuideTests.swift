@@ -48,6 +48,15 @@ final class QueriesGuideTests: XCTestCase {
         let next = try await db.find(query)
         XCTAssertEqual(try next.decode(as: Person.self), [Person(name: "Cy", age: 70)])
 
+        // The query builder
+        let builder = try FindQuery(where: .collection("person") && Field("age") >= 18
+                                        && (Field("address.city") == "Paris" || Field("tags").anyElement(Field.element == "couch")))
+            .sorted(by: .ascending("type"), .ascending("age"))
+            .selecting("name", "age")
+            .limited(to: 10)
+        let grownUps = try await db.find(builder).decode(as: Person.self)
+        XCTAssertEqual(grownUps, [Person(name: "Dee", age: 18), Person(name: "Ann", age: 34), Person(name: "Cy", age: 70)])
+
         // Explaining
         query.bookmark = nil
         let plan = try await db.explain(query)

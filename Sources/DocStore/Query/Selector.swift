@@ -39,6 +39,10 @@ public struct Selector: Sendable, Hashable {
         }
         root = json
         condition = json == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(json, at: .root))
+        // An operator on the whole document (`{"$gt": 5}`) names no field, as CouchDB refuses.
+        if case .field(let path, _) = condition, path.components.isEmpty {
+            throw DocStoreError(.invalidSelector, "One or more conditions is missing a field name.")
+        }
     }
 
     /// Whether `document` matches.

@@ -1,0 +1,122 @@
+/// A field of the documents, for writing Mango conditions in Swift:
+/// `Field("total") > 100 && Field("status") == "open"`.
+///
+/// Comparisons take JSON values (any literal), and the operators whose argument has one shape take
+/// only that shape, so `Field("tags").size("two")` does not compile. A malformed path (`"a..b"`) is a
+/// ``DocStoreError/Code/invalidFieldName`` when the query is built.
+public struct Field: Sendable, Hashable, ExpressibleByStringLiteral {
+    /// The dotted path (see ``FieldPath``).
+    public let path: String
+
+    public init(_ path: String) { self.path = path }
+    public init(stringLiteral path: String) { self.path = path }
+
+    private func condition(_ name: String, _ argument: JSON) -> QueryCondition {
+        // On `Field.element` the operator applies to the element itself: `{"$gt": 5}`.
+        QueryCondition(json: path.isEmpty ? .object([name: argument]) : .object([path: .object([name: argument])]))
+    }
+
+    public static func == (field: Field, value: JSON) -> QueryCondition { field.condition("$eq", value) }
+    public static func != (field: Field, value: JSON) -> QueryCondition { field.condition("$ne", value) }
+    public static func > (field: Field, value: JSON) -> QueryCondition { field.condition("$gt", value) }
+    public static func >= (field: Field, value: JSON) -> QueryCondition { field.condition("$gte", value) }
+    public static func < (field: Field, value: JSON) -> QueryCondition { field.condition("$lt", value) }
+    public static func <= (field: Field, value: JSON) -> QueryCondition { field.condition("$lte", value) }
+
+    /// The field equals one of `values` (for an array field: one of its elements does).
+    public func isIn(_ values: [JSON]) -> QueryCondition { condition("$in", .array(values)) }
+    /// The field exists and equals none of `values`.
+    public func isNotIn(_ values: [JSON]) -> QueryCondition { condition("$nin", .array(values)) }
+    /// The field exists (any value, `null` included).
+    public var exists: QueryCondition { condition("$exists", true) }
+    /// The field is absent.
+    public var isMissing: QueryCondition { condition("$exists", false) }
+    /// The field's value is of this JSON type.
+    public func isOfType(_ type: JSONType) -> QueryCondition { condition("$type", .string(type.rawValue)) }
+    /// The field is an array of `count` elements.
+    public func size(_ count: Int) -> QueryCondition { condition("$size", .integer(count)) }
+    /// The field is an integer whose remainder by `divisor` is `remainder`.
+    public func modulo(_ divisor: Int, is remainder: Int) -> QueryCondition { condition("$mod", [.integer(divisor), .integer(remainder)]) }
+    /// The field is a string in which `pattern` (a regular expression) is found.
+    public func matches(_ pattern: String) -> QueryCondition { condition("$regex", .string(pattern)) }
+    /// The field is an array holding every one of `values`.
+    public func containsAll(_ values: [JSON]) -> QueryCondition { condition("$all", .array(values)) }
+    /// The field is an array with an element that satisfies `element` (whose fields are the element's;
+    /// `Field.element` is the element itself).
+    public func anyElement(_ element: QueryCondition) -> QueryCondition { condition("$elemMatch", element.json) }
+    /// The field is a non-empty array whose every element satisfies `element`.
+    public func everyElement(_ element: QueryCondition) -> QueryCondition { condition("$allMatch", element.json) }
+    /// The field is an object with a member name that satisfies `key` (written on `Field.element`).
+    public func anyKey(_ key: QueryCondition) -> QueryCondition { condition("$keyMapMatch", key.json) }
+
+    /// The value an element-wise condition is about: the array element (or the member name) itself.
+    public static let element = Field("")
+
+    /// The JSON types `$type` names.
+    public enum JSONType: String, Sendable {
+        case null, boolean, number, string, array, object
+    }
+}
+
+/// A Mango condition built in Swift; combine with `&&`, `||` and `!`, and make a ``FindQuery`` of it.
+public struct QueryCondition: Sendable, Hashable {
+    /// The selector JSON it stands for.
+    public let json: JSON
+
+    init(json: JSON) { self.json = json }
+
+    /// The documents of one collection: those whose `type` field is `name` (the seed's `collection`).
+    public static func collection(_ name: String) -> QueryCondition { Field("type") == .string(name) }
+
+    public static func && (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {
+        QueryCondition(json: ["$and": .array(lhs.operands("$and") + rhs.operands("$and"))])
+    }
+
+    public static func || (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {
+        QueryCondition(json: ["$or": .array(lhs.operands("$or") + rhs.operands("$or"))])
+    }
+
+    public static prefix func ! (condition: QueryCondition) -> QueryCondition {
+        QueryCondition(json: ["$not": condition.json])
+    }
+
+    /// The conditions `a op b op c` joins: a chain of one operator stays one flat list.
+    private func operands(_ combinator: String) -> [JSON] {
+        if case .object(let object) = json, object.count == 1, case .array(let list)? = object[combinator] { return list }
+        return [json]
+    }
+
+    /// The ``Selector`` it stands for.
+    /// - Throws: the selector errors, e.g. ``DocStoreError/Code/invalidFieldName`` for a malformed path.
+    public func selector() throws -> Selector { try Selector(json) }
+}
+
+extension FindQuery {
+    /// A query for the documents that satisfy `condition`:
+    /// `try FindQuery(where: .collection("invoice") && Field("total") > 100).sorted(by: .descending("total"))`.
+    public init(where condition: QueryCondition) throws {
+        self.init(selector: try condition.selector())
+    }
+
+    /// This query, sorted (all fields ascending or all descending; an index must give the order).
+    public func sorted(by fields: SortField...) -> FindQuery {
+        var query = self
+        query.sort = fields
+        return query
+    }
+
+    /// This query, returning only `fields` of each document.
+    public func selecting(_ fields: String...) -> FindQuery {
+        var query = self
+        query.fields = fields
+        return query
+    }
+
+    /// This query, returning at most `count` documents after passing over `skip`.
+    public func limited(to count: Int, skipping skip: Int = 0) -> FindQuery {
+        var query = self
+        query.limit = count
+        query.skip = skip
+        return query
+    }
+}
