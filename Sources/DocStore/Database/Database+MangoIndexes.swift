@@ -97,10 +97,14 @@ extension Database {
     /// Returns the indexes.
     @discardableResult
     func synchronizeMangoIndexes() async throws -> [MangoIndex] {
+        // Nothing committed since the last check: the indexes are those read then.
+        let sequence = notifier.committedSequence
+        if let cached = mangoIndexCache.withLock({ $0 }), cached.sequence == sequence { return cached.indexes }
         var query = AllDocumentsQuery(startKey: "_design/", endKey: "_design0", inclusiveEnd: false)
-        // The design documents' revisions tell whether the indexes read last are still the ones.
+        // Else the design documents' revisions tell whether they still are.
         let revisions = Dictionary(try await allDocuments(query, counting: false).rows.map { ($0.id, $0.revision) }, uniquingKeysWith: { first, _ in first })
         if let cached = mangoIndexCache.withLock({ $0 }), cached.revisions == revisions {
+            mangoIndexCache.withLock { $0?.sequence = sequence }
             return cached.indexes
         }
         query.includeDocuments = true
@@ -118,7 +122,7 @@ extension Database {
             }
         }
         let read = Dictionary(designDocuments.map { ($0.id, $0.revision) }, uniquingKeysWith: { first, _ in first })
-        mangoIndexCache.withLock { $0 = (read, indexes) }
+        mangoIndexCache.withLock { $0 = (sequence, read, indexes) }
         return indexes
     }
 }

@@ -25,8 +25,9 @@ public final class Database: Sendable {
     let indexWriter: IndexWriter
     let indexReaders: ReaderPool
     private let state = Mutex(State())
-    /// The Mango indexes last read from the design documents, with those documents' revisions.
-    let mangoIndexCache = Mutex<(revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
+    /// The Mango indexes last read from the design documents, with those documents' revisions and the
+    /// committed sequence they were checked at.
+    let mangoIndexCache = Mutex<(sequence: Int64, revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
 
     private struct State {
         var isClosed = false
