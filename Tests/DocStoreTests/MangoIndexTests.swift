@@ -137,3 +137,44 @@ private func XCTUnwrapAsync<T>(_ expression: @autoclosure () async throws -> T?,
     let value = try await expression()
     return try XCTUnwrap(value, file: file, line: line)
 }
+
+/// `find`'s options that the recorded answers do not cover.
+final class FindOptionTests: XCTestCase {
+    func testConflictsStaleReadsAndUseIndexOfAPartialIndex() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save([Document(id: "a", body: ["n": 1]), Document(id: "b", body: ["n": 2])])
+        // A conflict on b, as replication brings one.
+        _ = try await db.insertRevisions([Document(id: "b", revision: RevisionID("1-ffffffffffffffffffffffffffffffff"), body: ["n": 3])])
+        try await db.createIndex(fields: [SortField("n")], name: "n", designDocument: "d")
+
+        var query = FindQuery(selector: try Selector(["n": ["$gt": 0]]))
+        query.conflicts = true
+        let withConflicts = try await db.find(query)
+        XCTAssertEqual(withConflicts.documents.map(\.id), ["a", "b"])
+        XCTAssertEqual(withConflicts.documents[1].conflicts.count, 1, "b's losing leaf is listed")
+        XCTAssertEqual(withConflicts.documents[0].conflicts, [])
+        query.conflicts = false
+        let withoutConflicts = try await db.find(query)
+        XCTAssertEqual(withoutConflicts.documents[1].conflicts, [], "not asked: not listed")
+
+        // update: false reads the index as it is; the next default read brings it up to date.
+        _ = try await db.save(Document(id: "c", body: ["n": 4]))
+        query.update = false
+        let stale = try await db.find(query)
+        XCTAssertEqual(stale.documents.map(\.id), ["a", "b"], "the index was not updated")
+        query.update = true
+        let fresh = try await db.find(query)
+        XCTAssertEqual(fresh.documents.map(\.id), ["a", "b", "c"])
+
+        // A partial index answers only when use_index names it.
+        try await db.createIndex(fields: [SortField("n")], name: "big", designDocument: "p", partialFilter: ["n": ["$gte": 3]])
+        var partial = FindQuery(selector: try Selector(["n": ["$gt": 0]]))
+        let global = try await db.explain(partial)
+        XCTAssertEqual(global.index?.name, "n")
+        partial.useIndex = ["p", "big"]
+        let named = try await db.explain(partial)
+        XCTAssertEqual(named.index?.name, "big")
+        let fromPartial = try await db.find(partial)
+        XCTAssertEqual(fromPartial.documents.map(\.id), ["b", "c"], "only what the partial index holds")
+    }
+}
