@@ -80,13 +80,14 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
             guard let value = document.body[first] else { return .missing }
             start = value
         }
-        return FieldPath(components: Array(components.dropFirst()), description: description).lookup(in: start)
+        return lookup(in: start, from: 1)
     }
 
-    /// The value at this path in `value`; an array is entered by a position (`"items.0"`).
-    func lookup(in value: JSON) -> Lookup {
+    /// The value at this path (from its component `start` on) in `value`; an array is entered by a
+    /// position (`"items.0"`).
+    func lookup(in value: JSON, from start: Int = 0) -> Lookup {
         var current = value
-        for component in components {
+        for component in components[start...] {
             switch current {
             case .object(let object):
                 guard let next = object[component] else { return .missing }

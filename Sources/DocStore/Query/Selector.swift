@@ -46,7 +46,7 @@ public struct Selector: Sendable, Hashable {
     }
 
     /// Whether `document` matches.
-    public func matches(_ document: Document) -> Bool { condition.matches(document) }
+    public func matches(_ document: Document) -> Bool { condition.matches(document, raw: false) }
 
     /// Whether `document` (its CouchDB JSON, `_id` included) matches.
     public func matches(_ document: JSON) -> Bool { condition.matches(document, raw: false) }
@@ -258,46 +258,35 @@ indirect enum Condition: Sendable {
 
     // MARK: Matching
 
-    /// Whether a document matches, its fields read straight from it (the same answer as matching its
-    /// CouchDB JSON, without building that JSON).
-    func matches(_ document: Document) -> Bool {
-        switch self {
-        case .anything: return true
-        case .all(let parts): return parts.allSatisfy { $0.matches(document) }
-        case .any(let parts): return parts.isEmpty || parts.contains { $0.matches(document) }
-        case .not(let inner): return !inner.matches(document)
-        case .field(let path, let inner) where !path.components.isEmpty:
-            return Condition.field(path, inner).matches(lookup: path.lookup(in: document), raw: false)
-        default: return matches(document.json(), raw: false)
-        }
-    }
-
-    /// A field condition given what its path found.
-    private func matches(lookup: FieldPath.Lookup, raw: Bool) -> Bool {
-        guard case .field(let path, let inner) = self else { return false }
-        switch lookup {
-        case .found(let found): return inner.matches(found, raw: raw || path.components == ["_id"])
-        case .missing:
-            if case .exists(false) = inner { return true }
-            return false
-        case .badPath: return false
-        }
-    }
-
-    /// Whether `value` satisfies this condition; `raw` compares strings by code point (under `_id`).
-    func matches(_ value: JSON, raw: Bool) -> Bool {
+    /// Whether `source` (a JSON value, or a document read without building its JSON) satisfies this
+    /// condition; `raw` compares strings by code point (under `_id`).
+    func matches(_ source: some FieldSource, raw: Bool) -> Bool {
         switch self {
         case .anything:
             return true
         case .all(let parts):
-            return parts.allSatisfy { $0.matches(value, raw: raw) }
+            return parts.allSatisfy { $0.matches(source, raw: raw) }
         case .any(let parts):
             // An empty `$or` holds, as in CouchDB's matcher.
-            return parts.isEmpty || parts.contains { $0.matches(value, raw: raw) }
+            return parts.isEmpty || parts.contains { $0.matches(source, raw: raw) }
         case .not(let inner):
-            return !inner.matches(value, raw: raw)
-        case .field(let path, _):
-            return matches(lookup: path.lookup(in: value), raw: raw)
+            return !inner.matches(source, raw: raw)
+        case .field(let path, let inner):
+            switch source.lookup(path) {
+            case .found(let found): return inner.matches(found, raw: raw || path.components == ["_id"])
+            case .missing:
+                if case .exists(false) = inner { return true }
+                return false
+            case .badPath: return false
+            }
+        default:
+            return holds(on: source.wholeValue, raw: raw)
+        }
+    }
+
+    /// Whether this operator holds on `value`.
+    private func holds(on value: JSON, raw: Bool) -> Bool {
+        switch self {
         case .compare(let comparison, let argument):
             return comparison.holds(Condition.compare(value, argument, raw: raw))
         case .isIn(let list):
@@ -337,7 +326,9 @@ indirect enum Condition: Sendable {
             return elements.allSatisfy { inner.matches($0, raw: false) }
         case .keyMapMatch(let inner):
             guard case .object(let object) = value else { return false }
-            return object.keys.contains { inner.matches(.string($0), raw: false) }
+            return object.keys.contains { inner.matches(JSON.string($0), raw: false) }
+        case .anything, .all, .any, .not, .field:
+            return matches(value, raw: raw)   // combinators: see matches(_:raw:)
         }
     }
 
@@ -357,4 +348,23 @@ indirect enum Condition: Sendable {
         case .object: "object"
         }
     }
+}
+
+/// What a condition is matched against: a JSON value, or a document whose fields are read from it
+/// without building its JSON.
+protocol FieldSource {
+    /// What `path` finds.
+    func lookup(_ path: FieldPath) -> FieldPath.Lookup
+    /// The whole value, for an operator applied to it directly.
+    var wholeValue: JSON { get }
+}
+
+extension JSON: FieldSource {
+    func lookup(_ path: FieldPath) -> FieldPath.Lookup { path.lookup(in: self) }
+    var wholeValue: JSON { self }
+}
+
+extension Document: FieldSource {
+    func lookup(_ path: FieldPath) -> FieldPath.Lookup { path.lookup(in: self) }
+    var wholeValue: JSON { json() }
 }
