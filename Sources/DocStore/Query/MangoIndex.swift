@@ -92,12 +92,12 @@ public struct MangoIndex: Sendable, Hashable {
         return IndexDefinition(name: indexName, version: JSON.object(version).description) { document, emit in
             // As CouchDB's views, a json index holds no design document.
             if document.id.hasPrefix("_design/") { return }
-            let json = document.json()
-            if let filter, !filter.matches(json) { return }
+            // Fields are read from the document itself: no JSON of it is built.
+            if let filter, !filter.matches(document) { return }
             var key: [JSON] = []
             key.reserveCapacity(paths.count)
             for path in paths {
-                guard case .found(let value) = path.lookup(in: json) else { return }
+                guard case .found(let value) = path.lookup(in: document) else { return }
                 key.append(value)
             }
             emit(.array(key), nil)
