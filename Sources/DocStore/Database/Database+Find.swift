@@ -72,6 +72,9 @@ public struct FindResult: Sendable {
 }
 
 extension Database {
+    /// Rows read at a time by ``find(_:)``.
+    static let findPageSize = 200
+
     /// Runs a Mango query: CouchDB's planner chooses the index (see ``explain(_:)``), its rows in the
     /// planned range are read in order, each document is matched against the whole selector, and
     /// `skip`, `limit` and `fields` apply to the matches.
@@ -113,28 +116,27 @@ extension Database {
         }
 
         if let keys = plan.keys, limit > 0 {
+            /// The next page of candidates in reading order (key, id, document), `nil` at the end.
+            let nextPage: () async throws -> [(key: JSON, id: String, document: Document?)]?
             switch plan.choice {
             case .allDocuments:
                 var range = AllDocumentsQuery(descending: plan.descending)
                 range.startKey = after?.documentID ?? keys.start?.first.flatMap(FindBookmark.documentID)
                 range.endKey = keys.end?.first.flatMap(FindBookmark.documentID)
-                range.limit = 200
+                range.limit = Self.findPageSize
                 range.includeDocuments = !query.conflicts
-                var skipFirst = after != nil
-                reading: while true {
-                    let page = try await allDocuments(range, counting: false).rows
-                    for row in page {
-                        if skipFirst, row.id == after?.documentID { skipFirst = false; continue }
-                        skipFirst = false
-                        // Design documents are not answers, as in CouchDB.
-                        guard row.error == nil, !row.isDeleted, !row.id.hasPrefix("_design/") else { continue }
-                        let found = query.conflicts ? try await document(withID: row.id, includeConflicts: true) : row.document
-                        guard let document = found else { continue }
-                        if try !consider(document, key: .string(row.id)) { break reading }
+                var done = false
+                nextPage = {
+                    guard !done else { return nil }
+                    let page = try await self.allDocuments(range, counting: false).rows
+                    done = page.count < Self.findPageSize
+                    if let last = page.last {
+                        range.startKey = last.id
+                        range.skip = 1
                     }
-                    guard page.count == range.limit, let lastRow = page.last else { break }
-                    range.startKey = lastRow.id
-                    range.skip = 1
+                    // Design documents are not answers, as in CouchDB.
+                    return page.filter { $0.error == nil && !$0.isDeleted && !$0.id.hasPrefix("_design/") }
+                        .map { (.string($0.id), $0.id, $0.document) }
                 }
             case .json(let index):
                 var range = IndexQuery()
@@ -142,32 +144,40 @@ extension Database {
                 range.startKey = after?.key ?? keys.start.map { .array($0.map(FindBookmark.keyValue)) }
                 range.startKeyDocID = after?.documentID
                 range.endKey = keys.end.map { .array($0.map(FindBookmark.keyValue)) }
-                range.limit = 200
+                range.limit = Self.findPageSize
                 if !query.update { range.stale = .ok }
-                var skipFirst = after != nil
-                reading: while true {
+                var done = false
+                nextPage = {
+                    guard !done else { return nil }
                     let page = try await self.query(index.indexName, range).rows
-                    // The page's documents in one read (one at a time when conflicts are asked for).
+                    done = page.count < Self.findPageSize
+                    if let last = page.last {
+                        range.startKey = last.key
+                        range.startKeyDocID = last.documentID
+                        range.skip = 1
+                        range.stale = .ok
+                    }
+                    // The page's documents in one read.
                     let fetched = query.conflicts ? [:] : Dictionary(
                         try await self.documents(withIDs: page.compactMap(\.documentID)).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-                    for row in page {
-                        statistics.totalKeysExamined += 1
-                        // A bookmark starts after the row it names, if that row is still there.
-                        if skipFirst, let after, row.documentID == after.documentID, JSONCollator.compare(row.key, after.key) == 0 {
-                            skipFirst = false
-                            continue
-                        }
+                    return page.compactMap { row in row.documentID.map { (row.key, $0, fetched[$0]) } }
+                }
+            }
+            var skipFirst = after != nil
+            reading: while true {
+                guard let page = try await nextPage() else { break }
+                for (key, id, read) in page {
+                    if case .json = plan.choice { statistics.totalKeysExamined += 1 }
+                    // A bookmark starts after the row it names, if that row is still there.
+                    if skipFirst, let after, id == after.documentID, JSONCollator.compare(key, after.key) == 0 {
                         skipFirst = false
-                        guard let id = row.documentID else { continue }
-                        let found = query.conflicts ? try await document(withID: id, includeConflicts: true) : fetched[id]
-                        guard let document = found else { continue }
-                        if try !consider(document, key: row.key) { break reading }
+                        continue
                     }
-                    guard page.count == range.limit, let lastRow = page.last else { break }
-                    range.startKey = lastRow.key
-                    range.startKeyDocID = lastRow.documentID
-                    range.skip = 1
-                    range.stale = .ok
+                    skipFirst = false
+                    // Conflicts are read with each document (a page's read has only the winners).
+                    let found = query.conflicts ? try await document(withID: id, includeConflicts: true) : read
+                    guard let document = found else { continue }
+                    if try !consider(document, key: key) { break reading }
                 }
             }
         }
