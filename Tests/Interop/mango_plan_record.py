@@ -7,9 +7,9 @@ make the same ones), asks `_explain` for each query, and writes Tests/Fixtures/m
 query the chosen index (`ddoc`, `name`) with `start_key`/`end_key`/`direction`, or the error.
 `QueryPlannerTests` replays it against DocStore's planner.
 """
-import json, os, sys, pathlib
+import sys, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from mango_selector_record import CORPUS, connect  # noqa: E402
+from mango_selector_record import connect, corpus_database, write_fixture  # noqa: E402
 
 INDEXES = [
     {"ddoc": "a", "name": "kind", "index": {"fields": ["kind"]}},
@@ -81,10 +81,7 @@ def main():
     call, version = connect()
     if call is None:
         return 0
-    db = "/docstore_mango_plans"
-    call("DELETE", db)
-    call("PUT", db)
-    assert call("POST", db + "/_bulk_docs", {"docs": CORPUS})[0] == 201
+    db = corpus_database(call, "docstore_mango_plans")
     for index in INDEXES:
         status, answer = call("POST", db + "/_index", index)
         assert status == 200, answer
@@ -109,9 +106,7 @@ def main():
         else:
             case["find_error"] = answer.get("error")
         cases.append(case)
-    out = pathlib.Path(__file__).resolve().parent.parent / "Fixtures" / "mango" / "plans.json"
-    out.write_text(json.dumps({"couchdb": version, "indexes": INDEXES, "cases": cases}, indent=1, ensure_ascii=False) + "\n")
-    print(f"recorded {len(cases)} plans from CouchDB {version} into {out}")
+    write_fixture("plans.json", "plans", version, {"couchdb": version, "indexes": INDEXES, "cases": cases})
     return 0
 
 

@@ -91,15 +91,29 @@ def connect():
     return call, call("GET", "/")[1].get("version")
 
 
-def main():
-    call, version = connect()
-    if call is None:
-        return 0
-    db = "/docstore_mango_parity"
+def corpus_database(call, name):
+    """The database `name` made anew with the corpus in it; its path."""
+    db = "/" + name
     call("DELETE", db)
     call("PUT", db)
     status, _ = call("POST", db + "/_bulk_docs", {"docs": CORPUS})
     assert status == 201, status
+    return db
+
+
+def write_fixture(name, what, version, content):
+    """Writes Tests/Fixtures/mango/`name` and says so."""
+    out = pathlib.Path(__file__).resolve().parent.parent / "Fixtures" / "mango" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n")
+    print(f"recorded {len(content['cases'])} {what} from CouchDB {version} into {out}")
+
+
+def main():
+    call, version = connect()
+    if call is None:
+        return 0
+    db = corpus_database(call, "docstore_mango_parity")
     cases = []
     for selector in SELECTORS:
         status, answer = call("POST", db + "/_find", {"selector": selector, "limit": 1000})
@@ -107,10 +121,7 @@ def main():
             cases.append({"selector": selector, "ids": sorted(d["_id"] for d in answer["docs"])})
         else:
             cases.append({"selector": selector, "status": status, "error": answer.get("error")})
-    out = pathlib.Path(__file__).resolve().parent.parent / "Fixtures" / "mango" / "selectors.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"couchdb": version, "corpus": CORPUS, "cases": cases}, indent=1, ensure_ascii=False) + "\n")
-    print(f"recorded {len(cases)} selectors from CouchDB {version} into {out}")
+    write_fixture("selectors.json", "selectors", version, {"couchdb": version, "corpus": CORPUS, "cases": cases})
     return 0
 
 if __name__ == "__main__":
