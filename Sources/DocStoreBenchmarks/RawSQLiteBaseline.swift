@@ -103,14 +103,20 @@ final class RawSQLiteBaseline {
         sqlite3_finalize(update)
     }
 
+    /// Steps `statement` to its end, copying out the body in `column` of each row; the rows with one.
+    private func copyBodies(_ statement: OpaquePointer?, column: Int32) -> Int {
+        var rows = 0
+        while sqlite3_step(statement) == SQLITE_ROW {
+            let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, column), count: Int(sqlite3_column_bytes(statement, column))))
+            rows += body.isEmpty ? 0 : 1
+        }
+        return rows
+    }
+
     /// Every body, copied out, in sequence order.
     func scan() -> Int {
         let statement = prepare("SELECT seq, id, json FROM docs ORDER BY seq")
-        var count = 0
-        while sqlite3_step(statement) == SQLITE_ROW {
-            let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 2), count: Int(sqlite3_column_bytes(statement, 2))))
-            count += body.isEmpty ? 0 : 1
-        }
+        let count = copyBodies(statement, column: 2)
         sqlite3_finalize(statement)
         return count
     }
@@ -161,10 +167,7 @@ final class RawSQLiteBaseline {
         for (low, high) in ranges {
             sqlite3_bind_int64(statement, 1, Int64(low))
             sqlite3_bind_int64(statement, 2, Int64(high))
-            while sqlite3_step(statement) == SQLITE_ROW {
-                let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: Int(sqlite3_column_bytes(statement, 1))))
-                rows += body.isEmpty ? 0 : 1
-            }
+            rows += copyBodies(statement, column: 1)
             sqlite3_reset(statement)
         }
         sqlite3_finalize(statement)
@@ -175,11 +178,7 @@ final class RawSQLiteBaseline {
     func scanForCity(_ city: String) -> Int {
         let statement = prepare("SELECT id, json FROM docs WHERE json_extract(json, '$.address.city') = ?")
         sqlite3_bind_text(statement, 1, city, -1, transient)
-        var rows = 0
-        while sqlite3_step(statement) == SQLITE_ROW {
-            let body = Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: Int(sqlite3_column_bytes(statement, 1))))
-            rows += body.isEmpty ? 0 : 1
-        }
+        let rows = copyBodies(statement, column: 1)
         sqlite3_finalize(statement)
         return rows
     }
