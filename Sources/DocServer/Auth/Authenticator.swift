@@ -104,14 +104,11 @@ struct Authenticator: Sendable {
         let payload = "\(name):\(expiry)"
         let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
         let token = payload + ":" + hex(Array(mac))
-        return Data(token.utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(token.utf8)
     }
 
     private func principal(forSession token: String) async throws -> Principal? {
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8) else { return nil }
+        guard let data = Base64URL.decode(token), let text = String(data: data, encoding: .utf8) else { return nil }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, let expiry = Int(parts[1]), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
         let name = String(parts[0])

@@ -217,9 +217,7 @@ struct FindBookmark: Sendable {
     }
 
     init(encoded text: String) throws {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let json = try? JSON(parsing: data),
+        guard let data = Base64URL.decode(text), let json = try? JSON(parsing: data),
             let key = json["startkey"], let id = json["startkey_docid"]?.stringValue else {
             throw DocStoreError(.invalidBookmark, "Invalid bookmark value: \(text)")
         }
@@ -228,8 +226,7 @@ struct FindBookmark: Sendable {
 
     var encoded: String {
         let json: JSON = ["startkey": key, "startkey_docid": .string(documentID)]
-        return Data(json.description.utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return Base64URL.encode(json.description.utf8)
     }
 
     /// A key bound as a value of the index: `max` is an object above every value of the prefix.
