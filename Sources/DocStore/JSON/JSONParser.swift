@@ -30,12 +30,19 @@ struct ParseStack<Element>: ~Copyable {
     private var capacity: Int
     private(set) var count = 0
 
+    /// Allocates nothing until the first push: most parses of a scalar or a short key never push
+    /// into some of a reader's stacks, and an index query parses two small values per row.
     init(capacity: Int) {
-        self.capacity = capacity
-        base = .allocate(capacity: capacity)
+        self.capacity = 0
+        initialCapacity = capacity
+        // A placeholder, never read, written or freed while the capacity is 0.
+        base = UnsafeMutablePointer(bitPattern: MemoryLayout<Element>.alignment)!
     }
 
+    private let initialCapacity: Int
+
     deinit {
+        guard capacity > 0 else { return }
         base.deinitialize(count: count)
         base.deallocate()
     }
@@ -48,11 +55,14 @@ struct ParseStack<Element>: ~Copyable {
     }
 
     private mutating func grow() {
-        let larger = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
-        larger.moveInitialize(from: base, count: count)
-        base.deallocate()
+        let grown = capacity == 0 ? initialCapacity : capacity * 2
+        let larger = UnsafeMutablePointer<Element>.allocate(capacity: grown)
+        if capacity > 0 {
+            larger.moveInitialize(from: base, count: count)
+            base.deallocate()
+        }
         base = larger
-        capacity *= 2
+        capacity = grown
     }
 
     subscript(position: Int) -> Element {
