@@ -149,6 +149,27 @@ final class IndexQueryTests: XCTestCase {
         XCTAssertEqual(result.rows[2].document?.id, "o1")
         let plain = try await db.query("links", IndexQuery())
         XCTAssertNil(plain.rows[0].document)
+
+        // The documents are read with the rows (a join): by key list too, and from a stale index
+        // each row gets its document's current revision, or none once it is deleted.
+        var byKeys = IndexQuery()
+        byKeys.keys = [["order", "o2"], ["order", "o1"]]
+        byKeys.includeDocuments = true
+        let listed = try await db.query("links", byKeys)
+        XCTAssertEqual(listed.rows.map { $0.document?.id }, ["o2", "o1"])
+        let current = try await db.document(withID: "o2")
+        XCTAssertEqual(listed.rows[0].document?.revision, current?.revision)
+        var o2 = try XCTUnwrap(current)
+        o2["note"] = "rush"
+        let updated = try await db.save(o2)
+        let o1 = try await db.document(withID: "o1")
+        _ = try await db.delete(XCTUnwrap(o1))
+        byKeys.stale = .ok
+        let stale = try await db.query("links", byKeys)
+        XCTAssertEqual(stale.rows.count, 2, "the stale index still has both rows")
+        XCTAssertEqual(stale.rows[0].document?.revision, updated.revision)
+        XCTAssertEqual(stale.rows[0].document?.string(forKey: "note"), "rush")
+        XCTAssertNil(stale.rows[1].document, "a row of a deleted document has no document")
     }
 
     func testBuiltinReduces() async throws {

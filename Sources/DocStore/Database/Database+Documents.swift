@@ -135,7 +135,7 @@ extension Database {
     }
 
     /// Given revisions of documents, each with its revision history (``Document/revisionHistory``), read
-    /// in one snapshot and parsed on two threads when there are many — what a replication source
+    /// in one snapshot — what a replication source
     /// answers for the revisions a target is missing (CouchDB's `_bulk_get`). An entry is `nil` when
     /// the document, the revision or its body is not there.
     /// - Complexity: O(total size of the revisions' bodies and trees).
@@ -146,8 +146,7 @@ extension Database {
 
     /// For each request, the revision asked for (the current one for `nil`, unless deleted) with its
     /// revision history — or with `latest`, for a revision that is no longer a leaf, every leaf that
-    /// descends from it, winner first, as CouchDB's `latest=true` — all read in one snapshot and parsed
-    /// on two threads when there are many. An entry is empty when the document, the revision or its
+    /// descends from it, winner first, as CouchDB's `latest=true` — all read in one snapshot. An entry is empty when the document, the revision or its
     /// body is not there.
     /// - Complexity: O(total size of the revisions' bodies and trees).
     package func revisionsWithHistory(_ requests: [(id: String, revision: RevisionID?)], latest: Bool) async throws -> [[Document]] {

@@ -145,6 +145,9 @@ extension Database {
                 range.startKeyDocID = after?.documentID
                 range.endKey = keys.end.map { .array($0.map(FindBookmark.keyValue)) }
                 range.limit = Self.findPageSize
+                // Each row's document is read in the same statement (a join on the index file's
+                // connection); with conflicts it is read below with them instead.
+                range.includeDocuments = !query.conflicts
                 if !query.update { range.stale = .ok }
                 var done = false
                 nextPage = {
@@ -157,10 +160,7 @@ extension Database {
                         range.skip = 1
                         range.stale = .ok
                     }
-                    // The page's documents in one read.
-                    let fetched = query.conflicts ? [:] : Dictionary(
-                        try await self.documents(withIDs: page.compactMap(\.documentID)).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-                    return page.compactMap { row in row.documentID.map { (row.key, $0, fetched[$0]) } }
+                    return page.compactMap { row in row.documentID.map { (row.key, $0, row.document) } }
                 }
             }
             var skipFirst = after != nil

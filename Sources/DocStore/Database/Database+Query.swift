@@ -38,7 +38,9 @@ extension Database {
         }
         let current = state
         let (output, mapErrors) = try readIndex { connection in
-            let output = try QueryEngine(connection: connection, state: current, query: query).run()
+            var engine = QueryEngine(connection: connection, state: current, query: query)
+            engine.documentsSchema = Self.attachedDocumentsSchema
+            let output = try engine.run()
             return (output, try IndexSchema.mapErrors(connection, indexID: current.id))
         }
         if query.stale == .updateAfter {
@@ -47,10 +49,18 @@ extension Database {
         }
         var rows: [QueryRow] = []
         rows.reserveCapacity(output.rows.count)
-        for row in output.rows {
+        for (position, row) in output.rows.enumerated() {
             var document: Document? = nil
             if query.includeDocuments, let documentID = row.documentID {
-                document = try await linkedDocument(for: row.value, emittedBy: documentID)
+                if case .object(let object) = row.value, case .string(let linked)? = object["_id"] {
+                    // A row may name another document (and revision) than the one that emitted it.
+                    let revision = object["_rev"]?.stringValue.flatMap(RevisionID.init)
+                    document = try await self.document(withID: linked, revision: revision)
+                } else if position < output.documents.count {
+                    document = output.documents[position]
+                } else {
+                    document = try await self.document(withID: documentID)
+                }
             }
             rows.append(QueryRow(key: row.key, value: row.value, documentID: row.documentID, document: document))
         }
@@ -58,17 +68,12 @@ extension Database {
                            updateSequence: query.updateSeq ? current.lastSequence : nil, mapErrors: mapErrors)
     }
 
-    /// The document a row links to: the one named by `{"_id": …, "_rev"?: …}` in its value, or the
-    /// document that emitted it.
-    private func linkedDocument(for value: JSON, emittedBy documentID: String) async throws -> Document? {
-        if case .object(let object) = value, case .string(let linked)? = object["_id"] {
-            let revision = object["_rev"]?.stringValue.flatMap(RevisionID.init)
-            return try await document(withID: linked, revision: revision)
-        }
-        return try await document(withID: documentID)
-    }
+    /// The schema name of the database's own file on the index file's reader connections, which
+    /// attach it so that a query can join index rows to documents.
+    static let attachedDocumentsSchema = "store"
 
-    /// Runs a consistent read on the index file.
+    /// Runs a consistent read on the index file (with the database's file attached as
+    /// ``attachedDocumentsSchema``).
     func readIndex<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         do {

@@ -56,7 +56,8 @@ public final class Database: Sendable {
             Task { await writer.close() }
             throw error
         }
-        self.indexReaders = ReaderPool(path: indexFile.path, maximumIdle: configuration.maximumIdleReaders)
+        self.indexReaders = ReaderPool(path: indexFile.path, maximumIdle: configuration.maximumIdleReaders,
+                                       attaching: (configuration.fileURL.path, Database.attachedDocumentsSchema))
     }
 
     /// The database name.

@@ -15,9 +15,18 @@ struct QueryEngine {
         query.descending ? "ORDER BY key DESC, doc_key DESC, emit DESC" : "ORDER BY key, doc_key, emit"
     }
 
-    /// Rows without documents (those are added by the caller), plus the figures.
+    /// The schema name under which the database's own file is attached to ``connection``; when set,
+    /// a map query with ``IndexQuery/includeDocuments`` reads each row's emitting document in the same
+    /// statement, as a join, instead of leaving it to the caller.
+    var documentsSchema: String?
+
+    /// Rows, plus the figures.
     struct Output {
         var rows: [(key: JSON, value: JSON, documentID: String?)] = []
+        /// With ``documentsSchema`` and ``IndexQuery/includeDocuments``: for each row, the current
+        /// revision of the document that emitted it (`nil` if it has been deleted since). Empty
+        /// otherwise: then the caller reads the documents.
+        var documents: [Document?] = []
         var totalRows: Int?
         var offset: Int?
     }
@@ -147,10 +156,24 @@ struct QueryEngine {
     private func mapRows() throws -> Output {
         var output = Output(totalRows: Int(state.rowCount))
         let limit = query.limit ?? Int.max
+        let joined = query.includeDocuments ? documentsSchema : nil
+        // The emitting document's current revision, joined on its id (the database's unique index).
+        let columns = joined == nil ? "key_json, value_json, doc_id"
+            : "key_json, value_json, doc_id, " + DocumentRecords.currentColumns(of: "d.")
+        let source = joined.map { "\(table) LEFT JOIN \($0).docs AS d ON d.id = doc_id AND d.deleted = 0" } ?? table
+        func append(_ statement: SQLiteStatement) throws {
+            let row = try row(statement)
+            output.rows.append(row)
+            if joined != nil {
+                // No joined row (NULL columns) when the document was deleted after the index was read.
+                output.documents.append(try row.documentID.flatMap { id in
+                    statement.isNull(3) ? nil : try DocumentRecords.currentDocument(statement, id: id, from: 3)
+                })
+            }
+        }
         if let keys = query.keys {
             var skipped = 0
-            let statement = try connection.prepare(
-                "SELECT key_json, value_json, doc_id FROM \(table) WHERE key = ? \(order)")
+            let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE key = ? \(order)")
             outer: for key in keys {
                 statement.reset()
                 try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
@@ -160,7 +183,7 @@ struct QueryEngine {
                         continue
                     }
                     if output.rows.count >= limit { break outer }
-                    output.rows.append(try row(statement))
+                    try append(statement)
                 }
             }
             statement.reset()
@@ -168,10 +191,9 @@ struct QueryEngine {
             return output
         }
         let (sql, bindings) = rangeCondition()
-        let statement = try connection.prepare(
-            "SELECT key_json, value_json, doc_id FROM \(table) WHERE \(sql) \(order) LIMIT ? OFFSET ?")
+        let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE \(sql) \(order) LIMIT ? OFFSET ?")
         try statement.bind(bindings + [.integer(Int64(query.limit ?? -1)), .integer(Int64(query.skip))])
-        while try statement.step() { output.rows.append(try row(statement)) }
+        while try statement.step() { try append(statement) }
         statement.reset()
         if query.includeOffset {
             output.offset = min(Int(state.rowCount), try rowsBeforeRange() + query.skip)

@@ -167,17 +167,33 @@ struct DocumentRecords {
     /// The current revision of a live document, parsed straight from SQLite's buffer, without
     /// decoding the revision tree (the common read).
     func fetchCurrentDocument(id: String) throws -> Document? {
-        let statement = try connection.prepare("SELECT seq, rev, body, created, updated FROM docs WHERE id = ? AND deleted = 0")
+        let statement = try connection.prepare("SELECT \(Self.currentColumns()) FROM docs WHERE id = ? AND deleted = 0")
         defer { statement.reset() }
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
-        guard let revision = statement.revision(1) else {
+        return try Self.currentDocument(statement, id: id, from: 0)
+    }
+
+    /// The columns of `docs` that ``currentDocument(_:id:from:)`` reads, each prefixed with `table`.
+    static func currentColumns(of table: String = "") -> String {
+        ["seq", "rev", "body", "created", "updated"].map { table + $0 }.joined(separator: ", ")
+    }
+
+    /// The current revision of document `id` from a row of ``currentColumns(of:)`` starting at column
+    /// `first` (read straight from SQLite's buffer).
+    static func currentDocument(_ statement: SQLiteStatement, id: String, from first: Int32) throws -> Document {
+        let revision = try currentRevision(statement, at: first + 1)
+        return try statement.withBlob(first + 2) { body in
+            try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: statement.int64(first),
+                                      created: statement.double(first + 3), updated: statement.double(first + 4))
+        }
+    }
+
+    private static func currentRevision(_ statement: SQLiteStatement, at column: Int32) throws -> RevisionID {
+        guard let revision = statement.revision(column) else {
             throw DocStoreError(.storage, "Corrupt revision id in database")
         }
-        return try statement.withBlob(2) { body in
-            try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: statement.int64(0),
-                                      created: statement.double(3), updated: statement.double(4))
-        }
+        return revision
     }
 
     /// Inserts a new document's row, or updates the row of an existing one (`previous`) in place, and
