@@ -57,4 +57,16 @@ final class QueryPlannerTests: XCTestCase {
         let byDesign = try QueryPlanner.plan(try Selector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["_design/a"])
         XCTAssertEqual(byDesign.warning, "_design/a was not used because it does not contain a valid index for this query.")
     }
+
+    /// Found by Tests/Interop/mango_parity.py: CouchDB reads a usable json index even when `_all_docs`
+    /// would score as well and has fewer fields, because it tries view indexes before `_all_docs`.
+    func testAUsableJSONIndexIsAlwaysPreferredToAllDocs() throws {
+        let index = MangoIndex(designDocument: "_design/iid", name: "id-c", fields: [SortField("_id"), SortField("c")])
+        let selector = try Selector(["o.y": ["$gt": 10], "c": ["$mod": [-3, 2]]])
+        let plan = try QueryPlanner.plan(selector, sort: [], indexes: [index], useIndex: [])
+        XCTAssertEqual(plan.choice, .json(index))
+        XCTAssertEqual(plan.shownKeys.start, [])
+        let unusable = try QueryPlanner.plan(try Selector(["o.y": ["$gt": 10]]), sort: [], indexes: [index], useIndex: [])
+        XCTAssertEqual(unusable.choice, .allDocuments, "without `c` required the index is not usable")
+    }
 }

@@ -9,9 +9,10 @@
 ///   filter only when `use_index` names it. None usable is `no_usable_index`.
 /// - **`use_index`** picks among the usable ones; if it names none of them, the planner chooses as if it
 ///   were absent, and says so in a warning.
-/// - **Best.** The index whose leading fields cover most of the fields the selector constrains with
-///   `$eq $gt $gte $lt $lte`, then the one with fewer fields, then by design document and name
-///   (`_all_docs` first).
+/// - **Best.** `_all_docs` only when no json index is usable (CouchDB tries its cursor kinds in turn,
+///   view indexes first). Among json indexes, the one whose leading fields cover most of the fields the
+///   selector constrains with `$eq $gt $gte $lt $lte`, then the one with fewer fields, then by design
+///   document and name.
 struct QueryPlanner {
     /// An index a query can read.
     enum Choice: Hashable, Sendable {
@@ -142,7 +143,10 @@ struct QueryPlanner {
                 : "_design/\(ddoc), \(useIndex[1]) was not used because it is not a valid index for this query."
         }
         let fieldRanges = ranges(of: condition)
-        let scored = (chosenAmong.isEmpty ? usable : chosenAmong).map { choice -> (Choice, [Range?], Int) in
+        var finalists = chosenAmong.isEmpty ? usable : chosenAmong
+        // A usable json index always beats `_all_docs`, whatever their scores.
+        if finalists.contains(where: { $0 != .allDocuments }) { finalists.removeAll { $0 == .allDocuments } }
+        let scored = finalists.map { choice -> (Choice, [Range?], Int) in
             let prefix = compositePrefix(choice.fields, fieldRanges)
             return (choice, prefix, fieldRanges.count - prefix.count)
         }
