@@ -32,7 +32,10 @@ package enum FindRequest {
         }
         query.limit = try count("limit") ?? defaultLimit
         query.skip = try count("skip") ?? 0
-        _ = try count("r")
+        // The read quorum: meaningless on one node, but checked as CouchDB does.
+        if let r = object["r"], !{ if case .integer(let n) = r { n > 0 } else { false } }() {
+            throw DocStoreError(.invalidPositiveInteger, "\(r) is not an integer greater than zero")
+        }
         if let sort = object["sort"] { query.sort = try SortField.list(from: sort) }
         if let fields = object["fields"] {
             guard case .array(let entries) = fields else {

@@ -97,6 +97,7 @@ final class MangoFindHTTPTests: XCTestCase {
             (["selector": [:], "limit": "x"], "invalid_non_neg_integer"), (["selector": [:], "skip": -1], "invalid_non_neg_integer"),
             (["selector": [:], "fields": "a"], "invalid_fields"), (["selector": [:], "fields": [1]], "invalid_field"),
             (["selector": [:], "foo": 1], "invalid_key"), (["selector": [:], "conflicts": "yes"], "invalid_boolean"),
+            (["selector": [:], "r": "x"], "invalid_pos_integer"), (["selector": [:], "r": 0], "invalid_pos_integer"),
             (["selector": [:], "execution_stats": 1], "invalid_boolean"), (["selector": [:], "use_index": 5], "bad_request"),
             (["selector": ["v": ["$foo": 1]]], "invalid_operator"), (["selector": [:], "sort": ["other"]], "no_usable_index"),
         ]

@@ -100,6 +100,8 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidBookmark = Code("invalidBookmark", couchDB: "invalid_bookmark", status: 400)
         /// A count that must be a non-negative integer is not (CouchDB `invalid_non_neg_integer`).
         public static let invalidNonNegativeInteger = Code("invalidNonNegativeInteger", couchDB: "invalid_non_neg_integer", status: 400)
+        /// A count that must be a positive integer is not (CouchDB `invalid_pos_integer`, for `_find`'s `r`).
+        public static let invalidPositiveInteger = Code("invalidPositiveInteger", couchDB: "invalid_pos_integer", status: 400)
         /// A flag that must be a boolean is not (CouchDB `invalid_boolean`).
         public static let invalidBoolean = Code("invalidBoolean", couchDB: "invalid_boolean", status: 400)
         /// `fields` is not an array (CouchDB `invalid_fields`).
