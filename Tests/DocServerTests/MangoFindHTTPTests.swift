@@ -123,4 +123,18 @@ final class MangoFindHTTPTests: XCTestCase {
         XCTAssertEqual(mine.json["execution_stats"]?["total_quorum_docs_examined"], 0)
         XCTAssertNotNil(mine.json["execution_stats"]?["execution_time_ms"]?.doubleValue)
     }
+
+    /// As CouchDB 3.3.3 counts (recorded with curl: 4 documents and an index's design document give
+    /// `total_docs_examined` 5 for 4 results): a design document read from `_all_docs` is examined,
+    /// never answered — which decides when the "examined is high" warning appears.
+    func testDesignDocumentsReadFromAllDocsAreExaminedNotAnswered() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "x1"], ["_id": "x2"], ["_id": "x3"], ["_id": "x4"]]])
+        _ = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["c"]], "ddoc": "i", "name": "c"])
+        let all = try await server.request("POST", "/db/_find", json: ["selector": ["zz": ["$exists": false]], "execution_stats": true])
+        XCTAssertEqual(all.json["docs"]?.arrayValue?.count, 4)
+        XCTAssertEqual(all.json["execution_stats"]?["total_docs_examined"], 5)
+        XCTAssertEqual(all.json["execution_stats"]?["results_returned"], 4)
+    }
 }

@@ -69,4 +69,21 @@ final class QueryPlannerTests: XCTestCase {
         let unusable = try QueryPlanner.plan(try Selector(["o.y": ["$gt": 10]]), sort: [], indexes: [index], useIndex: [])
         XCTAssertEqual(unusable.choice, .allDocuments, "without `c` required the index is not usable")
     }
+
+    /// CouchDB 3.3.3 answers 500 (`function_clause`) to `_find` and `_explain` when a json index is
+    /// chosen and an `$in`, `$nin` or `$all` anywhere holds a null or an array (recorded with curl
+    /// against it); DocStore answers a 400 that says so, and the same selectors over `_all_docs` work.
+    func testListsHoldingNullOrArraysUnderAJSONIndexAreA400() throws {
+        let index = MangoIndex(designDocument: "_design/i", name: "c", fields: [SortField("c")])
+        for selector: JSON in [["c": ["$in": ["b", nil]]], ["c": ["$gt": nil], "d": ["$nin": [[1]]]],
+                               ["c": ["$gt": nil], "$or": [["d": ["$in": [nil]]], ["e": 1]]],
+                               ["c": ["$gt": nil], "d": ["$elemMatch": ["$all": [[1]]]]]] {
+            XCTAssertThrowsError(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [index], useIndex: []), "\(selector)") {
+                XCTAssertEqual(($0 as? DocStoreError)?.code, .unsupportedOperator)
+            }
+        }
+        for selector: JSON in [["c": ["$in": ["b", ["x": 1]]]], ["c": ["$gt": nil], "d": ["$in": [true]]], ["d": ["$in": [nil]]]] {
+            XCTAssertNoThrow(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [index], useIndex: []), "\(selector)")
+        }
+    }
 }

@@ -134,8 +134,7 @@ extension Database {
                         range.startKey = last.id
                         range.skip = 1
                     }
-                    // Design documents are not answers, as in CouchDB.
-                    return page.filter { $0.error == nil && !$0.isDeleted && !$0.id.hasPrefix("_design/") }
+                    return page.filter { $0.error == nil && !$0.isDeleted }
                         .map { (.string($0.id), $0.id, $0.document) }
                 }
             case .json(let index):
@@ -174,6 +173,11 @@ extension Database {
                         continue
                     }
                     skipFirst = false
+                    // Design documents are examined but never answers, as in CouchDB.
+                    if id.hasPrefix("_design/") {
+                        statistics.totalDocumentsExamined += 1
+                        continue
+                    }
                     // Conflicts are read with each document (a page's read has only the winners).
                     let found = query.conflicts ? try await document(withID: id, includeConflicts: true) : read
                     guard let document = found else { continue }

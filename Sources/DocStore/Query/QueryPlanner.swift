@@ -155,12 +155,34 @@ struct QueryPlanner {
             if a.0.fields.count != b.0.fields.count { return a.0.fields.count < b.0.fields.count }
             return a.0.order <= b.0.order
         }!
+        if case .json = best.0, let list = listHoldingNullOrArray(in: selector.root) {
+            // CouchDB 3.3.3 fails with a 500 (`function_clause`) planning such a query on a json index.
+            throw DocStoreError(.unsupportedOperator, "\(list) cannot hold null or an array in a query answered by a json index, "
+                                + "as in CouchDB; write {\"$or\": [{field: value}, …]} instead")
+        }
         let empty = best.1.contains(nil) || isNoop(condition)
         return Plan(choice: best.0, ranges: empty ? nil : best.1.compactMap { $0 }, descending: sort.first?.descending ?? false,
                     warning: warning)
     }
 
     // MARK: The rules
+
+    /// The first `$in`, `$nin` or `$all` of `selector` whose list holds a null or an array, anywhere in it.
+    static func listHoldingNullOrArray(in selector: JSON) -> String? {
+        switch selector {
+        case .object(let object):
+            for (name, value) in object {
+                if ["$in", "$nin", "$all"].contains(name), case .array(let list) = value,
+                    list.contains(where: { if case .null = $0 { true } else if case .array = $0 { true } else { false } }) {
+                    return name
+                }
+                if let found = listHoldingNullOrArray(in: value) { return found }
+            }
+            return nil
+        case .array(let elements): return elements.lazy.compactMap(listHoldingNullOrArray).first
+        default: return nil
+        }
+    }
 
     /// `use_index`: `[ddoc]` or `[ddoc, name]`, the design document with or without `_design/`.
     private static func filter(_ choices: [Choice], by useIndex: [String]) -> [Choice] {
