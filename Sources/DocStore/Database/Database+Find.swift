@@ -121,11 +121,14 @@ extension Database {
             switch plan.choice {
             case .allDocuments:
                 var range = AllDocumentsQuery(descending: plan.descending)
-                range.startKey = after?.documentID ?? keys.start?.first.flatMap(FindBookmark.documentID)
-                range.endKey = keys.end?.first.flatMap(FindBookmark.documentID)
+                let start = FindBookmark.documentID(keys.start?.first, isLower: !plan.descending)
+                let end = FindBookmark.documentID(keys.end?.first, isLower: plan.descending)
+                range.startKey = after?.documentID ?? start ?? nil
+                range.endKey = end ?? nil
                 range.limit = Self.findPageSize
                 range.includeDocuments = !query.conflicts
-                var done = false
+                // A range ending at "" (`{"_id": {"$lte": ""}}`) reads nothing, as in CouchDB.
+                var done = start == nil || end == nil
                 nextPage = {
                     guard !done else { return nil }
                     let page = try await self.allDocuments(range, counting: false).rows
@@ -242,10 +245,15 @@ struct FindBookmark: Sendable {
         }
     }
 
-    /// A bound of `_all_docs` as a document id (`nil`: open).
-    static func documentID(_ bound: QueryPlanner.Bound) -> String? {
-        if case .value(.string(let id)) = bound, !id.isEmpty { return id }
-        return nil
+    /// A bound of `_all_docs` as a document id: `.some(nil)` for an open edge, `nil` when no id lies on
+    /// its side of it. As in CouchDB, only a string bounds `_all_docs` (any other bound leaves that edge
+    /// open, and the selector decides); ids are non-empty, so `""` as the upper edge leaves nothing.
+    /// - Parameter isLower: whether the bound is the lower edge of the id range (the start of an
+    ///   ascending read, the end of a descending one).
+    static func documentID(_ bound: QueryPlanner.Bound?, isLower: Bool) -> String?? {
+        guard case .value(.string(let id))? = bound else { return .some(nil) }
+        if id.isEmpty { return isLower ? .some(nil) : nil }
+        return .some(id)
     }
 }
 
