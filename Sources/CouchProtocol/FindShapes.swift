@@ -66,9 +66,10 @@ package enum FindRequest {
         query.update = try flag("update") ?? true
         _ = try flag("stable")
         switch object["stale"] {
-        case nil: break
+        case nil, .bool(false)?, .string("false")?: break
         case .string("ok")?: query.update = false
-        case let other?: throw DocStoreError(.badRequest, "Invalid value for stale: \(other)")
+        // CouchDB answers 500 (`invalid_ok_or_false_value`); a 400 says what is wrong.
+        case let other?: throw DocStoreError(.badRequest, "stale must be \"ok\" or false, not: \(other)")
         }
         return query
     }

@@ -149,4 +149,28 @@ final class MangoFindHTTPTests: XCTestCase {
             XCTAssertEqual(reply.json["execution_stats"]?["total_docs_examined"], .integer(examined), "\(condition)")
         }
     }
+
+    /// `stale: "ok"` and `update: false` read a json index as it is (CouchDB also takes `stale: false`
+    /// and `"false"`, and fails on any other value: here a 400).
+    func testStaleAndUpdateFalseReadTheIndexAsItIs() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        _ = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["n"]], "ddoc": "i", "name": "n"])
+        _ = try await server.request("PUT", "/db/one", json: ["n": 1])
+        let built = try await server.request("POST", "/db/_find", json: ["selector": ["n": ["$gt": 0]]])
+        XCTAssertEqual(built.json["docs"]?.arrayValue?.count, 1)
+        _ = try await server.request("PUT", "/db/two", json: ["n": 2])
+        for option: (String, JSON) in [("stale", "ok"), ("update", false)] {
+            let stale = try await server.request("POST", "/db/_find", json: ["selector": ["n": ["$gt": 0]], option.0: option.1])
+            XCTAssertEqual(stale.json["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue }, ["one"], "\(option)")
+        }
+        for fresh: JSON in [false, "false"] {
+            let reply = try await server.request("POST", "/db/_find", json: ["selector": ["n": ["$gt": 0]], "stale": fresh])
+            XCTAssertEqual(reply.json["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue }, ["one", "two"], "\(fresh)")
+        }
+        for bad: JSON in [true, "x"] {
+            let reply = try await server.request("POST", "/db/_find", json: ["selector": [:], "stale": bad])
+            XCTAssertEqual(reply.status, 400, "\(bad)")
+        }
+    }
 }
