@@ -130,6 +130,7 @@ struct QueryPlanner {
         let global: [Choice] = [.allDocuments] + indexes.filter { $0.partialFilter == nil }.map(Choice.json)
         var candidates: [Choice] = global
         for choice in named where !candidates.contains(choice) { candidates.append(choice) }
+        try checkOperandsCouchDBCanPlan(condition, candidates: candidates, sortFields: sortFields)
         let usable = candidates.filter { isUsable($0, condition, sortFields) }
         guard !usable.isEmpty else {
             throw DocStoreError(.noUsableIndex, "No index exists for this sort, try indexing by the sort fields.")
@@ -155,11 +156,6 @@ struct QueryPlanner {
             if a.0.fields.count != b.0.fields.count { return a.0.fields.count < b.0.fields.count }
             return a.0.order <= b.0.order
         }!
-        if case .json = best.0, let list = listHoldingNullOrArray(in: selector.root) {
-            // CouchDB 3.3.3 fails with a 500 (`function_clause`) planning such a query on a json index.
-            throw DocStoreError(.unsupportedOperator, "\(list) cannot hold null or an array in a query answered by a json index, "
-                                + "as in CouchDB; write {\"$or\": [{field: value}, …]} instead")
-        }
         let empty = best.1.contains(nil) || isNoop(condition)
         return Plan(choice: best.0, ranges: empty ? nil : best.1.compactMap { $0 }, descending: sort.first?.descending ?? false,
                     warning: warning)
@@ -167,20 +163,62 @@ struct QueryPlanner {
 
     // MARK: The rules
 
-    /// The first `$in`, `$nin` or `$all` of `selector` whose list holds a null or an array, anywhere in it.
-    static func listHoldingNullOrArray(in selector: JSON) -> String? {
-        switch selector {
-        case .object(let object):
-            for (name, value) in object {
-                if ["$in", "$nin", "$all"].contains(name), case .array(let list) = value,
-                    list.contains(where: { if case .null = $0 { true } else if case .array = $0 { true } else { false } }) {
-                    return name
-                }
-                if let found = listHoldingNullOrArray(in: value) { return found }
+    /// CouchDB 3.3.3 fails with a 500 (`function_clause`) on a query when an operand of its selector
+    /// is a list holding a null, a list or an object of several members, or is such an object itself
+    /// (at any depth of single-member objects) — but only once a json index it could read requires no
+    /// field the selector leaves out: checking whether that index is usable walks the operands
+    /// (`mango_idx_view:is_text_search`) and meets a value it has no case for. DocStore answers that
+    /// query with a 400 saying so (DESIGN.md §8), and reads the same selector through `_all_docs` when
+    /// no json index is a candidate, as CouchDB does.
+    static func checkOperandsCouchDBCanPlan(_ condition: Condition, candidates: [Choice], sortFields: [String]) throws {
+        guard let operand = operandCouchDBFailsOn(condition) else { return }
+        let reaches = candidates.contains { choice in
+            guard case .json(let index) = choice else { return false }
+            let required = Set(index.fields.map(\.path)).subtracting(sortFields).subtracting(["_id", "_rev"])
+            return requiredFieldsLeft(condition, required).isEmpty
+        }
+        guard reaches else { return }
+        throw DocStoreError(.unsupportedOperator, "The operand \(operand) cannot be planned against a json index, as in CouchDB: "
+                            + "a list may not hold null, a list or an object of several members; "
+                            + "write {\"$or\": [{field: value}, …]} or {\"$and\": […]} instead")
+    }
+
+    /// The first operand CouchDB's operand walk has no case for, if any.
+    private static func operandCouchDBFailsOn(_ condition: Condition) -> JSON? {
+        /// An element of a list operand: null and lists have no case; objects are walked.
+        func element(_ value: JSON) -> Bool {
+            switch value {
+            case .null, .array: return true
+            case .object: return object(value)
+            default: return false
             }
-            return nil
-        case .array(let elements): return elements.lazy.compactMap(listHoldingNullOrArray).first
-        default: return nil
+        }
+        /// An object: empty is fine, one member is walked into, several have no case.
+        func object(_ value: JSON) -> Bool {
+            guard case .object(let members) = value else { return false }
+            guard members.count == 1, let inner = members.members.first?.value else { return members.count > 1 }
+            switch inner {
+            case .array(let list): return list.contains(where: element)
+            case .object: return object(inner)
+            default: return false
+            }
+        }
+        func operand(_ value: JSON) -> Bool {
+            switch value {
+            case .array(let list): return list.contains(where: element)
+            case .object: return object(value)
+            default: return false
+            }
+        }
+        switch condition {
+        case .all(let parts), .any(let parts): return parts.lazy.compactMap(operandCouchDBFailsOn).first
+        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
+            return operandCouchDBFailsOn(inner)
+        // (`JSON` is `ExpressibleByNilLiteral`: a bare `nil` in a ternary would be `JSON.null`.)
+        case .compare(_, let value): return operand(value) ? value : JSON?.none
+        case .isIn(let list), .notIn(let list), .containsAll(let list):
+            return list.contains(where: element) ? .array(list) : JSON?.none
+        default: return JSON?.none
         }
     }
 
