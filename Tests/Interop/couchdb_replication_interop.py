@@ -72,6 +72,27 @@ class Endpoint:
         self.json("PUT", "/" + db)
 
 
+def start_docstore(binary, data):
+    """`docstore serve` on a free port of 127.0.0.1 with admin:secret and its data in `data`: the process
+    and its Endpoint."""
+    process = subprocess.Popen([binary, "serve", "--data", data, "--port", "0", "--admin", "admin:secret"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
+    if not match:
+        stop_docstore(process)
+        raise AssertionError("docstore serve did not start")
+    return process, Endpoint("http://admin:secret@127.0.0.1:%s" % match.group(1))
+
+
+def stop_docstore(process):
+    """Stops `docstore serve` as Ctrl-C does, or kills it after 15 s."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def quote_id(doc_id):
     return urllib.parse.quote(doc_id, safe="")
 
@@ -228,13 +249,9 @@ def main():
     couch = Endpoint(couch_url)
     version = couch.json("GET", "/")["version"]
     folder = tempfile.mkdtemp(prefix="docstore-couch-interop-")
-    process = subprocess.Popen([binary, "serve", "--data", os.path.join(folder, "server"), "--port", "0", "--admin", "admin:secret"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
     passed = failed = 0
     try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-        assert match, "docstore serve did not start"
-        docstore = Endpoint("http://admin:secret@127.0.0.1:%s" % match.group(1))
         # CouchDB's replicator reaches docstore through the loopback address as well.
         source = PREFIX + "src"
         print("CouchDB %s at %s, docstore serve at %s" % (version, couch.base, docstore.base))
@@ -344,11 +361,7 @@ def main():
             return problems
         run("Mango index design documents replicate both ways and work on CouchDB", mango_indexes)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_docstore(process)
         for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back"):
             couch.request("DELETE", "/" + PREFIX + db)
         shutil.rmtree(folder, ignore_errors=True)

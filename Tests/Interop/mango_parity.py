@@ -18,16 +18,13 @@ It prints the figures and the first differences, and exits 1 if there is any dif
 import json
 import os
 import random
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import pathlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import Endpoint  # noqa: E402
+from couchdb_replication_interop import Endpoint, start_docstore, stop_docstore  # noqa: E402
 
 DB = "dsi_mango_parity"
 FIELDS = ["a", "b", "c", "tags", "o.x", "o.y", "items", "d", "_id"]
@@ -218,15 +215,11 @@ def main():
     couch = Endpoint(couch_url)
     version = couch.json("GET", "/")["version"]
     folder = tempfile.mkdtemp(prefix="docstore-mango-parity-")
-    process = subprocess.Popen([binary, "serve", "--data", os.path.join(folder, "server"), "--port", "0", "--admin", "admin:secret"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
     figures = {"queries": 0, "answered": 0, "errors": 0, "explained": 0, "paged": 0, "documents": 0, "couchdb_500": 0,
                "differences": 0}
     differences, crashes = [], []
     try:
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-        assert match, "docstore serve did not start"
-        docstore = Endpoint("http://admin:secret@127.0.0.1:%s" % match.group(1))
         docs = corpus(rng, 400)
         for server in (couch, docstore):
             server.recreate(DB)
@@ -280,11 +273,7 @@ def main():
                 if expected_pages != actual_pages:
                     differ("bookmark pages", query, expected_pages, actual_pages)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_docstore(process)
         couch.request("DELETE", "/" + DB)
         shutil.rmtree(folder, ignore_errors=True)
     for crash in crashes[:5]:
