@@ -21,9 +21,10 @@ final class ReaderPool: Sendable {
     let attached: (path: String, schema: String)?
     private let state = Mutex(State())
 
-    /// How much of the file a connection maps into memory. Reads of mapped pages skip a `pread` and its
-    /// copy, which measured 20 % of a Mango query reading a hundred documents by id
-    /// (Docs/Performance.md, "Memory-mapped reads"); the mapping is address space, not memory.
+    /// How much of each file a connection of a pool that attaches another maps into memory. Reads of
+    /// mapped pages skip a `pread` and its copy, which measured 20 % of a Mango query reading a hundred
+    /// documents at random (Docs/Performance.md, "Mango `find` through a json index"). Mapped pages are
+    /// the kernel's page cache of the file; they count in the process's RSS while mapped.
     static let mappedBytes = 1 << 30
 
     init(path: String, maximumIdle: Int, attaching attached: (path: String, schema: String)? = nil) {
