@@ -284,6 +284,35 @@ final class IndexQueryTests: XCTestCase {
         check.close()
     }
 
+    /// An index file of schema 2 (rows without `doc_row`) is rebuilt with it when its index is next
+    /// registered, and `include_docs` reads the documents through it.
+    func testAnIndexFileOfSchema2IsRebuiltWithDocumentRows() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let byV = IndexDefinition(name: "by-v", version: "1") { doc, emit in emit(doc["v"] ?? nil, nil) }
+        var configuration = DatabaseConfiguration(name: "old", directory: directory)
+        configuration.indexes = [byV]
+        var db = try await Database.open(configuration)
+        _ = try await db.save((1...3).map { Document(id: "d\($0)", body: ["v": .integer($0)]) })
+        var query = IndexQuery()
+        query.includeDocuments = true
+        await XCTAssertEqualAsync(try await db.query("by-v", query).rows.compactMap { $0.document?.id }, ["d1", "d2", "d3"])
+        await db.close()
+        let path = IndexSchema.fileURL(for: configuration.fileURL).path
+        let raw = try SQLiteConnection(path: path)
+        let table = IndexSchema.rowsTable(try XCTUnwrap(try raw.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
+        try raw.execute("ALTER TABLE \(table) DROP COLUMN doc_row; PRAGMA user_version = 2")
+        raw.close()
+        db = try await Database.open(configuration)
+        await XCTAssertEqualAsync(try await db.query("by-v", query).rows.compactMap { $0.document?.id }, ["d1", "d2", "d3"])
+        await db.close()
+        let check = try SQLiteConnection(path: path)
+        XCTAssertEqual(try check.scalarInt("PRAGMA user_version"), 3)
+        let rebuilt = IndexSchema.rowsTable(try XCTUnwrap(try check.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
+        XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM pragma_table_info('\(rebuilt)') WHERE name = 'doc_row'"), 1)
+        XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM \(rebuilt)"), 3)
+        check.close()
+    }
+
     func testReduceOptionErrors() async throws {
         let db = try await numbersDatabase()
         let mapOnly = IndexDefinition(name: "map-only", version: "1") { doc, emit in emit(.string(doc.id), nil) }

@@ -7,7 +7,7 @@ import Foundation
 enum IndexSchema {
     /// 'DocI' in ASCII.
     static let applicationID: Int64 = 0x446F_6349
-    static let currentVersion: Int64 = 2
+    static let currentVersion: Int64 = 3
 
     static func fileURL(for databaseFile: URL) -> URL {
         URL(fileURLWithPath: databaseFile.path + "-idx")
@@ -39,10 +39,18 @@ enum IndexSchema {
         ALTER TABLE indexes ADD COLUMN int_sum INTEGER;
         ALTER TABLE indexes ADD COLUMN other_values INTEGER;
         """,
+        // Version 3: rows carry the emitting document's row in the database file (`doc_row`), so a query
+        // joins them to their documents by rowid. Every index is rebuilt, with the new column, when it
+        // is next registered (a collator version that matches nothing forces that).
+        """
+        UPDATE indexes SET collator_version = 'rebuild: index schema 3';
+        """,
     ]
 
     /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
-    /// id, then the emit counter (a document may emit the same key more than once).
+    /// id, then the emit counter (a document may emit the same key more than once). `doc_row` is the
+    /// document's `docs.doc` in the database file, stable for the document's life (a purge deletes
+    /// it); a migration that renumbers `docs.doc` must also raise ``currentVersion`` to rebuild indexes.
     /// The map function's failures recorded for index `indexID`, by document id.
     static func mapErrors(_ connection: SQLiteConnection, indexID: Int64) throws -> [QueryResult.MapError] {
         let statement = try connection.prepare("SELECT doc_id, message FROM map_errors WHERE index_id = ? ORDER BY doc_id")
@@ -62,6 +70,7 @@ enum IndexSchema {
                 doc_key BLOB NOT NULL,
                 emit INTEGER NOT NULL,
                 doc_id TEXT NOT NULL,
+                doc_row INTEGER NOT NULL,
                 key_json BLOB NOT NULL,
                 value_json BLOB NOT NULL,
                 value_num REAL,

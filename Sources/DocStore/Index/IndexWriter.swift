@@ -172,7 +172,9 @@ actor IndexWriter {
     }
 
     private struct Window {
-        var documents: [(sequence: Int64, document: Document?, id: String)] = []
+        /// Each changed document: its sequence, its current revision (`nil` when deleted), its id and
+        /// its row in the database file.
+        var documents: [(sequence: Int64, document: Document?, id: String, row: Int64)] = []
         /// What the map function emitted for each of ``documents``.
         var mapped: [MappedDocument] = []
         var purged: [String] = []
@@ -233,7 +235,7 @@ actor IndexWriter {
         var window = try documents.readConsistently { connection in
             var window = Window()
             let statement = try connection.prepare(
-                "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
+                "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated, d.doc FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
             try statement.bind(sequence, at: 1)
             try statement.bind(IndexWriter.batchSize, at: 2)
             while try statement.step() {
@@ -246,7 +248,7 @@ actor IndexWriter {
                                                   created: statement.double(5), updated: statement.double(6))
                     }
                 }
-                window.documents.append((seq, document, id))
+                window.documents.append((seq, document, id, statement.int64(7)))
                 window.upper = seq
             }
             let full = window.documents.count == IndexWriter.batchSize
@@ -322,7 +324,7 @@ actor IndexWriter {
                 try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(id)])
             }
             let insert = try connection.prepare(
-                "INSERT INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                "INSERT INTO \(table) (key, doc_key, emit, doc_id, key_json, value_json, value_num, value_is_int, doc_row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
             for (entry, document) in zip(window.documents, window.mapped) {
                 let isNew = entry.sequence <= freshUpTo
                 if !isNew { try removeRows(of: entry.id) }
@@ -344,6 +346,7 @@ actor IndexWriter {
                     try insert.bind(blob: row.valueJSON, at: 6)
                     if let number = row.valueNumber { try insert.bind(number, at: 7) } else { try insert.bindNull(at: 7) }
                     try insert.bind(row.valueInteger != nil ? 1 : 0, at: 8)
+                    try insert.bind(entry.row, at: 9)
                     _ = try insert.step()
                     updated.rowCount += 1
                     updated.account(integer: row.valueInteger, sign: 1)

@@ -157,10 +157,11 @@ struct QueryEngine {
         var output = Output(totalRows: Int(state.rowCount))
         let limit = query.limit ?? Int.max
         let joined = query.includeDocuments ? documentsSchema : nil
-        // The emitting document's current revision, joined on its id (the database's unique index).
+        // The emitting document's current revision, joined by its row (a rowid lookup); the id check
+        // leaves out a row whose document was purged and its row number reused since the index was read.
         let columns = joined == nil ? "key_json, value_json, doc_id"
             : "key_json, value_json, doc_id, " + DocumentRecords.currentColumns(of: "d.")
-        let source = joined.map { "\(table) LEFT JOIN \($0).docs AS d ON d.id = doc_id AND d.deleted = 0" } ?? table
+        let source = joined.map { "\(table) LEFT JOIN \($0).docs AS d ON d.doc = doc_row AND d.id = doc_id AND d.deleted = 0" } ?? table
         func append(_ statement: SQLiteStatement) throws {
             let row = try row(statement)
             output.rows.append(row)
