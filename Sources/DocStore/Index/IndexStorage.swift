@@ -47,10 +47,6 @@ enum IndexSchema {
         """,
     ]
 
-    /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
-    /// id, then the emit counter (a document may emit the same key more than once). `doc_row` is the
-    /// document's `docs.doc` in the database file, stable for the document's life (a purge deletes
-    /// it); a migration that renumbers `docs.doc` must also raise ``currentVersion`` to rebuild indexes.
     /// The map function's failures recorded for index `indexID`, by document id.
     static func mapErrors(_ connection: SQLiteConnection, indexID: Int64) throws -> [QueryResult.MapError] {
         let statement = try connection.prepare("SELECT doc_id, message FROM map_errors WHERE index_id = ? ORDER BY doc_id")
@@ -62,6 +58,10 @@ enum IndexSchema {
 
     static func rowsTable(_ id: Int64) -> String { "rows_\(id)" }
 
+    /// The rows table of index `id`: ordered by the collation-encoded key, then the encoded document
+    /// id, then the emit counter (a document may emit the same key more than once). `doc_row` is the
+    /// document's `docs.doc` in the database file, stable for the document's life (a purge deletes
+    /// it); a migration that renumbers `docs.doc` must also raise ``currentVersion`` to rebuild indexes.
     static func createRowsTable(_ id: Int64) -> String {
         let table = rowsTable(id)
         return """
