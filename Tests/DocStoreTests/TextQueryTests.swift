@@ -13,6 +13,8 @@ final class TextQueryTests: XCTestCase {
         XCTAssertEqual(TextTokenizer.tokens("rock-n-roll  x_y"), ["rock", "n", "roll", "x", "y"])
         XCTAssertEqual(TextTokenizer.tokens("東京タワー"), ["東京タワー"], "a run of letters is one token")
         XCTAssertEqual(TextTokenizer.tokens("  ,.;  "), [])
+        XCTAssertEqual(TextTokenizer.tokens("\u{301}abc \u{301}"), ["abc"], "a mark with no letter before it is no token")
+        XCTAssertEqual(TextTokenizer.tokens("हिन्दी"), ["हिन्दी"], "marks inside a word stay in it")
     }
 
     func testWordsPhrasesAndPrefixes() throws {

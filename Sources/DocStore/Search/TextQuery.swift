@@ -75,8 +75,9 @@ public enum TextTokenizer {
             switch scalar.properties.generalCategory {
             case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .decimalNumber:
                 current.append(scalar)
-            case .nonspacingMark, .spacingMark, .enclosingMark where !current.isEmpty:
-                current.append(scalar)
+            case .nonspacingMark, .spacingMark, .enclosingMark:
+                // A mark belongs to the letter before it; on its own it separates, like punctuation.
+                if current.isEmpty { flush() } else { current.append(scalar) }
             default:
                 flush()
             }
