@@ -174,8 +174,7 @@ struct QueryPlanner {
         guard let operand = operandCouchDBFailsOn(condition) else { return }
         let reaches = candidates.contains { choice in
             guard case .json(let index) = choice else { return false }
-            let required = Set(index.fields.map(\.path)).subtracting(sortFields).subtracting(["_id", "_rev"])
-            return requiredFieldsLeft(condition, required).isEmpty
+            return requiresEveryField(of: index, condition, sortFields)
         }
         guard reaches else { return }
         throw DocStoreError(.unsupportedOperator, "The operand \(operand) cannot be planned against a json index, as in CouchDB: "
@@ -237,10 +236,15 @@ struct QueryPlanner {
             if sortFields.isEmpty { return true }
             return indexableFields(condition).contains("_id") && sortFields.starts(with: ["_id"]) && sortFields.count <= 1
         case .json(let index):
-            let columns = index.fields.map(\.path)
-            let required = Set(columns).subtracting(sortFields).subtracting(["_id", "_rev"])
-            return requiredFieldsLeft(condition, required).isEmpty && canUseSort(columns, sortFields, condition)
+            return requiresEveryField(of: index, condition, sortFields) && canUseSort(index.fields.map(\.path), sortFields, condition)
         }
+    }
+
+    /// Whether the selector requires every field of `index` to exist, but those the sort names and
+    /// `_id`/`_rev` (in every document): the first half of CouchDB's `is_usable`.
+    private static func requiresEveryField(of index: MangoIndex, _ condition: Condition, _ sortFields: [String]) -> Bool {
+        let required = Set(index.fields.map(\.path)).subtracting(sortFields).subtracting(["_id", "_rev"])
+        return requiredFieldsLeft(condition, required).isEmpty
     }
 
     /// The top-level conjuncts, `$and`s seen through.
