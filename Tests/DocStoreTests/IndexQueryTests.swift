@@ -300,13 +300,17 @@ final class IndexQueryTests: XCTestCase {
         let path = IndexSchema.fileURL(for: configuration.fileURL).path
         let raw = try SQLiteConnection(path: path)
         let table = IndexSchema.rowsTable(try XCTUnwrap(try raw.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
-        try raw.execute("ALTER TABLE \(table) DROP COLUMN doc_row; PRAGMA user_version = 2")
+        // Schema 2 had neither the rows' `doc_row` nor schema 4's full-text columns.
+        try raw.execute("""
+            ALTER TABLE \(table) DROP COLUMN doc_row; ALTER TABLE indexes DROP COLUMN tokenizer;
+            ALTER TABLE indexes DROP COLUMN has_text; PRAGMA user_version = 2
+            """)
         raw.close()
         db = try await Database.open(configuration)
         await XCTAssertEqualAsync(try await db.query("by-v", query).rows.compactMap { $0.document?.id }, ["d1", "d2", "d3"])
         await db.close()
         let check = try SQLiteConnection(path: path)
-        XCTAssertEqual(try check.scalarInt("PRAGMA user_version"), 3)
+        XCTAssertEqual(try check.scalarInt("PRAGMA user_version"), IndexSchema.currentVersion)
         let rebuilt = IndexSchema.rowsTable(try XCTUnwrap(try check.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
         XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM pragma_table_info('\(rebuilt)') WHERE name = 'doc_row'"), 1)
         XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM \(rebuilt)"), 3)

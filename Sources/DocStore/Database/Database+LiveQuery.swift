@@ -51,14 +51,21 @@ extension Database {
     /// then re-run it after each committed batch and deliver it when the rows differ.
     private func runLiveQuery(_ indexName: String, _ query: IndexQuery,
                               deliver: @Sendable (QueryResult) -> Void) async throws {
+        try await runLive({ try await self.query(indexName, query) }, changed: { $0.rows != $1.rows }, deliver: deliver)
+    }
+
+    /// Runs `run` now and after each committed batch, delivering its result when `changed` says it
+    /// differs from the last delivered. Ends quietly when the database closes.
+    func runLive<Result: Sendable>(_ run: () async throws -> Result, changed: (Result, Result) -> Bool,
+                                   deliver: @Sendable (Result) -> Void) async throws {
         let commits = notifier.subscribe()
         do {
-            var last = try await self.query(indexName, query)
+            var last = try await run()
             deliver(last)
             for await _ in commits {
                 if Task.isCancelled { return }
-                let next = try await self.query(indexName, query)
-                if next.rows != last.rows {
+                let next = try await run()
+                if changed(last, next) {
                     last = next
                     if Task.isCancelled { return }
                     deliver(next)

@@ -57,7 +57,8 @@ public final class Database: Sendable {
             throw error
         }
         self.indexReaders = ReaderPool(path: indexFile.path, maximumIdle: configuration.maximumIdleReaders,
-                                       attaching: (configuration.fileURL.path, Database.attachedDocumentsSchema))
+                                       attaching: (configuration.fileURL.path, Database.attachedDocumentsSchema),
+                                       registersFullTextTokenizer: true)
     }
 
     /// The database name.

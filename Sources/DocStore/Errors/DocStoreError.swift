@@ -110,6 +110,12 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidField = Code("invalidField", couchDB: "invalid_field", status: 400)
         /// A built-in reduce met values it cannot reduce, or a custom reduce function threw.
         public static let reduceFailure = Code("reduceFailure", couchDB: "builtin_reduce_error", status: 400)
+        /// Full-text search was asked of a SQLite library built without FTS5 (checked when the index
+        /// file opens; only full-text indexes and searches fail).
+        public static let fullTextUnavailable = Code("fullTextUnavailable", couchDB: "index_service_unavailable", status: 503)
+        /// A full-text search was asked of an index that holds no full-text keys, or of a Mango index that
+        /// is not a text index.
+        public static let notAFullTextIndex = Code("notAFullTextIndex", couchDB: "bad_request", status: 400)
         /// An index map function failed.
         public static let indexFailure = Code("indexFailure", couchDB: "index_failure", status: 500)
 

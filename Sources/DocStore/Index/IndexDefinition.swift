@@ -44,6 +44,10 @@ public struct IndexDefinition: Sendable {
     public let reduce: ReduceFunction?
     /// How many rows a custom reduce is given at once before results are rereduced.
     public var reduceChunkSize: Int = 1000
+    /// For a full-text index (one whose map function emits ``FullTextSearch/createKey(_:)``): whether
+    /// words are reduced to their English stem ("searching" matches "search"). Changing it rebuilds
+    /// the index.
+    public var fullTextStemming: FullTextSearch.Stemming = .none
 
     /// Defines an index.
     public init(name: String, version: String, collation: Collation = .unicode, reduce: ReduceFunction? = nil,

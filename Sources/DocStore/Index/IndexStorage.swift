@@ -7,7 +7,7 @@ import Foundation
 enum IndexSchema {
     /// 'DocI' in ASCII.
     static let applicationID: Int64 = 0x446F_6349
-    static let currentVersion: Int64 = 3
+    static let currentVersion: Int64 = 4
 
     static func fileURL(for databaseFile: URL) -> URL {
         URL(fileURLWithPath: databaseFile.path + "-idx")
@@ -45,6 +45,13 @@ enum IndexSchema {
         """
         UPDATE indexes SET collator_version = 'rebuild: index schema 3';
         """,
+        // Version 4: full-text search. `tokenizer` is the FTS5 tokenizer an index's full-text tables
+        // use (a change rebuilds the index); `has_text` whether they exist, which they do from the
+        // first full-text key the map function emits.
+        """
+        ALTER TABLE indexes ADD COLUMN tokenizer TEXT NOT NULL DEFAULT 'docstore';
+        ALTER TABLE indexes ADD COLUMN has_text INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The map function's failures recorded for index `indexID`, by document id.
@@ -81,6 +88,44 @@ enum IndexSchema {
             """
     }
 
+    static func textTable(_ id: Int64) -> String { "text_\(id)" }
+    static func fullTextTable(_ id: Int64) -> String { "fts_\(id)" }
+
+    /// The full-text tables of index `id`, made when its map function first emits a full-text key:
+    /// `text_<id>` holds one row per emitted full-text key — a field of a document, with its text and
+    /// the emitted value — and `fts_<id>` is an FTS5 index over that text (external content, kept in
+    /// step by triggers), tokenized by ``TextTokenizer`` (`tokenizer`: see ``FullTextTokenizer``).
+    /// `field` numbers a document's fields from 0, so an index some document emits two fields in has a
+    /// row with `field > 0` (found through a partial index): phrases and `NEAR` then need matching
+    /// field by field and combining by document.
+    static func createTextTables(_ id: Int64, tokenizer: String) -> String {
+        let text = textTable(id), fts = fullTextTable(id)
+        return """
+            CREATE TABLE \(text) (
+                row INTEGER PRIMARY KEY,
+                doc_id TEXT NOT NULL,
+                doc_row INTEGER NOT NULL,
+                field INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                value_json BLOB NOT NULL
+            ) STRICT;
+            CREATE INDEX \(text)_by_doc ON \(text) (doc_id);
+            CREATE INDEX \(text)_later_fields ON \(text) (field) WHERE field > 0;
+            CREATE VIRTUAL TABLE \(fts) USING fts5 (text, content = '\(text)', content_rowid = 'row', tokenize = '\(tokenizer)');
+            CREATE TRIGGER \(text)_insert AFTER INSERT ON \(text) BEGIN
+                INSERT INTO \(fts) (rowid, text) VALUES (new.row, new.text);
+            END;
+            CREATE TRIGGER \(text)_delete AFTER DELETE ON \(text) BEGIN
+                INSERT INTO \(fts) (\(fts), rowid, text) VALUES ('delete', old.row, old.text);
+            END;
+            """
+    }
+
+    /// Drops the full-text tables of index `id`, if it has them.
+    static func dropTextTables(_ id: Int64) -> String {
+        "DROP TABLE IF EXISTS \(fullTextTable(id)); DROP TABLE IF EXISTS \(textTable(id));"
+    }
+
     static func prepare(_ connection: SQLiteConnection) throws {
         let tables = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
         let fileApplicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
@@ -111,7 +156,11 @@ struct IndexState: Sendable {
     var integerSum: Int64? = 0
     /// How many rows have a value that is not an integer (a double or not a number).
     var otherValues: Int64 = 0
+    /// Whether the index has full-text tables (its map function has emitted a full-text key).
+    var hasText = false
     var table: String { IndexSchema.rowsTable(id) }
+    var textTable: String { IndexSchema.textTable(id) }
+    var fullTextTable: String { IndexSchema.fullTextTable(id) }
 
     /// Accounts for a row added (`sign` 1) or removed (`sign` -1) with this value.
     mutating func account(integer: Int?, sign: Int64) {

@@ -10,6 +10,8 @@ actor IndexWriter {
     let connection: SQLiteConnection
     private var states: [String: IndexState] = [:]
     private var isClosed = false
+    /// Why full-text tables cannot be made here (a SQLite without FTS5), or `nil`.
+    private var fullTextError: DocStoreError?
     /// Copies the index file's WAL back on another thread (``WALCheckpointer``).
     private let checkpointer: WALCheckpointer
     /// Documents read and mapped at a time.
@@ -29,6 +31,12 @@ actor IndexWriter {
             try connection.execute("PRAGMA synchronous = NORMAL")
             try connection.execute("PRAGMA cache_size = -16384")
             try IndexSchema.prepare(connection)
+            // Without FTS5 the file still opens; only full-text indexes fail, naming why.
+            do {
+                try FullTextTokenizer.register(on: connection)
+            } catch let error as DocStoreError where error.code == .fullTextUnavailable {
+                fullTextError = error
+            }
             var states: [String: IndexState] = [:]
             for definition in definitions {
                 states[definition.name] = try IndexWriter.register(definition, on: connection)
@@ -66,34 +74,37 @@ actor IndexWriter {
         guard definition.reduceChunkSize >= 2 else { throw DocStoreError(.badRequest, "reduceChunkSize must be at least 2") }
         let collatorVersion = (definition.collation == .unicode ? CollationKey.unicodeVersion : "raw") + "/" + CollationKey.documentIDEncoding
         return try connection.transaction(immediate: true) {
+            let tokenizer = FullTextTokenizer.option(stemming: definition.fullTextStemming)
             let statement = try connection.prepare(
-                "SELECT id, version, collation, collator_version, last_seq, row_count, int_sum, other_values FROM indexes WHERE name = ?")
+                "SELECT id, version, collation, collator_version, last_seq, row_count, int_sum, other_values, tokenizer, has_text FROM indexes WHERE name = ?")
             try statement.bind(definition.name, at: 1)
             if try statement.step() {
                 let id = statement.int64(0)
                 let unchanged = statement.text(1) == definition.version && statement.text(2) == definition.collation.rawValue
-                    && statement.text(3) == collatorVersion
+                    && statement.text(3) == collatorVersion && statement.text(8) == tokenizer
                 var state = IndexState(id: id, definition: definition, lastSequence: statement.int64(4), rowCount: statement.int64(5))
                 let aggregatesKnown = !statement.isNull(7)
                 state.integerSum = statement.isNull(6) ? nil : statement.int64(6)
                 state.otherValues = aggregatesKnown ? statement.int64(7) : 0
+                state.hasText = statement.int64(9) != 0
                 statement.reset()
                 if unchanged {
                     if !aggregatesKnown { try computeAggregates(&state, on: connection) }
                     return state
                 }
                 try connection.execute("DROP TABLE IF EXISTS \(IndexSchema.rowsTable(id))")
+                try connection.execute(IndexSchema.dropTextTables(id))
                 try connection.execute(IndexSchema.createRowsTable(id))
                 try connection.run("DELETE FROM map_errors WHERE index_id = ?", [.integer(id)])
                 try connection.run(
-                    "UPDATE indexes SET version = ?, collation = ?, collator_version = ?, last_seq = 0, row_count = 0, int_sum = 0, other_values = 0 WHERE id = ?",
-                    [.text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion), .integer(id)])
+                    "UPDATE indexes SET version = ?, collation = ?, collator_version = ?, last_seq = 0, row_count = 0, int_sum = 0, other_values = 0, tokenizer = ?, has_text = 0 WHERE id = ?",
+                    [.text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion), .text(tokenizer), .integer(id)])
                 return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
             }
             statement.reset()
             try connection.run(
-                "INSERT INTO indexes (name, version, collation, collator_version, last_seq, row_count, int_sum, other_values) VALUES (?, ?, ?, ?, 0, 0, 0, 0)",
-                [.text(definition.name), .text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion)])
+                "INSERT INTO indexes (name, version, collation, collator_version, last_seq, row_count, int_sum, other_values, tokenizer) VALUES (?, ?, ?, ?, 0, 0, 0, 0, ?)",
+                [.text(definition.name), .text(definition.version), .text(definition.collation.rawValue), .text(collatorVersion), .text(tokenizer)])
             let id = try connection.scalarInt("SELECT last_insert_rowid()")!
             try connection.execute(IndexSchema.createRowsTable(id))
             return IndexState(id: id, definition: definition, lastSequence: 0, rowCount: 0)
@@ -134,6 +145,7 @@ actor IndexWriter {
         do {
             try connection.transaction(immediate: true) {
                 try connection.execute("DROP TABLE IF EXISTS \(IndexSchema.rowsTable(state.id))")
+                try connection.execute(IndexSchema.dropTextTables(state.id))
                 try connection.run("DELETE FROM map_errors WHERE index_id = ?", [.integer(state.id)])
                 try connection.run("DELETE FROM indexes WHERE id = ?", [.integer(state.id)])
             }
@@ -159,6 +171,8 @@ actor IndexWriter {
     private struct MappedDocument {
         let id: String
         let rows: [EncodedRow]
+        /// The full-text keys emitted (``FullTextSearch/createKey(_:)``): each a field to search.
+        var texts: [(text: String, valueJSON: [UInt8])] = []
         let failure: String?
     }
 
@@ -275,8 +289,16 @@ actor IndexWriter {
             try definition.map(document) { key, value in emitted.append((key, value)) }
             var rows: [EncodedRow] = []
             rows.reserveCapacity(emitted.count)
+            var texts: [(text: String, valueJSON: [UInt8])] = []
             for (key, value) in emitted {
                 let value = value ?? .null
+                if let text = FullTextSearch.text(of: key) {
+                    guard let valueJSON = try? value.serialized() else {
+                        throw DocStoreError(.indexFailure, "map function emitted a value JSON cannot represent: \(value)")
+                    }
+                    texts.append((text, valueJSON))
+                    continue
+                }
                 let keyJSON: [UInt8], valueJSON: [UInt8]
                 do {
                     keyJSON = try key.serialized()
@@ -289,7 +311,7 @@ actor IndexWriter {
                 rows.append(EncodedRow(key: CollationKey.encode(key, collation: definition.collation), keyJSON: keyJSON,
                                        valueJSON: valueJSON, valueNumber: value.doubleValue, valueInteger: integer))
             }
-            return MappedDocument(id: id, rows: rows, failure: nil)
+            return MappedDocument(id: id, rows: rows, texts: texts, failure: nil)
         } catch let error as DocStoreError {
             return MappedDocument(id: id, rows: [], failure: error.reason)
         } catch {
@@ -305,7 +327,22 @@ actor IndexWriter {
         do {
             // Removes a document's rows, taking their values out of the aggregates.
             let deleteRows = try connection.prepare("DELETE FROM \(table) WHERE doc_id = ? RETURNING value_is_int, value_json")
+            // The first full-text key makes the index's full-text tables.
+            if !updated.hasText, window.mapped.contains(where: { !$0.texts.isEmpty }) {
+                if let fullTextError { throw fullTextError }
+                try connection.execute(IndexSchema.createTextTables(indexID, tokenizer: FullTextTokenizer.option(stemming: updated.definition.fullTextStemming)))
+                try connection.run("UPDATE indexes SET has_text = 1 WHERE id = ?", [.integer(indexID)])
+                updated.hasText = true
+            }
+            let deleteTexts = updated.hasText ? try connection.prepare("DELETE FROM \(updated.textTable) WHERE doc_id = ?") : nil
+            let insertText = updated.hasText
+                ? try connection.prepare("INSERT INTO \(updated.textTable) (doc_id, doc_row, field, text, value_json) VALUES (?, ?, ?, ?, ?)") : nil
             func removeRows(of id: String) throws {
+                if let deleteTexts {
+                    deleteTexts.reset()
+                    try deleteTexts.bind(id, at: 1)
+                    _ = try deleteTexts.step()
+                }
                 deleteRows.reset()
                 try deleteRows.bind(id, at: 1)
                 while try deleteRows.step() {
@@ -333,6 +370,17 @@ actor IndexWriter {
                                        [.integer(indexID), .text(entry.id), .text(failure)])
                 } else if !isNew {
                     try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(entry.id)])
+                }
+                if let insertText {
+                    for (field, text) in document.texts.enumerated() {
+                        insertText.reset()
+                        try insertText.bind(entry.id, at: 1)
+                        try insertText.bind(entry.row, at: 2)
+                        try insertText.bind(field, at: 3)
+                        try insertText.bind(text.text, at: 4)
+                        try insertText.bind(blob: text.valueJSON, at: 5)
+                        _ = try insertText.step()
+                    }
                 }
                 guard !document.rows.isEmpty else { continue }
                 let documentKey = CollationKey.encodeDocumentID(entry.id, collation: state.definition.collation)

@@ -59,46 +59,6 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Splits text into the tokens full-text search indexes and matches: maximal runs of Unicode letters
-/// and digits (with the marks that follow them), folded to lower case without diacritics, so that
-/// "Café" and "cafe" are the same token.
-public enum TextTokenizer {
-    /// The folded tokens of `text`, in order.
-    public static func tokens(_ text: String) -> [String] {
-        var tokens: [String] = []
-        var current = String.UnicodeScalarView()
-        func flush() {
-            if !current.isEmpty { tokens.append(fold(String(current))) }
-            current = String.UnicodeScalarView()
-        }
-        for scalar in text.unicodeScalars {
-            switch scalar.properties.generalCategory {
-            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .decimalNumber:
-                current.append(scalar)
-            case .nonspacingMark, .spacingMark, .enclosingMark:
-                // A mark belongs to the letter before it; on its own it separates, like punctuation.
-                if current.isEmpty { flush() } else { current.append(scalar) }
-            default:
-                flush()
-            }
-        }
-        flush()
-        return tokens.filter { !$0.isEmpty }
-    }
-
-    /// Lower case, without diacritics (canonical decomposition, combining marks of Latin, Greek and
-    /// Cyrillic letters dropped).
-    static func fold(_ token: String) -> String {
-        var folded = String.UnicodeScalarView()
-        for scalar in token.lowercased().decomposedStringWithCanonicalMapping.unicodeScalars {
-            // U+0300–U+036F: the combining diacritical marks that accents are made of.
-            if (0x300...0x36F).contains(scalar.value) { continue }
-            folded.append(scalar)
-        }
-        return String(folded).precomposedStringWithCanonicalMapping
-    }
-}
-
 /// The recursive-descent parser behind ``TextQuery``: one token of look-ahead over the query's
 /// characters.
 struct TextQueryParser {
@@ -301,5 +261,70 @@ struct TextQueryParser {
     private func error(_ reason: String, at offset: Int) -> DocStoreError {
         let byteOffset = String(characters[..<min(offset, characters.count)]).utf8.count
         return DocStoreError(.invalidQuery, "Malformed full-text query at character \(offset + 1): \(reason)", byteOffset: byteOffset)
+    }
+}
+
+// MARK: Translation to FTS5
+
+extension TextQuery {
+    /// The query as one FTS5 expression, matched against one field. Phrases are quoted (FTS5 runs
+    /// their words through ``TextTokenizer`` again, which leaves folded tokens as they are), `NOT`
+    /// is FTS5's binary `NOT`, and a `NEAR` chain is a conjunction of FTS5 `NEAR` groups, one per
+    /// neighbouring pair, each with its own distance (see ``nearChain(_:)``).
+    static func fts5(_ node: Node) -> String {
+        switch node {
+        case .phrase(let tokens, let prefix):
+            return "\"" + tokens.joined(separator: " ") + "\"" + (prefix ? "*" : "")
+        case .and(let a, let b): return "(\(fts5(a)) AND \(fts5(b)))"
+        case .or(let a, let b): return "(\(fts5(a)) OR \(fts5(b)))"
+        case .not(let a, let b): return "(\(fts5(a)) NOT \(fts5(b)))"
+        case .near:
+            let (phrases, distances) = nearChain(node)
+            let groups = distances.indices.map { index in
+                "NEAR(\(fts5(phrases[index])) \(fts5(phrases[index + 1])), \(distances[index]))"
+            }
+            return groups.count == 1 ? groups[0] : "(" + groups.joined(separator: " AND ") + ")"
+        }
+    }
+
+    /// The phrases of a `NEAR` chain in order and the distance between each neighbouring pair:
+    /// `a NEAR/2 b NEAR/5 c` is `a` within 2 of `b`, and `b` within 5 of `c`.
+    static func nearChain(_ node: Node) -> (phrases: [Node], distances: [Int]) {
+        guard case .near(let left, let right, let distance) = node else { return ([node], []) }
+        let (leftPhrases, leftDistances) = nearChain(left)
+        let (rightPhrases, rightDistances) = nearChain(right)
+        return (leftPhrases + rightPhrases, leftDistances + [distance] + rightDistances)
+    }
+
+    /// Whether a `NOT` appears anywhere in the query.
+    var hasNegation: Bool { Self.hasNegation(root) }
+
+    private static func hasNegation(_ node: Node) -> Bool {
+        switch node {
+        case .phrase, .near: return false
+        case .not: return true
+        case .and(let a, let b), .or(let a, let b): return hasNegation(a) || hasNegation(b)
+        }
+    }
+
+    /// The terms that one field matches or not — phrases and `NEAR` chains — that a matching document
+    /// may contain: every one but those after a `NOT`. They score documents and are marked in
+    /// snippets.
+    var positiveTerms: [Node] {
+        var terms: [Node] = []
+        func collect(_ node: Node) {
+            switch node {
+            case .phrase, .near: if !terms.contains(node) { terms.append(node) }
+            case .and(let a, let b), .or(let a, let b): collect(a); collect(b)
+            case .not(let a, _): collect(a)
+            }
+        }
+        collect(root)
+        return terms
+    }
+
+    /// The positive terms as one FTS5 expression: a field matches it when it holds any of them.
+    var positiveFTS5: String {
+        positiveTerms.map(Self.fts5).joined(separator: " OR ")
     }
 }

@@ -27,10 +27,15 @@ final class ReaderPool: Sendable {
     /// the kernel's page cache of the file; they count in the process's RSS while mapped.
     static let mappedBytes = 1 << 30
 
-    init(path: String, maximumIdle: Int, attaching attached: (path: String, schema: String)? = nil) {
+    /// Whether each connection gets ``FullTextTokenizer`` (the index file's readers, which search).
+    let registersFullTextTokenizer: Bool
+
+    init(path: String, maximumIdle: Int, attaching attached: (path: String, schema: String)? = nil,
+         registersFullTextTokenizer: Bool = false) {
         self.path = path
         self.maximumIdle = maximumIdle
         self.attached = attached
+        self.registersFullTextTokenizer = registersFullTextTokenizer
     }
 
     /// Borrows a connection; give it back with ``checkIn(_:)``.
@@ -47,6 +52,10 @@ final class ReaderPool: Sendable {
             // Both files are mapped: a query joins index rows to documents read at random.
             try connection.execute("PRAGMA mmap_size = \(Self.mappedBytes)")
             try connection.execute("PRAGMA \(attached.schema).mmap_size = \(Self.mappedBytes)")
+        }
+        if registersFullTextTokenizer {
+            // Without FTS5, only full-text searches fail: they find no tokenizer.
+            try? FullTextTokenizer.register(on: connection)
         }
         try connection.execute("PRAGMA query_only = 1")
         return connection
