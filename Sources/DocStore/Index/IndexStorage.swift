@@ -93,11 +93,16 @@ enum IndexSchema {
 
     /// The full-text tables of index `id`, made when its map function first emits a full-text key:
     /// `text_<id>` holds one row per emitted full-text key — a field of a document, with its text and
-    /// the emitted value — and `fts_<id>` is an FTS5 index over that text (external content, kept in
-    /// step by triggers), tokenized by ``TextTokenizer`` (`tokenizer`: see ``FullTextTokenizer``).
-    /// `field` numbers a document's fields from 0, so an index some document emits two fields in has a
-    /// row with `field > 0` (found through a partial index): phrases and `NEAR` then need matching
-    /// field by field and combining by document.
+    /// the emitted value — and `fts_<id>` is an FTS5 index over that text (external content),
+    /// tokenized by ``TextTokenizer`` (`tokenizer`: see ``FullTextTokenizer``). `field` numbers a
+    /// document's fields from 0, so an index some document emits two fields in has a row with
+    /// `field > 0` (found through a partial index): phrases and `NEAR` then need matching field by
+    /// field and combining by document.
+    ///
+    /// The index writer keeps `fts_<id>` in step itself, one single-row statement at a time, rather
+    /// than with triggers: a statement that may write several rows opens a statement savepoint, and
+    /// FTS5 writes its pending terms out as a new segment at every savepoint — a segment per document,
+    /// which made building an index three times slower.
     static func createTextTables(_ id: Int64, tokenizer: String) -> String {
         let text = textTable(id), fts = fullTextTable(id)
         return """
@@ -112,12 +117,6 @@ enum IndexSchema {
             CREATE INDEX \(text)_by_doc ON \(text) (doc_id);
             CREATE INDEX \(text)_later_fields ON \(text) (field) WHERE field > 0;
             CREATE VIRTUAL TABLE \(fts) USING fts5 (text, content = '\(text)', content_rowid = 'row', tokenize = '\(tokenizer)');
-            CREATE TRIGGER \(text)_insert AFTER INSERT ON \(text) BEGIN
-                INSERT INTO \(fts) (rowid, text) VALUES (new.row, new.text);
-            END;
-            CREATE TRIGGER \(text)_delete AFTER DELETE ON \(text) BEGIN
-                INSERT INTO \(fts) (\(fts), rowid, text) VALUES ('delete', old.row, old.text);
-            END;
             """
     }
 

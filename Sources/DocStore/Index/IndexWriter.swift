@@ -334,15 +334,9 @@ actor IndexWriter {
                 try connection.run("UPDATE indexes SET has_text = 1 WHERE id = ?", [.integer(indexID)])
                 updated.hasText = true
             }
-            let deleteTexts = updated.hasText ? try connection.prepare("DELETE FROM \(updated.textTable) WHERE doc_id = ?") : nil
-            let insertText = updated.hasText
-                ? try connection.prepare("INSERT INTO \(updated.textTable) (doc_id, doc_row, field, text, value_json) VALUES (?, ?, ?, ?, ?)") : nil
+            let texts = updated.hasText ? try TextWriter(connection: connection, state: updated) : nil
             func removeRows(of id: String) throws {
-                if let deleteTexts {
-                    deleteTexts.reset()
-                    try deleteTexts.bind(id, at: 1)
-                    _ = try deleteTexts.step()
-                }
+                try texts?.remove(documentID: id)
                 deleteRows.reset()
                 try deleteRows.bind(id, at: 1)
                 while try deleteRows.step() {
@@ -371,15 +365,9 @@ actor IndexWriter {
                 } else if !isNew {
                     try connection.run("DELETE FROM map_errors WHERE index_id = ? AND doc_id = ?", [.integer(indexID), .text(entry.id)])
                 }
-                if let insertText {
+                if let texts {
                     for (field, text) in document.texts.enumerated() {
-                        insertText.reset()
-                        try insertText.bind(entry.id, at: 1)
-                        try insertText.bind(entry.row, at: 2)
-                        try insertText.bind(field, at: 3)
-                        try insertText.bind(text.text, at: 4)
-                        try insertText.bind(blob: text.valueJSON, at: 5)
-                        _ = try insertText.step()
+                        try texts.insert(documentID: entry.id, documentRow: entry.row, field: field, text: text.text, valueJSON: text.valueJSON)
                     }
                 }
                 guard !document.rows.isEmpty else { continue }
@@ -406,5 +394,61 @@ actor IndexWriter {
                                 updated.integerSum.map { .integer($0) } ?? .null, .integer(updated.otherValues), .integer(indexID)])
         }
         state = updated
+    }
+}
+
+/// Writes one window's fields to an index's full-text tables (``IndexSchema/createTextTables(_:tokenizer:)``),
+/// keeping the FTS5 index in step with single-row statements only (see there why).
+private final class TextWriter {
+    private let connection: SQLiteConnection
+    private let select, deleteText, insertText, indexText, unindexText: SQLiteStatement
+    /// The next field's row: one past the largest when the window began.
+    private var nextRow: Int64
+
+    init(connection: SQLiteConnection, state: IndexState) throws {
+        let text = state.textTable, fts = state.fullTextTable
+        self.connection = connection
+        select = try connection.prepare("SELECT row, text FROM \(text) WHERE doc_id = ?")
+        deleteText = try connection.prepare("DELETE FROM \(text) WHERE row = ?")
+        insertText = try connection.prepare("INSERT INTO \(text) (row, doc_id, doc_row, field, text, value_json) VALUES (?, ?, ?, ?, ?, ?)")
+        indexText = try connection.prepare("INSERT INTO \(fts) (rowid, text) VALUES (?, ?)")
+        unindexText = try connection.prepare("INSERT INTO \(fts) (\(fts), rowid, text) VALUES ('delete', ?, ?)")
+        nextRow = (try connection.scalarInt("SELECT coalesce(max(row), 0) FROM \(text)") ?? 0) + 1
+    }
+
+    /// Removes the fields of document `documentID`, from the FTS5 index (which needs their text) and
+    /// the text table.
+    func remove(documentID: String) throws {
+        select.reset()
+        try select.bind(documentID, at: 1)
+        var fields: [(row: Int64, text: String)] = []
+        while try select.step() { fields.append((select.int64(0), select.text(1))) }
+        select.reset()
+        for field in fields {
+            unindexText.reset()
+            try unindexText.bind(field.row, at: 1)
+            try unindexText.bind(field.text, at: 2)
+            _ = try unindexText.step()
+            deleteText.reset()
+            try deleteText.bind(field.row, at: 1)
+            _ = try deleteText.step()
+        }
+    }
+
+    func insert(documentID: String, documentRow: Int64, field: Int, text: String, valueJSON: [UInt8]) throws {
+        let row = nextRow
+        nextRow += 1
+        insertText.reset()
+        try insertText.bind(row, at: 1)
+        try insertText.bind(documentID, at: 2)
+        try insertText.bind(documentRow, at: 3)
+        try insertText.bind(field, at: 4)
+        try insertText.bind(text, at: 5)
+        try insertText.bind(blob: valueJSON, at: 6)
+        _ = try insertText.step()
+        indexText.reset()
+        try indexText.bind(row, at: 1)
+        try indexText.bind(text, at: 2)
+        _ = try indexText.step()
     }
 }

@@ -1,0 +1,215 @@
+import CSQLite
+import DocStore
+import Foundation
+
+/// `fts_build` and `fts_query`: a full-text index over documents of about 60 words, built and then
+/// searched with 1 000 mixed queries, through DocStore and through a raw SQLite FTS5 table doing the
+/// same work — the raw side with FTS5's own `unicode61 remove_diacritics 2` tokenizer.
+///
+/// - Build: DocStore registers an index whose map function emits `FullTextSearch.createKey(text)`
+///   and brings it up to date (reading, parsing and mapping each document); the raw side fills an
+///   FTS5 table from the same texts stored in a table of JSON bodies (`json_extract`).
+/// - Query: each query asks for the ten best matches with their document ids, scores, snippets and
+///   the number of matches; the raw side runs the same FTS5 expression (`ORDER BY rank LIMIT 10`,
+///   `snippet()`, `count(*)`) and reads each match's document id.
+struct FullTextBench {
+    let count: Int
+    /// Each document's text.
+    let texts: [String]
+    /// Each query in the seed's syntax and as the raw FTS5 expression.
+    let queries: [(ours: String, raw: String)]
+
+    init(count: Int, seed: UInt64 = 0xF75) {
+        var g = SplitMix64(seed: seed)
+        // 4 000 pseudo-words from syllables, drawn with Zipf's law (the k-th most common has weight 1/k).
+        let syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "ri", "zo", "be", "fa", "qui", "tor", "men", "stra", "lin"]
+        var vocabulary: [String] = []
+        var seen = Set<String>()
+        while vocabulary.count < 4000 {
+            let word = (0..<(2 + Int(g.next() % 3))).map { _ in syllables[Int(g.next() % UInt64(syllables.count))] }.joined()
+            if seen.insert(word).inserted { vocabulary.append(word) }
+        }
+        var cumulative: [Double] = []
+        var total = 0.0
+        for rank in 1...vocabulary.count {
+            total += 1 / Double(rank)
+            cumulative.append(total)
+        }
+        func word() -> String {
+            let target = Double(g.next() % 1_000_000) / 1_000_000 * total
+            var low = 0, high = cumulative.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
+            }
+            return vocabulary[low]
+        }
+        var texts: [String] = []
+        var tokens: [[String]] = []
+        texts.reserveCapacity(count)
+        for _ in 0..<count {
+            let words = (0..<(45 + Int(g.next() % 31))).map { _ in word() }
+            tokens.append(words)
+            // Sentences: a capital after each full stop.
+            var sentence = ""
+            for (index, word) in words.enumerated() {
+                let capital = index == 0 || index % 12 == 0
+                sentence += (index == 0 ? "" : index % 12 == 0 ? ". " : index % 5 == 0 ? ", " : " ") + (capital ? word.capitalized : word)
+            }
+            texts.append(sentence + ".")
+        }
+        // Queries built from the documents' own words, so that most find something.
+        var queries: [(String, String)] = []
+        for number in 0..<1000 {
+            let words = tokens[Int(g.next() % UInt64(count))]
+            let at = Int(g.next() % UInt64(words.count - 6))
+            switch number % 5 {
+            case 0:
+                queries.append((words[at], words[at]))
+            case 1:
+                queries.append(("\(words[at]) \(words[at + 3])", "\(words[at]) \(words[at + 3])"))
+            case 2:
+                queries.append(("\"\(words[at]) \(words[at + 1])\"", "\"\(words[at]) \(words[at + 1])\""))
+            case 3:
+                let prefix = String(words[at].prefix(4))
+                queries.append(("\(prefix)*", "\(prefix)*"))
+            default:
+                queries.append(("\(words[at]) NEAR/5 \(words[at + 4])", "NEAR(\(words[at]) \(words[at + 4]), 5)"))
+            }
+        }
+        self.count = count
+        self.texts = texts
+        self.queries = queries
+    }
+
+    /// The documents, `{"type": "note", "text": …}`.
+    func documents() -> [Document] {
+        texts.enumerated().map { Document(id: String(format: "note-%07d", $0.offset), body: ["type": "note", "text": .string($0.element)]) }
+    }
+
+    static let index = IndexDefinition(name: "fts", version: "1") { doc, emit in
+        if let text = doc["text"]?.stringValue { emit(FullTextSearch.createKey(text), nil) }
+    }
+
+    /// Builds both indexes (timed), then runs the queries on both (timed); checks that both sides find
+    /// the same number of matches for every query.
+    func run(folder: URL, queries runsQueries: Bool) async throws -> (build: (ours: Double, baseline: Double), query: (ours: Double, baseline: Double)) {
+        let raw = RawFullText(path: folder.appendingPathComponent("raw-fts.sqlite").path)
+        raw.store(ids: (0..<count).map { String(format: "note-%07d", $0) }, texts: texts)
+        let db = try await Database.open(name: "fts", directory: folder)
+        _ = try await db.save(documents())
+        try await db.checkpoint()
+
+        let buildBaseline = time { raw.buildIndex() }
+        let buildOurs = try await timeAsync {
+            try await db.register(Self.index)
+            _ = try await db.search(index: "fts", query: "x", limit: 0)
+        }
+        guard runsQueries else {
+            await db.close()
+            return ((buildOurs, buildBaseline), (0, 0))
+        }
+        var ourTotals: [Int] = []
+        let queryOurs = try await timeAsync {
+            for (query, _) in queries {
+                ourTotals.append(try await db.search(index: "fts", query: query, snippets: true, limit: 10).totalRows)
+            }
+        }
+        var rawTotals: [Int] = []
+        let queryBaseline = time {
+            for (_, query) in queries { rawTotals.append(raw.search(query, limit: 10)) }
+        }
+        if ourTotals != rawTotals {
+            let differing = zip(queries, zip(ourTotals, rawTotals)).first { $0.1.0 != $0.1.1 }!
+            throw BenchError("fts_query: \(differing.0.ours) found \(differing.1.0) documents, raw FTS5 \(differing.1.1)")
+        }
+        await db.close()
+        return ((buildOurs, buildBaseline), (queryOurs, queryBaseline))
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The raw side of ``FullTextBench``: a table of JSON bodies and an FTS5 table over their text.
+final class RawFullText {
+    let db: OpaquePointer
+    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(path: String) {
+        var handle: OpaquePointer?
+        precondition(sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK)
+        db = handle!
+        exec("PRAGMA journal_mode = WAL")
+        exec("PRAGMA synchronous = NORMAL")
+        exec("CREATE TABLE docs (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, json BLOB)")
+    }
+
+    deinit {
+        // Statements never prepared are prepared here, to be finalized: cheap, and simpler than optionals.
+        for statement in [page, id, count] { sqlite3_finalize(statement) }
+        sqlite3_close_v2(db)
+    }
+
+    func exec(_ sql: String) {
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        precondition(rc == SQLITE_OK, "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+    }
+
+    func prepare(_ sql: String) -> OpaquePointer {
+        var statement: OpaquePointer?
+        precondition(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, String(cString: sqlite3_errmsg(db)))
+        return statement!
+    }
+
+    func store(ids: [String], texts: [String]) {
+        let statement = prepare("INSERT INTO docs (id, json) VALUES (?, ?)")
+        exec("BEGIN IMMEDIATE")
+        for (id, text) in zip(ids, texts) {
+            sqlite3_bind_text(statement, 1, id, -1, transient)
+            let json = try! JSON.object(["type": "note", "text": .string(text)]).serialized()
+            json.withUnsafeBytes { _ = sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), transient) }
+            precondition(sqlite3_step(statement) == SQLITE_DONE)
+            sqlite3_reset(statement)
+        }
+        exec("COMMIT")
+        sqlite3_finalize(statement)
+    }
+
+    func buildIndex() {
+        exec("CREATE VIRTUAL TABLE fts USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')")
+        exec("BEGIN IMMEDIATE")
+        exec("INSERT INTO fts (rowid, text) SELECT seq, json_extract(json, '$.text') FROM docs")
+        exec("COMMIT")
+    }
+
+    /// The statements of ``search(_:limit:)``, prepared once the index exists.
+    private lazy var page = prepare("SELECT rowid, -rank, snippet(fts, 0, '[', ']', '…', 32) FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?")
+    private lazy var id = prepare("SELECT id FROM docs WHERE seq = ?")
+    private lazy var count = prepare("SELECT count(*) FROM fts WHERE fts MATCH ?")
+
+    /// The `limit` best matches (rowid, score, snippet, document id) and the number of matches.
+    func search(_ expression: String, limit: Int) -> Int {
+        defer {
+            sqlite3_reset(page)
+            sqlite3_reset(count)
+        }
+        sqlite3_bind_text(page, 1, expression, -1, transient)
+        sqlite3_bind_int(page, 2, Int32(limit))
+        var found = 0
+        while sqlite3_step(page) == SQLITE_ROW {
+            _ = sqlite3_column_double(page, 1)
+            _ = String(cString: sqlite3_column_text(page, 2))
+            sqlite3_bind_int64(id, 1, sqlite3_column_int64(page, 0))
+            if sqlite3_step(id) == SQLITE_ROW { _ = String(cString: sqlite3_column_text(id, 0)) }
+            sqlite3_reset(id)
+            found += 1
+        }
+        guard found == limit else { return found }
+        sqlite3_bind_text(count, 1, expression, -1, transient)
+        precondition(sqlite3_step(count) == SQLITE_ROW)
+        return Int(sqlite3_column_int64(count, 0))
+    }
+}
