@@ -1,10 +1,13 @@
 import DocStore
 
 /// The body of `POST /db/_index`: `{"index": {"fields": […], "partial_filter_selector"?: {…}},
-/// "ddoc"?: "…", "name"?: "…", "type"?: "json", "partitioned"?: …, "w"?: …}`.
+/// "ddoc"?: "…", "name"?: "…", "type"?: "json"|"text", "partitioned"?: …, "w"?: …}`. A text index's
+/// fields are `{"name": path, "type": "string"}` (or plain paths), and may be left out for every
+/// string of each document.
 package struct CreateIndexRequest: Sendable {
     package var fields: [SortField]
     package var partialFilter: JSON?
+    package var type: MangoIndex.Kind = .json
     package var designDocument: String?
     package var name: String?
 
@@ -30,12 +33,56 @@ package struct CreateIndexRequest: Sendable {
         }
         designDocument = try string("ddoc")
         name = try string("name")
-        let type = try string("type") ?? "json"
-        guard type == "json" else { throw DocStoreError(.invalidIndex, "Invalid type for index: \(type)") }
-        guard let fieldList = index["fields"] else { throw DocStoreError(.missingRequiredKey, "Missing required key: fields") }
-        fields = try SortField.list(from: fieldList)
-        partialFilter = index["partial_filter_selector"]
-        if let partialFilter { _ = try Selector(partialFilter) }
+        let typeName = try string("type") ?? "json"
+        guard let type = MangoIndex.Kind(rawValue: typeName) else { throw DocStoreError(.invalidIndex, "Invalid type for index: \(typeName)") }
+        self.type = type
+        if type == .text {
+            fields = try Self.textFields(index["fields"])
+            partialFilter = index["partial_filter_selector"] ?? index["selector"]
+        } else {
+            guard let fieldList = index["fields"] else { throw DocStoreError(.missingRequiredKey, "Missing required key: fields") }
+            fields = try SortField.list(from: fieldList)
+            partialFilter = index["partial_filter_selector"]
+        }
+        if let partialFilter { _ = try Selector(partialFilter).withoutText(for: "the documents of an index") }
+    }
+
+    /// A text index's fields: absent, `"all_fields"` or `[]` for every string; else each a path or
+    /// `{"name": path, "type": "string"}`. DocStore's text indexes are full-text indexes of strings,
+    /// so another type is refused.
+    private static func textFields(_ json: JSON?) throws -> [SortField] {
+        switch json {
+        case nil, .string("all_fields")?: return []
+        case .array(let entries)?:
+            return try entries.map { entry in
+                let path: String
+                switch entry {
+                case .string(let name): path = name
+                case .object(let object) where object["name"]?.stringValue != nil:
+                    let type = object["type"]?.stringValue ?? "string"
+                    guard type == "string" else {
+                        throw DocStoreError(.invalidIndex, "Text indexes index string fields; \(object["name"]!) is of type \(type)")
+                    }
+                    path = object["name"]!.stringValue!
+                default:
+                    throw DocStoreError(.invalidIndex, "Invalid field in a text index: \(entry)")
+                }
+                _ = try FieldPath(path)
+                return SortField(path)
+            }
+        case let other?:
+            throw DocStoreError(.invalidIndex, "Invalid fields for a text index: \(other)")
+        }
+    }
+
+    /// Creates the index in `db`.
+    package func create(in db: Database) async throws -> IndexCreation {
+        switch type {
+        case .json:
+            try await db.createIndex(fields: fields, name: name, designDocument: designDocument, partialFilter: partialFilter)
+        case .text:
+            try await db.createTextIndex(fields: fields.map(\.path), name: name, designDocument: designDocument, partialFilter: partialFilter)
+        }
     }
 
     /// The answer: `{"result": "created"|"exists", "id": "_design/…", "name": "…"}`.

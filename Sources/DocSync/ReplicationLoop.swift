@@ -89,7 +89,7 @@ struct ReplicationLoop {
         if let selector = configuration.selector {
             // A selector that does not parse would otherwise filter nothing out.
             do {
-                _ = try Selector(selector)
+                _ = try Selector(selector).withoutText(for: "a replication's documents")
             } catch let error as DocStoreError {
                 throw ReplicationError(.invalidConfiguration, "The replication's selector: \(error.reason)", cause: error)
             }

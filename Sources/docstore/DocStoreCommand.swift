@@ -12,7 +12,7 @@ struct DocStoreCommand: AsyncParsableCommand {
             Commands operate on a local database given with --db PATH: the database NAME in folder DIR \
             for PATH = DIR/NAME (its file is DIR/NAME.sqlite). The default is ./docstore-data/default.
             """,
-        subcommands: [Put.self, Get.self, Delete.self, All.self, Changes.self, Query.self, Find.self, Index.self, Info.self,
+        subcommands: [Put.self, Get.self, Delete.self, All.self, Changes.self, Query.self, Find.self, Index.self, Search.self, Info.self,
                       Import.self, Export.self, Compact.self, Serve.self, User.self, Replicate.self]
     )
 }

@@ -201,9 +201,13 @@ extension DocServer {
         return Response.json(RevsDiff.Response(differences).json)
     }
 
-    /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`.
+    /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`; with
+    /// `full_text`, a full-text search of it or of the Mango text index `b` of `_design/a`.
     func view(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
+        if let fullText = request.query["full_text"] {
+            return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
+        }
         var query = IndexQuery()
         query.includeOffset = true
         query.key = try request.json("key")
@@ -256,5 +260,53 @@ extension DocServer {
             }
         }
         return Response.json(answer.json)
+    }
+
+    /// `…/_view/{b}?full_text="query"&snippets=true&limit=L&skip=S&include_docs=true`: a full-text
+    /// search (DESIGN.md §8), answered as ``SearchResponse``. A user who cannot read every document
+    /// sees only the matches in their channels, counted in `total_rows` too.
+    private func fullTextView(_ db: Database, name: String, query text: String, _ request: CouchRequest,
+                              principal: Principal) async throws -> Response {
+        do {
+            var indexName = name
+            if try await db.indexDefinition(named: name) == nil {
+                let textIndex = try await db.mangoIndexes().first { index in
+                    index.type == .text && index.designDocument.dropFirst("_design/".count) + "/" + index.name == name
+                }
+                guard let textIndex else { throw CouchError.notFound("missing_named_view") }
+                indexName = textIndex.indexName
+            }
+            var search = SearchQuery(try TextQuery(try SearchResponse.query(fromParameter: text)))
+            search.snippets = try request.bool("snippets")
+            search.limit = try request.int("limit")
+            search.skip = try request.int("skip") ?? 0
+            search.includeDocuments = try request.bool("include_docs")
+            switch request.query["stale"] ?? request.query["update"] {
+            case "ok", "false": search.stale = .ok
+            case "update_after", "lazy": search.stale = .updateAfter
+            case nil, "true": break
+            case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
+            }
+            if let limit = search.limit, limit < 0 { throw CouchError(.badRequest, "query_parse_error", "Invalid value for limit: \(limit)") }
+            if search.skip < 0 { throw CouchError(.badRequest, "query_parse_error", "Invalid value for skip: \(search.skip)") }
+            guard !principal.readsEverything else {
+                let result = try await db.search(index: indexName, search)
+                return Response.json(SearchResponse.json(result, includeDocuments: search.includeDocuments))
+            }
+            // Every match is read with its document, to keep those the user may read.
+            var all = search
+            all.limit = nil
+            all.skip = 0
+            all.includeDocuments = true
+            let visible = try await db.search(index: indexName, all).rows.filter { row in
+                row.document.map { principal.canRead($0.channels) } ?? false
+            }
+            let page = visible.dropFirst(search.skip).prefix(search.limit ?? Int.max)
+            return Response.json(SearchResponse.json(rows: Array(page), totalRows: visible.count, includeDocuments: search.includeDocuments))
+        } catch let error as DocStoreError where error.code == .notFound {
+            throw CouchError.notFound("missing_named_view")
+        } catch let error as DocStoreError {
+            throw CouchError(error)
+        }
     }
 }

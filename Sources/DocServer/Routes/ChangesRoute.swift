@@ -95,7 +95,7 @@ struct ChangesRequest: Sendable {
             guard let selector = try body["selector"] ?? request.json("selector") else {
                 throw CouchError.badRequest("filter=_selector needs a selector")
             }
-            self.selector = try Selector(selector)
+            self.selector = try Selector(selector).withoutText(for: "changes")
         case "_design"?:
             designOnly = true
         case "sync_gateway/bychannel"?:

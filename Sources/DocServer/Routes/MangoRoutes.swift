@@ -24,8 +24,8 @@ extension DocServer {
         }
     }
 
-    /// `GET|POST /{db}/_index` and `DELETE /{db}/_index/{ddoc}/json/{name}` (the design document as
-    /// `_design/x` or `x`): Mango json indexes. Creating and deleting are for admins (they write design
+    /// `GET|POST /{db}/_index` and `DELETE /{db}/_index/{ddoc}/{json|text}/{name}` (the design document
+    /// as `_design/x` or `x`): Mango json and text indexes. Creating and deleting are for admins (they write design
     /// documents); any user may list.
     func mangoIndexRoute(_ db: Database, _ rest: [String], _ request: CouchRequest, principal: Principal) async throws -> Response {
         do {
@@ -37,16 +37,14 @@ extension DocServer {
                 guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 try request.requireJSONContentType()
                 let body = try CreateIndexRequest(json: try request.jsonBody())
-                let creation = try await db.createIndex(fields: body.fields, name: body.name, designDocument: body.designDocument,
-                                                        partialFilter: body.partialFilter)
-                return Response.json(CreateIndexRequest.answer(creation))
+                return Response.json(CreateIndexRequest.answer(try await body.create(in: db)))
             case (.delete, 4), (.delete, 5):
                 guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
-                // ["_index", ddoc…, "json", name]: the design document may come as `_design/x` or `x`.
+                // ["_index", ddoc…, "json"|"text", name]: the design document may come as `_design/x` or `x`.
                 let designDocument = rest[1..<(rest.count - 2)].joined(separator: "/")
-                guard rest[rest.count - 2] == "json" else { throw CouchError.notFound() }
+                guard let type = MangoIndex.Kind(rawValue: rest[rest.count - 2]) else { throw CouchError.notFound() }
                 do {
-                    try await db.deleteIndex(designDocument: designDocument, name: rest[rest.count - 1])
+                    try await db.deleteIndex(designDocument: designDocument, name: rest[rest.count - 1], type: type)
                 } catch let error as DocStoreError where error.code == .notFound {
                     throw CouchError.notFound()
                 }

@@ -85,6 +85,7 @@ extension Database {
     public func find(_ query: FindQuery) async throws -> FindResult {
         try ensureOpen()
         let started = ContinuousClock.now
+        if let text = query.selector.textQuery { return try await findText(query, text, started: started) }
         let plan = try await plan(query)
         let fields = try query.fields.map { try $0.map(FieldPath.init) }
         let after = try query.bookmark.map(FindBookmark.init(encoded:))
@@ -207,7 +208,7 @@ extension Database {
         if Set(query.sort.map(\.descending)).count > 1 {
             throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
         }
-        let indexes = try await synchronizeMangoIndexes()
+        let indexes = try await synchronizeMangoIndexes().filter { $0.type == .json }
         return try QueryPlanner.plan(query.selector, sort: query.sort, indexes: indexes, useIndex: query.useIndex)
     }
 }
@@ -301,9 +302,15 @@ public struct FindExplanation: Sendable {
 }
 
 extension Database {
-    /// How ``find(_:)`` would answer `query`: the index CouchDB's planner chooses and the key range.
+    /// How ``find(_:)`` would answer `query`: the index CouchDB's planner chooses and the key range
+    /// (for a `$text` query, the text index searched).
     public func explain(_ query: FindQuery) async throws -> FindExplanation {
         try ensureOpen()
+        if query.selector.textQuery != nil {
+            let (index, warning) = try await textIndex(for: query)
+            return FindExplanation(index: index, selector: query.selector.normalized, startKey: .null, endKey: .null,
+                                   descending: false, coversSelector: query.selector.condition.isAnything, warning: warning)
+        }
         let plan = try await plan(query)
         let shown = plan.shownKeys
         let index: MangoIndex? = if case .json(let chosen) = plan.choice { chosen } else { nil }
@@ -315,6 +322,12 @@ extension Database {
 }
 
 extension Condition {
+    /// Whether it is `{}`, which anything matches.
+    var isAnything: Bool {
+        if case .anything = self { return true }
+        return false
+    }
+
     /// Whether every top-level conjunct is a `$eq $gt $gte $lt $lte` comparison of one of `fields`.
     func conjunctsAreRanges(on fields: Set<String>) -> Bool {
         switch self {

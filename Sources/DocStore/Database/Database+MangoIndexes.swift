@@ -27,12 +27,48 @@ extension Database {
         if Set(fields.map(\.descending)).count > 1 {
             throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
         }
-        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0) }
-        let generated = MangoIndex.generatedName(fields: fields, partialFilter: filter)
+        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0).withoutText(for: "the documents of an index") }
+        return try await store(fields: fields, name: name, designDocument: designDocument, partialFilter: filter, type: .json)
+    }
+
+    /// Creates a Mango `text` index (Cloudant Query's `POST /db/_index` with `"type": "text"`): a
+    /// full-text index of the strings at `fields` — every string of each document when `fields` is
+    /// empty — stored in the `indexes` of a design document with `"language": "query"`, as CouchDB
+    /// stores it. A selector's `$text` searches it (``find(_:)``), and so does ``search(index:_:)``
+    /// under its ``MangoIndex/indexName``.
+    ///
+    /// ```swift
+    /// try await db.createTextIndex(fields: ["title", "body"], name: "notes-text", designDocument: "search")
+    /// let found = try await db.find(FindQuery(selector: try Selector(["$text": "green tea", "type": "note"])))
+    /// ```
+    /// - Parameters:
+    ///   - fields: dotted paths of string fields (or arrays of strings); empty for every string.
+    ///   - stemming: not stored in the design document (CouchDB's form has no place for it): keep it
+    ///     the same for a given index.
+    /// - Returns: where the index is, and whether it was created or already existed.
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/invalidFieldName`` for a malformed path, a
+    ///   selector error for a malformed partial filter, ``DocStoreError/Code/invalidIndex`` when the
+    ///   design document exists but is not a query design document.
+    @discardableResult
+    public func createTextIndex(fields: [String] = [], name: String? = nil, designDocument: String? = nil,
+                                partialFilter: JSON? = nil) async throws -> IndexCreation {
+        try ensureOpen()
+        for field in fields { _ = try FieldPath(field) }
+        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0).withoutText(for: "the documents of an index") }
+        return try await store(fields: fields.map { SortField($0) }, name: name, designDocument: designDocument,
+                               partialFilter: filter, type: .text)
+    }
+
+    /// Adds an index to its design document (made when missing), unless one of that name and
+    /// definition is already there.
+    private func store(fields: [SortField], name: String?, designDocument: String?, partialFilter filter: Selector?,
+                       type: MangoIndex.Kind) async throws -> IndexCreation {
+        let generated = MangoIndex.generatedName(fields: fields, partialFilter: filter, type: type)
         let indexName = name ?? generated
         guard !indexName.isEmpty else { throw DocStoreError(.badRequest, "The index name must not be empty") }
         let ddocID = designDocument.map { $0.hasPrefix("_design/") ? $0 : "_design/" + $0 } ?? "_design/" + generated
-        let index = MangoIndex(designDocument: ddocID, name: indexName, fields: fields, partialFilter: filter)
+        let index = MangoIndex(designDocument: ddocID, name: indexName, fields: fields, partialFilter: filter, type: type)
+        let member = type == .json ? "views" : "indexes"
 
         // A conflict means someone else changed the design document meanwhile: read it again.
         while true {
@@ -40,14 +76,14 @@ extension Database {
             if ddoc.revision != nil, ddoc["language"]?.stringValue != "query" {
                 throw DocStoreError(.invalidIndex, "\(ddocID) exists and is not a query design document")
             }
-            var views = ddoc["views"]?.objectValue ?? [:]
+            var entries = ddoc[member]?.objectValue ?? [:]
             if MangoIndex.indexes(in: ddoc).contains(index) {
                 try await synchronizeMangoIndexes()
                 return IndexCreation(designDocument: ddocID, name: indexName, created: false)
             }
-            views[indexName] = index.viewJSON
+            entries[indexName] = type == .json ? index.viewJSON : index.textIndexJSON
             ddoc.body["language"] = "query"
-            ddoc.body["views"] = .object(views)
+            ddoc.body[member] = .object(entries)
             do {
                 _ = try await save(ddoc)
             } catch let error as DocStoreError where error.code == .conflict {
@@ -58,30 +94,33 @@ extension Database {
         }
     }
 
-    /// The Mango `json` indexes of this database, from its query design documents (those that arrived
-    /// by replication included), in design document and name order.
+    /// The Mango indexes (json and text) of this database, from its query design documents (those that
+    /// arrived by replication included), in design document and name order.
     public func mangoIndexes() async throws -> [MangoIndex] {
         try await synchronizeMangoIndexes()
     }
 
-    /// Deletes a Mango index (CouchDB `DELETE /db/_index/{ddoc}/json/{name}`): its view leaves the
-    /// design document, which is deleted when no view is left.
+    /// Deletes a Mango index (CouchDB `DELETE /db/_index/{ddoc}/{type}/{name}`): it leaves the design
+    /// document, which is deleted when no index or view is left in it.
     /// - Throws: ``DocStoreError/Code/notFound`` if there is no such index.
-    public func deleteIndex(designDocument: String, name: String) async throws {
+    public func deleteIndex(designDocument: String, name: String, type: MangoIndex.Kind = .json) async throws {
         try ensureOpen()
         let ddocID = designDocument.hasPrefix("_design/") ? designDocument : "_design/" + designDocument
+        let member = type == .json ? "views" : "indexes"
         while true {
             guard var ddoc = try await document(withID: ddocID),
-                MangoIndex.indexes(in: ddoc).contains(where: { $0.name == name }),
-                var views = ddoc["views"]?.objectValue else {
+                MangoIndex.indexes(in: ddoc).contains(where: { $0.name == name && $0.type == type }),
+                var entries = ddoc[member]?.objectValue else {
                 throw DocStoreError(.notFound, "Index not found")
             }
-            views[name] = nil
+            entries[name] = nil
+            let otherMember = type == .json ? "indexes" : "views"
+            let othersLeft = !(ddoc[otherMember]?.objectValue?.isEmpty ?? true)
             do {
-                if views.isEmpty {
+                if entries.isEmpty, !othersLeft {
                     _ = try await delete(ddoc)
                 } else {
-                    ddoc.body["views"] = .object(views)
+                    ddoc.body[member] = entries.isEmpty ? JSON?.none : .object(entries)
                     _ = try await save(ddoc)
                 }
             } catch let error as DocStoreError where error.code == .conflict {
@@ -110,9 +149,10 @@ extension Database {
         query.includeDocuments = true
         let designDocuments = try await allDocuments(query, counting: false).rows.compactMap(\.document)
         let indexes = designDocuments.flatMap(MangoIndex.indexes(in:))
-            .sorted { ($0.designDocument, $0.name) < ($1.designDocument, $1.name) }
+            .sorted { ($0.designDocument, $0.name, $0.type.rawValue) < ($1.designDocument, $1.name, $1.type.rawValue) }
         let wanted = Dictionary(indexes.map { ($0.indexName, $0) }, uniquingKeysWith: { first, _ in first })
-        for name in await indexWriter.names where name.hasPrefix("mango:") && wanted[name] == nil {
+        for name in await indexWriter.names
+        where MangoIndex.indexNamePrefixes.contains(where: name.hasPrefix) && wanted[name] == nil {
             try await indexWriter.drop(name)
         }
         for (name, index) in wanted {

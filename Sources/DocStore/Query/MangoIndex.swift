@@ -58,31 +58,58 @@ public struct SortField: Sendable, Hashable, CustomStringConvertible {
 /// it replicates to and from CouchDB; one that arrives by replication is recognised and built like one
 /// created here. Its rows are a map/reduce index of this database's index file, keyed by the array of
 /// the field values and kept up to date incrementally like every index.
+///
+/// A Mango `text` index (Cloudant Query's, which CouchDB stores when a search service is installed)
+/// is the same kind of value with ``type`` `.text`: a full-text index of the string values at its
+/// fields (every string of the document when it has none), searched by `$text` in a selector
+/// (``Database/find(_:)``) or with ``Database/search(index:_:)`` under its ``indexName``.
 public struct MangoIndex: Sendable, Hashable {
+    /// What kind of index it is.
+    public enum Kind: String, Sendable, Hashable {
+        /// Ordered by its fields' values, for selectors and sorts.
+        case json
+        /// A full-text index of its string fields, for `$text`.
+        case text
+    }
+
     /// The design document holding it (`_design/…`).
     public let designDocument: String
-    /// Its name, a view of that design document.
+    /// Its name, a view (json) or an entry of `indexes` (text) of that design document.
     public let name: String
-    /// Its fields, in order.
+    /// Its fields, in order. For a text index, the string fields indexed (ascending); empty for
+    /// every string of the document.
     public let fields: [SortField]
     /// Only documents that match this selector are indexed (CouchDB `partial_filter_selector`).
     public let partialFilter: Selector?
+    /// json or text.
+    public let type: Kind
 
-    public init(designDocument: String, name: String, fields: [SortField], partialFilter: Selector? = nil) {
+    public init(designDocument: String, name: String, fields: [SortField], partialFilter: Selector? = nil, type: Kind = .json) {
         self.designDocument = designDocument
         self.name = name
         self.fields = fields
         self.partialFilter = partialFilter
+        self.type = type
     }
 
     /// The name of its rows among the database's map/reduce indexes: ``Database/query(_:_:)`` reads
-    /// them as a view (keys are the arrays of field values), as CouchDB lets a json index be read as a
-    /// view.
-    public var indexName: String { "mango:\(designDocument)/\(name)" }
+    /// a json index's rows as a view (keys are the arrays of field values), as CouchDB lets a json
+    /// index be read as a view; ``Database/search(index:_:)`` searches a text index.
+    public var indexName: String {
+        switch type {
+        case .json: "mango:\(designDocument)/\(name)"
+        case .text: "mango-text:\(designDocument)/\(name)"
+        }
+    }
 
-    /// The map/reduce index that holds its rows: key `[value of each field]`, for each document with all
-    /// of them that matches the partial filter. Its version changes with the definition.
+    /// The prefixes of ``indexName``: the registered indexes that Mango design documents define.
+    static let indexNamePrefixes = ["mango:", "mango-text:"]
+
+    /// The map/reduce index that holds its rows. For a json index: key `[value of each field]`, for
+    /// each document with all of them that matches the partial filter; for a text index: a full-text
+    /// key per string (value: the field's path). Its version changes with the definition.
     var definition: IndexDefinition {
+        if type == .text { return textDefinition }
         let paths = fields.map { field in (try? FieldPath(field.path)) ?? FieldPath.root }
         let filter = partialFilter
         var version = JSONObject()
@@ -125,6 +152,7 @@ public struct MangoIndex: Sendable, Hashable {
 
     /// The index as CouchDB's `GET /db/_index` lists it.
     public var listingJSON: JSON {
+        if type == .text { return textListingJSON }
         var definition = JSONObject()
         definition["fields"] = .array(fields.map(\.json))
         if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
@@ -132,11 +160,16 @@ public struct MangoIndex: Sendable, Hashable {
                 "def": .object(definition)]
     }
 
-    /// The json indexes a design document holds: none unless its `language` is `query`; each view
-    /// whose `map` has `fields`. A view that cannot be read (a malformed partial filter) is skipped.
+    /// The indexes a design document holds: none unless its `language` is `query`; json indexes from
+    /// each view whose `map` has `fields`, text indexes from `indexes`. One that cannot be read (a
+    /// malformed partial filter) is skipped.
     static func indexes(in document: Document) -> [MangoIndex] {
-        guard document.id.hasPrefix("_design/"), document["language"]?.stringValue == "query",
-            case .object(let views)? = document["views"] else { return [] }
+        guard document.id.hasPrefix("_design/"), document["language"]?.stringValue == "query" else { return [] }
+        return jsonIndexes(in: document) + textIndexes(in: document)
+    }
+
+    private static func jsonIndexes(in document: Document) -> [MangoIndex] {
+        guard case .object(let views)? = document["views"] else { return [] }
         var result: [MangoIndex] = []
         for (name, view) in views {
             guard case .object(let map)? = view["map"], case .object(let fieldsObject)? = map["fields"] else { continue }
@@ -144,7 +177,7 @@ public struct MangoIndex: Sendable, Hashable {
             guard fields.allSatisfy({ (try? FieldPath($0.path)) != nil }) else { continue }
             var filter: Selector?
             if let selector = map["partial_filter_selector"], selector != .object([:]) {
-                guard let parsed = try? Selector(selector) else { continue }
+                guard let parsed = try? Selector(selector), parsed.textQuery == nil else { continue }
                 filter = parsed
             }
             result.append(MangoIndex(designDocument: document.id, name: name, fields: fields, partialFilter: filter))
@@ -153,8 +186,9 @@ public struct MangoIndex: Sendable, Hashable {
     }
 
     /// The name CouchDB would leave to a hash: the SHA-1 of the definition, in hex.
-    static func generatedName(fields: [SortField], partialFilter: Selector?) -> String {
+    static func generatedName(fields: [SortField], partialFilter: Selector?, type: Kind = .json) -> String {
         var definition = JSONObject()
+        if type == .text { definition["type"] = "text" }
         definition["fields"] = .array(fields.map(\.json))
         if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
         let digest = Insecure.SHA1.hash(data: Data(JSON.object(definition).description.utf8))

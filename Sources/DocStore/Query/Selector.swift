@@ -28,24 +28,74 @@ import Foundation
 public struct Selector: Sendable, Hashable {
     /// The selector JSON, as given.
     public let root: JSON
-    /// The normalised condition.
+    /// The normalised condition (without ``textQuery``).
     let condition: Condition
+    /// `{"$text": "query"}` at the top level of the selector or in a top-level `$and`: a full-text
+    /// search, which only a text index answers (``Database/find(_:)``). `matches` checks
+    /// the rest of the selector.
+    public let textQuery: TextQuery?
 
     /// Parses and normalises a selector.
-    /// - Throws: ``DocStoreError`` with CouchDB's error for a malformed selector.
+    /// - Throws: ``DocStoreError`` with CouchDB's error for a malformed selector;
+    ///   ``DocStoreError/Code/badArgument`` for a `$text` that is not a string or is given twice,
+    ///   ``DocStoreError/Code/unsupportedOperator`` for one below the top level (other than in a
+    ///   top-level `$and`), ``DocStoreError/Code/invalidQuery`` for a malformed full-text query.
     public init(_ json: JSON) throws {
         guard case .object = json else {
             throw DocStoreError(.invalidSelectorJSON, "Selector must be a JSON object, not: \(json)")
         }
         root = json
-        condition = json == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(json, at: .root))
+        var texts: [String] = []
+        let rest = try Self.extractingText(json, into: &texts)
+        guard texts.count <= 1 else { throw DocStoreError(.badArgument, "A selector takes one $text, not \(texts.count)") }
+        textQuery = try texts.first.map(TextQuery.init)
+        condition = rest == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(rest, at: .root))
         // An operator on the whole document (`{"$gt": 5}`) names no field, as CouchDB refuses.
         if case .field(let path, _) = condition, path.components.isEmpty {
             throw DocStoreError(.invalidSelector, "One or more conditions is missing a field name.")
         }
     }
 
-    /// Whether `document` matches.
+    /// `selector` without the `$text` members of its top level and of its top-level `$and`s (an
+    /// `$and` left empty goes too), whose queries go to `texts`.
+    private static func extractingText(_ selector: JSON, into texts: inout [String]) throws -> JSON {
+        guard case .object(let object) = selector else { return selector }
+        var rest = JSONObject()
+        for (key, value) in object {
+            switch key {
+            case "$text":
+                guard case .string(let query) = value else { throw DocStoreError(.badArgument, "Bad argument for operator $text: \(value)") }
+                texts.append(query)
+            case "$and":
+                guard case .array(let parts) = value else {
+                    rest[key] = value
+                    continue
+                }
+                var kept: [JSON] = []
+                for part in parts {
+                    let remaining = try extractingText(part, into: &texts)
+                    if remaining != .object([:]) || part == .object([:]) { kept.append(remaining) }
+                }
+                // An `$and` that held only `$text` goes; one written empty stays, as CouchDB reads it.
+                if !kept.isEmpty || parts.isEmpty { rest[key] = .array(kept) }
+            default:
+                rest[key] = value
+            }
+        }
+        return .object(rest)
+    }
+
+    /// This selector, if it has no `$text`: a full-text search cannot filter `use` (a changes feed, a
+    /// replication, a partial index), which reads documents one by one.
+    /// - Throws: ``DocStoreError/Code/unsupportedOperator`` otherwise.
+    public func withoutText(for use: String) throws -> Selector {
+        guard textQuery == nil else {
+            throw DocStoreError(.unsupportedOperator, "$text needs a text index: it cannot select \(use)")
+        }
+        return self
+    }
+
+    /// Whether `document` matches (all but ``textQuery``, which needs a text index).
     public func matches(_ document: Document) -> Bool { condition.matches(document, raw: false) }
 
     /// Whether `document` (its CouchDB JSON, `_id` included) matches.
@@ -54,7 +104,12 @@ public struct Selector: Sendable, Hashable {
     /// The selector after CouchDB's normalisation, as `_explain` shows it: implicit `$and`s and `$eq`s
     /// explicit, fields carried down to their operators (`{"a": {"b": 1}}` is `{"a.b": {"$eq": 1}}`),
     /// negations pushed down.
-    public var normalized: JSON { condition.json }
+    public var normalized: JSON {
+        guard let textQuery else { return condition.json }
+        let text: JSON = ["$text": .string(textQuery.text)]
+        if case .anything = condition { return text }
+        return ["$and": [text, condition.json]]
+    }
 
     public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root }
     public func hash(into hasher: inout Hasher) { hasher.combine(root) }
@@ -191,7 +246,7 @@ indirect enum Condition: Sendable {
         case "$default":
             throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": \(argument)}")
         case "$text":
-            throw DocStoreError(.unsupportedOperator, "Unsupported operator: $text (full-text search needs a text index)")
+            throw DocStoreError(.unsupportedOperator, "$text may only be used at the top level of a selector or in a top-level $and")
         case let name where unsupported.contains(name):
             throw DocStoreError(.unsupportedOperator, "Unsupported operator: \(name)")
         default:

@@ -57,15 +57,17 @@ struct Find: AsyncParsableCommand {
 
 struct Index: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create, list or delete Mango json indexes, like CouchDB's _index.",
+        abstract: "Create, list or delete Mango json and text indexes, like CouchDB's _index.",
         subcommands: [Create.self, List.self, Remove.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create a json index on some fields.",
+            abstract: "Create a json or text index on some fields.",
             discussion: """
-                FIELDS is a JSON array of fields, all ascending or all descending ('["type", "date"]', \
-                '[{"date": "desc"}]'). Prints CouchDB's answer: {"result": "created"|"exists", "id", "name"}.
+                FIELDS is a JSON array of fields: for a json index all ascending or all descending \
+                ('["type", "date"]', '[{"date": "desc"}]'); for a text index (--type text) string fields \
+                ('["title", "body"]', '[]' for every string). Prints CouchDB's answer: \
+                {"result": "created"|"exists", "id", "name"}.
                 """)
 
         @OptionGroup var options: DatabaseOptions
@@ -82,17 +84,18 @@ struct Index: AsyncParsableCommand {
         @Option(name: .customLong("partial-filter"), help: ArgumentHelp("Index only documents matching this selector (JSON).", valueName: "selector"))
         var partialFilter: String?
 
+        @Option(help: ArgumentHelp("json, or text for a full-text index searched by $text and docstore search.", valueName: "type"))
+        var type: String = "json"
+
         func run() async throws {
             var index: JSONObject = ["fields": parseJSONArgument(fields, name: "the fields")]
             if let partialFilter { index["partial_filter_selector"] = parseJSONArgument(partialFilter, name: "--partial-filter") }
-            var body: JSONObject = ["index": .object(index)]
+            var body: JSONObject = ["index": .object(index), "type": .string(type)]
             if let name { body["name"] = .string(name) }
             if let ddoc { body["ddoc"] = .string(ddoc) }
             try await withDatabase(options) { db in
                 let request = try CreateIndexRequest(json: .object(body))
-                let creation = try await db.createIndex(fields: request.fields, name: request.name, designDocument: request.designDocument,
-                                                        partialFilter: request.partialFilter)
-                printJSON(CreateIndexRequest.answer(creation))
+                printJSON(CreateIndexRequest.answer(try await request.create(in: db)))
             }
         }
     }
@@ -120,9 +123,16 @@ struct Index: AsyncParsableCommand {
         @Argument(help: "The index name.")
         var name: String
 
+        @Option(help: ArgumentHelp("json or text.", valueName: "type"))
+        var type: String = "json"
+
+        func validate() throws {
+            guard MangoIndex.Kind(rawValue: type) != nil else { throw ValidationError("--type must be json or text") }
+        }
+
         func run() async throws {
             try await withDatabase(options) { db in
-                try await db.deleteIndex(designDocument: ddoc, name: name)
+                try await db.deleteIndex(designDocument: ddoc, name: name, type: MangoIndex.Kind(rawValue: type)!)
                 printJSON(["ok": true])
             }
         }
