@@ -43,8 +43,6 @@ extension Database {
     /// ```
     /// - Parameters:
     ///   - fields: dotted paths of string fields (or arrays of strings); empty for every string.
-    ///   - stemming: not stored in the design document (CouchDB's form has no place for it): keep it
-    ///     the same for a given index.
     /// - Returns: where the index is, and whether it was created or already existed.
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/invalidFieldName`` for a malformed path, a
     ///   selector error for a malformed partial filter, ``DocStoreError/Code/invalidIndex`` when the
