@@ -134,4 +134,18 @@ final class MangoTextIndexTests: XCTestCase {
         XCTAssertEqual(search.rows.map(\.snippet), ["Matcha [latte]"])
         XCTAssertEqual(search.rows.first?.value, "title", "the value is the field's path")
     }
+
+    func testATextIndexIsSearchableByNameRightAfterOpening() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        var db = try await Database.open(name: "notes", directory: directory)
+        _ = try await db.save(Document(id: "a", body: ["title": "Green tea"]))
+        try await db.createTextIndex(fields: ["title"], name: "titles", designDocument: "search")
+        let name = try await db.mangoIndexes().first!.indexName
+        await db.close()
+        db = try await Database.open(name: "notes", directory: directory)
+        // No Mango call yet: the design documents are read on demand.
+        let found = try await db.search(index: name, query: "tea")
+        XCTAssertEqual(found.rows.map(\.documentID), ["a"])
+        await db.close()
+    }
 }

@@ -11,7 +11,8 @@ public struct ChangesFilter: Sendable {
     }
     /// Only documents in at least one of these channels (a document's `channels` array).
     public var channels: [String]?
-    /// Only live documents that match this selector (a deletion never matches, as in CouchDB).
+    /// Only live documents that match this selector (a deletion never matches, as in CouchDB). A
+    /// `$text` in it is not applied (it needs a text index): refuse one with ``Selector/withoutText(for:)``.
     public var selector: Selector?
     /// Only design documents (`_design/…`).
     public var designDocumentsOnly: Bool

@@ -32,7 +32,7 @@ extension Database {
     /// - Complexity: O(log n + rows) for map queries; reduce queries read the rows of the range.
     public func query(_ indexName: String, _ query: IndexQuery = IndexQuery()) async throws -> QueryResult {
         try ensureOpen()
-        var state = try await indexWriter.state(named: indexName)
+        var state = try await registeredState(named: indexName)
         if query.stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
             state = try await indexWriter.update(indexName, documents: readers)
         }
@@ -66,6 +66,18 @@ extension Database {
         }
         return QueryResult(rows: rows, totalRows: output.totalRows, offset: output.offset,
                            updateSequence: query.updateSeq ? current.lastSequence : nil, mapErrors: mapErrors)
+    }
+
+    /// The state of the registered index `indexName`. A Mango index (``MangoIndex/indexName``) is
+    /// registered when its design document is read; one asked for before that (in a database just
+    /// opened) is looked for in the design documents first.
+    func registeredState(named indexName: String) async throws -> IndexState {
+        do {
+            return try await indexWriter.state(named: indexName)
+        } catch let error as DocStoreError where error.code == .notFound && MangoIndex.indexNamePrefixes.contains(where: indexName.hasPrefix) {
+            try await synchronizeMangoIndexes()
+            return try await indexWriter.state(named: indexName)
+        }
     }
 
     /// The schema name of the database's own file on the index file's reader connections, which

@@ -30,7 +30,7 @@ extension Database {
             throw DocStoreError(.invalidQuery, "limit must not be negative")
         }
         if search.skip < 0 { throw DocStoreError(.invalidQuery, "skip must not be negative") }
-        var state = try await indexWriter.state(named: indexName)
+        var state = try await registeredState(named: indexName)
         if search.stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
             state = try await indexWriter.update(indexName, documents: readers)
         }
