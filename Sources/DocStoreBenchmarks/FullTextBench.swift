@@ -9,6 +9,8 @@ import Foundation
 /// - Build: DocStore registers an index whose map function emits `FullTextSearch.createKey(text)`
 ///   and brings it up to date (reading, parsing and mapping each document); the raw side fills an
 ///   FTS5 table from the same texts stored in a table of JSON bodies (`json_extract`).
+/// - Update (`fts_update`): every tenth document gets a new text; DocStore updates the index from the
+///   changes feed (old fields out, new ones in), the raw side `UPDATE`s the same FTS5 rows.
 /// - Query: each query asks for the ten best matches with their document ids, scores, snippets and
 ///   the number of matches; the raw side runs the same FTS5 expression (`ORDER BY rank LIMIT 10`,
 ///   `snippet()`, `count(*)`) and reads each match's document id.
@@ -92,7 +94,9 @@ struct FullTextBench {
 
     /// Builds both indexes (timed), then runs the queries on both (timed); checks that both sides find
     /// the same number of matches for every query.
-    func run(folder: URL, queries runsQueries: Bool) async throws -> (build: (ours: Double, baseline: Double), query: (ours: Double, baseline: Double)) {
+    /// Runs the operations of `selected` (`fts_build` always runs: the others need the index) and
+    /// returns each one's time through DocStore and through raw FTS5.
+    func run(folder: URL, selected: Set<String>) async throws -> [String: (ours: Double, baseline: Double)] {
         let raw = RawFullText(path: folder.appendingPathComponent("raw-fts.sqlite").path)
         raw.store(ids: (0..<count).map { String(format: "note-%07d", $0) }, texts: texts)
         let db = try await Database.open(name: "fts", directory: folder)
@@ -105,9 +109,25 @@ struct FullTextBench {
             try await db.register(Self.index)
             _ = try await db.search(index: "fts", query: "x", limit: 0)
         }
-        guard runsQueries else {
+        var timings = ["fts_build": (buildOurs, buildBaseline)]
+        if selected.contains("fts_update") {
+            // Every tenth document gets the text of the next: DocStore brings the index up to date
+            // from the changes; the raw side updates the same rows of its FTS5 table in one transaction.
+            let changedRows = Array(stride(from: 0, to: count, by: 10))
+            var changed: [Document] = []
+            for row in changedRows {
+                guard var document = try await db.document(withID: String(format: "note-%07d", row)) else { continue }
+                document["text"] = .string(texts[(row + 1) % count])
+                changed.append(document)
+            }
+            _ = try await db.save(changed)
+            let ours = try await timeAsync { _ = try await db.search(index: "fts", query: "x", limit: 0) }
+            let baseline = time { raw.update(rows: changedRows.map { ($0 + 1, texts[($0 + 1) % count]) }) }
+            timings["fts_update"] = (ours, baseline)
+        }
+        guard selected.contains("fts_query") else {
             await db.close()
-            return ((buildOurs, buildBaseline), (0, 0))
+            return timings
         }
         var ourTotals: [Int] = []
         let queryOurs = try await timeAsync {
@@ -124,7 +144,8 @@ struct FullTextBench {
             throw BenchError("fts_query: \(differing.0.ours) found \(differing.1.0) documents, raw FTS5 \(differing.1.1)")
         }
         await db.close()
-        return ((buildOurs, buildBaseline), (queryOurs, queryBaseline))
+        timings["fts_query"] = (queryOurs, queryBaseline)
+        return timings
     }
 }
 
@@ -171,6 +192,20 @@ final class RawFullText {
             sqlite3_bind_text(statement, 1, id, -1, transient)
             let json = try! JSON.object(["type": "note", "text": .string(text)]).serialized()
             json.withUnsafeBytes { _ = sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), transient) }
+            precondition(sqlite3_step(statement) == SQLITE_DONE)
+            sqlite3_reset(statement)
+        }
+        exec("COMMIT")
+        sqlite3_finalize(statement)
+    }
+
+    /// Gives rows (`seq`) new texts in the FTS5 table, in one transaction.
+    func update(rows: [(Int, String)]) {
+        let statement = prepare("UPDATE fts SET text = ? WHERE rowid = ?")
+        exec("BEGIN IMMEDIATE")
+        for (row, text) in rows {
+            sqlite3_bind_text(statement, 1, text, -1, transient)
+            sqlite3_bind_int64(statement, 2, Int64(row))
             precondition(sqlite3_step(statement) == SQLITE_DONE)
             sqlite3_reset(statement)
         }
