@@ -360,6 +360,39 @@ def main():
                 problems.append("CouchDB's _find through docstore's index answered %s" % found)
             return problems
         run("Mango index design documents replicate both ways and work on CouchDB", mango_indexes)
+
+        def text_indexes():
+            # CouchDB 3.3.3 without a search service refuses `_index` of type text (503) but stores and
+            # replicates the design document that a search-enabled CouchDB writes: one written there is
+            # built by docstore serve and answers $text; one made by docstore serve reaches CouchDB intact.
+            origin, back = PREFIX + "text_src", PREFIX + "text_back"
+            couch.recreate(origin)
+            couch.request("DELETE", "/" + back)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [
+                {"_id": "t1", "title": "Green tea", "body": "Brew at 80 degrees"},
+                {"_id": "t2", "title": "Black tea", "body": "Strong, for breakfast"},
+                {"_id": "t3", "title": "Coffee", "body": "No tea here"}]})
+            status, data, _ = couch.request("PUT", "/%s/_design/fromcouchtext" % origin, {"language": "query", "indexes": {"titles": {
+                "index": {"default_analyzer": "keyword", "default_field": {}, "selector": {}, "partial_filter_selector": {},
+                          "fields": [{"name": "title", "type": "string"}], "index_array_lengths": True},
+                "analyzer": {"name": "perfield", "default": "keyword", "fields": {"$default": "standard"}}}}})
+            assert status == 201, data
+            couch_replicate(couch, couch.url(origin), docstore.url("textidx"))
+            problems = []
+            found = docstore.json("POST", "/textidx/_find", {"selector": {"$text": "tea"}, "use_index": ["fromcouchtext", "titles"], "fields": ["_id"]})
+            if sorted(d["_id"] for d in found.get("docs", [])) != ["t1", "t2"]:
+                problems.append("docstore's $text through the replicated text index answered %s" % found)
+            created = docstore.json("POST", "/textidx/_index", {"index": {"fields": [{"name": "body", "type": "string"}]}, "type": "text",
+                                                                "ddoc": "fromdocstoretext", "name": "bodies"})
+            if created != {"result": "created", "id": "_design/fromdocstoretext", "name": "bodies"}:
+                problems.append("docstore _index of type text answered %s" % created)
+            couch_replicate(couch, docstore.url("textidx"), couch.url(back))
+            mine = docstore.json("GET", "/textidx/_design/fromdocstoretext")
+            theirs = couch.json("GET", "/%s/_design/fromdocstoretext" % back)
+            if theirs.get("indexes") != mine.get("indexes") or theirs.get("language") != "query":
+                problems.append("CouchDB holds the text index as %s, docstore as %s" % (theirs, mine))
+            return problems
+        run("text index design documents replicate both ways; docstore builds one written on CouchDB", text_indexes)
     finally:
         stop_docstore(process)
         for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back"):
