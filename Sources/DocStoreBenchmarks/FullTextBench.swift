@@ -97,14 +97,14 @@ struct FullTextBench {
     /// Runs the operations of `selected` (`fts_build` always runs: the others need the index) and
     /// returns each one's time through DocStore and through raw FTS5.
     func run(folder: URL, selected: Set<String>) async throws -> [String: (ours: Double, baseline: Double)] {
-        let raw = RawFullText(path: folder.appendingPathComponent("raw-fts.sqlite").path)
-        raw.store(ids: (0..<count).map { String(format: "note-%07d", $0) }, texts: texts)
+        let raw = RawSQLiteBaseline(path: folder.appendingPathComponent("raw-fts.sqlite").path)
+        raw.storeTexts(ids: (0..<count).map { String(format: "note-%07d", $0) }, texts: texts)
         let db = try await Database.open(name: "fts", directory: folder)
         // Saved 5 000 at a time, so that the harness never holds every document parsed.
         for start in stride(from: 0, to: count, by: 5000) { _ = try await db.save(documents(start..<min(count, start + 5000))) }
         try await db.checkpoint()
 
-        let buildBaseline = time { raw.buildIndex() }
+        let buildBaseline = time { raw.buildFullTextIndex() }
         let buildOurs = try await timeAsync {
             try await db.register(Self.index)
             _ = try await db.search(index: "fts", query: "x", limit: 0)
@@ -122,7 +122,7 @@ struct FullTextBench {
             }
             _ = try await db.save(changed)
             let ours = try await timeAsync { _ = try await db.search(index: "fts", query: "x", limit: 0) }
-            let baseline = time { raw.update(rows: changedRows.map { ($0 + 1, texts[($0 + 1) % count]) }) }
+            let baseline = time { raw.updateFullText(rows: changedRows.map { ($0 + 1, texts[($0 + 1) % count]) }) }
             timings["fts_update"] = (ours, baseline)
         }
         guard selected.contains("fts_query") else {
@@ -136,9 +136,7 @@ struct FullTextBench {
             }
         }
         var rawTotals: [Int] = []
-        let queryBaseline = time {
-            for (_, query) in queries { rawTotals.append(raw.search(query, limit: 10)) }
-        }
+        let queryBaseline = time { rawTotals = raw.searchFullText(queries.map(\.raw), limit: 10) }
         if ourTotals != rawTotals {
             let differing = zip(queries, zip(ourTotals, rawTotals)).first { $0.1.0 != $0.1.1 }!
             throw BenchError("fts_query: \(differing.0.ours) found \(differing.1.0) documents, raw FTS5 \(differing.1.1)")
@@ -154,38 +152,10 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The raw side of ``FullTextBench``: a table of JSON bodies and an FTS5 table over their text.
-final class RawFullText {
-    let db: OpaquePointer
-    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
-    init(path: String) {
-        var handle: OpaquePointer?
-        precondition(sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK)
-        db = handle!
-        exec("PRAGMA journal_mode = WAL")
-        exec("PRAGMA synchronous = NORMAL")
-        exec("CREATE TABLE docs (seq INTEGER PRIMARY KEY, id TEXT UNIQUE, json BLOB)")
-    }
-
-    deinit {
-        // Statements never prepared are prepared here, to be finalized: cheap, and simpler than optionals.
-        for statement in [page, id, count] { sqlite3_finalize(statement) }
-        sqlite3_close_v2(db)
-    }
-
-    func exec(_ sql: String) {
-        let rc = sqlite3_exec(db, sql, nil, nil, nil)
-        precondition(rc == SQLITE_OK, "\(sql): \(String(cString: sqlite3_errmsg(db)))")
-    }
-
-    func prepare(_ sql: String) -> OpaquePointer {
-        var statement: OpaquePointer?
-        precondition(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, String(cString: sqlite3_errmsg(db)))
-        return statement!
-    }
-
-    func store(ids: [String], texts: [String]) {
+/// The raw side of ``FullTextBench``: the baseline's table of JSON bodies, and an FTS5 table over
+/// their text.
+extension RawSQLiteBaseline {
+    func storeTexts(ids: [String], texts: [String]) {
         let statement = prepare("INSERT INTO docs (id, json) VALUES (?, ?)")
         exec("BEGIN IMMEDIATE")
         for (id, text) in zip(ids, texts) {
@@ -199,8 +169,15 @@ final class RawFullText {
         sqlite3_finalize(statement)
     }
 
+    func buildFullTextIndex() {
+        exec("CREATE VIRTUAL TABLE fts USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')")
+        exec("BEGIN IMMEDIATE")
+        exec("INSERT INTO fts (rowid, text) SELECT seq, json_extract(json, '$.text') FROM docs")
+        exec("COMMIT")
+    }
+
     /// Gives rows (`seq`) new texts in the FTS5 table, in one transaction.
-    func update(rows: [(Int, String)]) {
+    func updateFullText(rows: [(Int, String)]) {
         let statement = prepare("UPDATE fts SET text = ? WHERE rowid = ?")
         exec("BEGIN IMMEDIATE")
         for (row, text) in rows {
@@ -213,38 +190,33 @@ final class RawFullText {
         sqlite3_finalize(statement)
     }
 
-    func buildIndex() {
-        exec("CREATE VIRTUAL TABLE fts USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2')")
-        exec("BEGIN IMMEDIATE")
-        exec("INSERT INTO fts (rowid, text) SELECT seq, json_extract(json, '$.text') FROM docs")
-        exec("COMMIT")
-    }
-
-    /// The statements of ``search(_:limit:)``, prepared once the index exists.
-    private lazy var page = prepare("SELECT rowid, -rank, snippet(fts, 0, '[', ']', '…', 32) FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?")
-    private lazy var id = prepare("SELECT id FROM docs WHERE seq = ?")
-    private lazy var count = prepare("SELECT count(*) FROM fts WHERE fts MATCH ?")
-
-    /// The `limit` best matches (rowid, score, snippet, document id) and the number of matches.
-    func search(_ expression: String, limit: Int) -> Int {
-        defer {
-            sqlite3_reset(page)
-            sqlite3_reset(count)
+    /// Runs each FTS5 expression for its `limit` best matches (rowid, score, snippet, document id) and
+    /// the number of matches, which it returns.
+    func searchFullText(_ expressions: [String], limit: Int) -> [Int] {
+        let page = prepare("SELECT rowid, -rank, snippet(fts, 0, '[', ']', '…', 32) FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?")
+        let id = prepare("SELECT id FROM docs WHERE seq = ?")
+        let count = prepare("SELECT count(*) FROM fts WHERE fts MATCH ?")
+        defer { for statement in [page, id, count] { sqlite3_finalize(statement) } }
+        return expressions.map { expression in
+            defer {
+                sqlite3_reset(page)
+                sqlite3_reset(count)
+            }
+            sqlite3_bind_text(page, 1, expression, -1, transient)
+            sqlite3_bind_int(page, 2, Int32(limit))
+            var found = 0
+            while sqlite3_step(page) == SQLITE_ROW {
+                _ = sqlite3_column_double(page, 1)
+                _ = String(cString: sqlite3_column_text(page, 2))
+                sqlite3_bind_int64(id, 1, sqlite3_column_int64(page, 0))
+                if sqlite3_step(id) == SQLITE_ROW { _ = String(cString: sqlite3_column_text(id, 0)) }
+                sqlite3_reset(id)
+                found += 1
+            }
+            guard found == limit else { return found }
+            sqlite3_bind_text(count, 1, expression, -1, transient)
+            precondition(sqlite3_step(count) == SQLITE_ROW)
+            return Int(sqlite3_column_int64(count, 0))
         }
-        sqlite3_bind_text(page, 1, expression, -1, transient)
-        sqlite3_bind_int(page, 2, Int32(limit))
-        var found = 0
-        while sqlite3_step(page) == SQLITE_ROW {
-            _ = sqlite3_column_double(page, 1)
-            _ = String(cString: sqlite3_column_text(page, 2))
-            sqlite3_bind_int64(id, 1, sqlite3_column_int64(page, 0))
-            if sqlite3_step(id) == SQLITE_ROW { _ = String(cString: sqlite3_column_text(id, 0)) }
-            sqlite3_reset(id)
-            found += 1
-        }
-        guard found == limit else { return found }
-        sqlite3_bind_text(count, 1, expression, -1, transient)
-        precondition(sqlite3_step(count) == SQLITE_ROW)
-        return Int(sqlite3_column_int64(count, 0))
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// with JSON kept as opaque bytes (no parsing, no revision trees).
 final class RawSQLiteBaseline {
     let db: OpaquePointer
-    private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     init(path: String) {
         var handle: OpaquePointer?

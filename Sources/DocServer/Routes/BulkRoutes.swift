@@ -225,12 +225,7 @@ extension DocServer {
         query.group = try request.bool("group")
         query.groupLevel = try request.int("group_level")
         query.updateSeq = try request.bool("update_seq")
-        switch request.query["stale"] ?? request.query["update"] {
-        case "ok", "false": query.stale = .ok
-        case "update_after", "lazy": query.stale = .updateAfter
-        case nil, "true": break
-        case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
-        }
+        query.stale = try staleness(request)
         if request.method == .post {
             try request.requireJSONContentType()
             let body = try request.jsonObjectBody()
@@ -281,12 +276,7 @@ extension DocServer {
             search.limit = try request.int("limit")
             search.skip = try request.int("skip") ?? 0
             search.includeDocuments = try request.bool("include_docs")
-            switch request.query["stale"] ?? request.query["update"] {
-            case "ok", "false": search.stale = .ok
-            case "update_after", "lazy": search.stale = .updateAfter
-            case nil, "true": break
-            case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
-            }
+            search.stale = try staleness(request)
             if let limit = search.limit, limit < 0 { throw CouchError(.badRequest, "query_parse_error", "Invalid value for limit: \(limit)") }
             if search.skip < 0 { throw CouchError(.badRequest, "query_parse_error", "Invalid value for skip: \(search.skip)") }
             guard !principal.readsEverything else {
@@ -307,6 +297,17 @@ extension DocServer {
             throw CouchError.notFound("missing_named_view")
         } catch let error as DocStoreError {
             throw CouchError(error)
+        }
+    }
+
+    /// A view's `stale` (or `update`): `ok`/`false` reads the index as it is, `update_after`/`lazy`
+    /// updates it afterwards; by default it is updated first.
+    private func staleness(_ request: CouchRequest) throws -> IndexQuery.Staleness {
+        switch request.query["stale"] ?? request.query["update"] {
+        case "ok", "false": return .ok
+        case "update_after", "lazy": return .updateAfter
+        case nil, "true": return .updateBefore
+        case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
         }
     }
 }

@@ -105,13 +105,7 @@ extension Database {
                 toSkip -= 1
                 return true
             }
-            if let fields {
-                let answer = FindProjection.project(document.json(), fields)
-                projected.append(answer)
-                documents.append(try Document(json: answer))
-            } else {
-                documents.append(document)
-            }
+            try FindProjection.append(document, fields: fields, to: &documents, projected: &projected)
             last = FindBookmark(key: key, documentID: document.id)
             return documents.count < limit
         }
@@ -261,6 +255,18 @@ struct FindBookmark: Sendable {
 /// `fields`: the asked paths of a document, nested as in it; an array position becomes a member name
 /// (`"items.0.name"` gives `{"items": {"0": {"name": …}}}`), as CouchDB does.
 enum FindProjection {
+    /// Adds an answer: `document`, or with `fields` only those (also as CouchDB writes them, to
+    /// `projected`).
+    static func append(_ document: Document, fields: [FieldPath]?, to documents: inout [Document], projected: inout [JSON]) throws {
+        guard let fields else {
+            documents.append(document)
+            return
+        }
+        let answer = project(document.json(), fields)
+        projected.append(answer)
+        documents.append(try Document(json: answer))
+    }
+
     static func project(_ document: JSON, _ fields: [FieldPath]) -> JSON {
         var result = JSONObject()
         for field in fields {

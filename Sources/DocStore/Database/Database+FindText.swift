@@ -54,13 +54,7 @@ extension Database {
         var documents: [Document] = []
         var projected: [JSON] = []
         for document in page {
-            if let fields {
-                let answer = FindProjection.project(document.json(), fields)
-                projected.append(answer)
-                documents.append(try Document(json: answer))
-            } else {
-                documents.append(document)
-            }
+            try FindProjection.append(document, fields: fields, to: &documents, projected: &projected)
         }
         statistics.resultsReturned = documents.count
         statistics.executionTime = ContinuousClock.now - started

@@ -45,14 +45,7 @@ struct Query: AsyncParsableCommand {
     @Flag(help: "Highest key first (then --start-key is the higher key).")
     var descending = false
 
-    @Option(help: "The most rows to print.")
-    var limit: Int?
-
-    @Option(help: "Rows to skip.")
-    var skip: Int = 0
-
-    @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
-    var includeDocuments = false
+    @OptionGroup var rows: RowOptions
 
     @Option(help: ArgumentHelp("Reduce the rows: count, sum or stats (of --value).", valueName: "function"))
     var reduce: String?
@@ -97,9 +90,9 @@ struct Query: AsyncParsableCommand {
         query.endKeyDocID = endKeyDocID
         query.inclusiveEnd = !exclusiveEnd
         query.descending = descending
-        query.limit = limit
-        query.skip = skip
-        query.includeDocuments = includeDocuments
+        query.limit = rows.limit
+        query.skip = rows.skip
+        query.includeDocuments = rows.includeDocuments
         query.includeOffset = true
         query.group = group
         query.groupLevel = groupLevel
@@ -110,7 +103,24 @@ struct Query: AsyncParsableCommand {
             for error in result.mapErrors {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }
-            printJSON(ViewResponse(result, includeDocuments: includeDocuments).json)
+            printJSON(ViewResponse(result, includeDocuments: rows.includeDocuments).json)
         }
+    }
+}
+
+/// `--limit`, `--skip` and `--include-docs`, as `docstore query` and `docstore search` take them.
+struct RowOptions: ParsableArguments {
+    @Option(help: "The most rows to print.")
+    var limit: Int?
+
+    @Option(help: "Rows to skip.")
+    var skip: Int = 0
+
+    @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
+    var includeDocuments = false
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+        if skip < 0 { throw ValidationError("--skip must not be negative") }
     }
 }

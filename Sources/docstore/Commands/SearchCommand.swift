@@ -24,19 +24,7 @@ struct Search: AsyncParsableCommand {
     @Flag(help: "Include a snippet of each document's best matching field, matched words in [ and ].")
     var snippets = false
 
-    @Option(help: "The most rows to print.")
-    var limit: Int?
-
-    @Option(help: "Rows to skip.")
-    var skip: Int = 0
-
-    @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
-    var includeDocuments = false
-
-    func validate() throws {
-        if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
-        if skip < 0 { throw ValidationError("--skip must not be negative") }
-    }
+    @OptionGroup var rows: RowOptions
 
     func run() async throws {
         try await withDatabase(options) { db in
@@ -54,10 +42,10 @@ struct Search: AsyncParsableCommand {
             }
             var search = try SearchQuery(query)
             search.snippets = snippets
-            search.limit = limit
-            search.skip = skip
-            search.includeDocuments = includeDocuments
-            printJSON(SearchResponse.json(try await db.search(index: chosen.indexName, search), includeDocuments: includeDocuments))
+            search.limit = rows.limit
+            search.skip = rows.skip
+            search.includeDocuments = rows.includeDocuments
+            printJSON(SearchResponse.json(try await db.search(index: chosen.indexName, search), includeDocuments: rows.includeDocuments))
         }
     }
 }
