@@ -64,8 +64,12 @@ final class SelectorTests: XCTestCase {
                 XCTAssertEqual((error as? DocStoreError)?.code, code, "\(selector)")
             }
         }
+        // Recorded from CouchDB 3.3.3 with curl: `$text` on a field is a `bad_field`, negated a `bad_arg`.
         XCTAssertThrowsError(try Selector(["v": ["$text": "x"]])) { error in
-            XCTAssertEqual((error as? DocStoreError)?.couchDBError, "not_supported")
+            XCTAssertEqual((error as? DocStoreError)?.couchDBError, "bad_field")
+        }
+        XCTAssertThrowsError(try Selector(["$nor": [["$text": "x"]]])) { error in
+            XCTAssertEqual((error as? DocStoreError)?.couchDBError, "bad_arg")
         }
     }
 

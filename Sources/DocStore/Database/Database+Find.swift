@@ -85,7 +85,9 @@ extension Database {
     public func find(_ query: FindQuery) async throws -> FindResult {
         try ensureOpen()
         let started = ContinuousClock.now
-        if let text = query.selector.textQuery { return try await findText(query, text, started: started) }
+        if query.selector.usesText, let (index, warning) = try await textSearch(for: query) {
+            return try await findText(query, index: index, warning: warning, started: started)
+        }
         let plan = try await plan(query)
         let fields = try query.fields.map { try $0.map(FieldPath.init) }
         let after = try query.bookmark.map(FindBookmark.init(encoded:))
@@ -312,8 +314,8 @@ extension Database {
     /// (for a `$text` query, the text index searched).
     public func explain(_ query: FindQuery) async throws -> FindExplanation {
         try ensureOpen()
-        if query.selector.textQuery != nil {
-            let (index, warning) = try await textIndex(for: query)
+        if query.selector.usesText, let (index, warning) = try await textSearch(for: query) {
+            _ = try query.selector.textQuery()
             return FindExplanation(index: index, selector: query.selector.normalized, startKey: .null, endKey: .null,
                                    descending: false, coversSelector: query.selector.condition.isAnything, warning: warning)
         }

@@ -3,17 +3,15 @@ extension Database {
     /// else the first), each document found is matched against the rest of the selector, and the
     /// matches come by relevance — or, with a `sort`, in the order of the sort fields (documents
     /// without them left out, as with json indexes). A bookmark is the number of matches read so far.
-    func findText(_ query: FindQuery, _ text: TextQuery, started: ContinuousClock.Instant) async throws -> FindResult {
+    /// Without a text index, see ``textSearch(for:)``.
+    func findText(_ query: FindQuery, index: MangoIndex, warning: String?, started: ContinuousClock.Instant) async throws -> FindResult {
+        guard let text = try query.selector.textQuery() else { throw DocStoreError(.badRequest, "The selector has no top-level $text") }
         if Set(query.sort.map(\.descending)).count > 1 {
             throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
         }
         let fields = try query.fields.map { try $0.map(FieldPath.init) }
         let sortPaths = try query.sort.map { try FieldPath($0.path) }
         let start = try query.bookmark.map(TextBookmark.offset(encoded:)) ?? 0
-        let (index, warning) = try await textIndex(for: query)
-        guard let index else {
-            throw DocStoreError(.noUsableIndex, "There is no text index for $text: create one with POST /{db}/_index and \"type\": \"text\"")
-        }
         var search = SearchQuery(text)
         search.includeDocuments = !query.conflicts
         if !query.update { search.stale = .ok }
@@ -61,6 +59,21 @@ extension Database {
         return FindResult(documents: documents, projected: fields == nil ? nil : projected,
                           bookmark: page.isEmpty ? query.bookmark : TextBookmark.encode(offset: from + page.count),
                           warning: warning, executionStatistics: query.executionStatistics ? statistics : nil)
+    }
+
+    /// The text index a selector with `$text` is searched with, or `nil` when the database has none:
+    /// then, as CouchDB 3.3.3 answers (recorded with curl, and `mango_selector`'s matcher says so),
+    /// `$text` holds for every document and the rest of the selector is planned as usual.
+    /// - Throws: ``DocStoreError/Code/unsupportedOperator`` for a `$text` inside `$or`, `$nor` or
+    ///   `$not` when there is a text index: it would have to be searched per document.
+    func textSearch(for query: FindQuery) async throws -> (MangoIndex, String?)? {
+        let (index, warning) = try await textIndex(for: query)
+        guard let index else { return nil }
+        guard !query.selector.texts.isEmpty, !query.selector.condition.containsText else {
+            throw DocStoreError(.unsupportedOperator,
+                                "A text index answers $text at the top level of a selector or in a top-level $and, not inside $or, $nor or $not")
+        }
+        return (index, warning)
     }
 
     /// The text index a `$text` query searches: the one `use_index` names (`[ddoc]` or `[ddoc, name]`),

@@ -177,7 +177,7 @@ public struct MangoIndex: Sendable, Hashable {
             guard fields.allSatisfy({ (try? FieldPath($0.path)) != nil }) else { continue }
             var filter: Selector?
             if let selector = map["partial_filter_selector"], selector != .object([:]) {
-                guard let parsed = try? Selector(selector), parsed.textQuery == nil else { continue }
+                guard let parsed = try? Selector(selector), !parsed.usesText else { continue }
                 filter = parsed
             }
             result.append(MangoIndex(designDocument: document.id, name: name, fields: fields, partialFilter: filter))

@@ -103,7 +103,7 @@ extension MangoIndex {
             var filter: Selector?
             for member in ["partial_filter_selector", "selector"] {
                 guard let selector = definition[member], selector != .object([:]) else { continue }
-                guard let parsed = try? Selector(selector), parsed.textQuery == nil else {
+                guard let parsed = try? Selector(selector), !parsed.usesText else {
                     readable = false
                     break
                 }

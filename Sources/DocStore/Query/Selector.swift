@@ -30,16 +30,16 @@ public struct Selector: Sendable, Hashable {
     public let root: JSON
     /// The normalised condition (without ``textQuery``).
     let condition: Condition
-    /// `{"$text": "query"}` at the top level of the selector or in a top-level `$and`: a full-text
-    /// search, which only a text index answers (``Database/find(_:)``). `matches` checks
-    /// the rest of the selector.
-    public let textQuery: TextQuery?
+    /// The queries of the `{"$text": "query"}` at the top level of the selector or in a top-level
+    /// `$and`: a full-text search, which only a text index answers (``Database/find(_:)``, which
+    /// parses them with ``textQuery()`` then). `matches` checks the rest of the selector.
+    public let texts: [String]
 
     /// Parses and normalises a selector.
-    /// - Throws: ``DocStoreError`` with CouchDB's error for a malformed selector;
-    ///   ``DocStoreError/Code/badArgument`` for a `$text` that is not a string or is given twice,
-    ///   ``DocStoreError/Code/unsupportedOperator`` for one below the top level (other than in a
-    ///   top-level `$and`), ``DocStoreError/Code/invalidQuery`` for a malformed full-text query.
+    /// - Throws: ``DocStoreError`` with CouchDB's error for a malformed selector, `$text` included:
+    ///   ``DocStoreError/Code/badArgument`` for one that is not a string (number, boolean) or is
+    ///   negated, ``DocStoreError/Code/badField`` for one applied to a field;
+    ///   ``DocStoreError/Code/invalidQuery`` for a malformed full-text query.
     public init(_ json: JSON) throws {
         guard case .object = json else {
             throw DocStoreError(.invalidSelectorJSON, "Selector must be a JSON object, not: \(json)")
@@ -47,9 +47,12 @@ public struct Selector: Sendable, Hashable {
         root = json
         var texts: [String] = []
         let rest = try Self.extractingText(json, into: &texts)
-        guard texts.count <= 1 else { throw DocStoreError(.badArgument, "A selector takes one $text, not \(texts.count)") }
-        textQuery = try texts.first.map(TextQuery.init)
+        self.texts = texts
         condition = rest == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(rest, at: .root))
+        // CouchDB cannot negate `$text` (its `$default` field) and says so.
+        if let negated = condition.negatedText {
+            throw DocStoreError(.badArgument, "Bad argument for operator $not: \(Condition.text(negated).json)")
+        }
         // An operator on the whole document (`{"$gt": 5}`) names no field, as CouchDB refuses.
         if case .field(let path, _) = condition, path.components.isEmpty {
             throw DocStoreError(.invalidSelector, "One or more conditions is missing a field name.")
@@ -64,8 +67,7 @@ public struct Selector: Sendable, Hashable {
         for (key, value) in object {
             switch key {
             case "$text":
-                guard case .string(let query) = value else { throw DocStoreError(.badArgument, "Bad argument for operator $text: \(value)") }
-                texts.append(query)
+                texts.append(try textArgument(value))
             case "$and":
                 guard case .array(let parts) = value else {
                     rest[key] = value
@@ -85,17 +87,39 @@ public struct Selector: Sendable, Hashable {
         return .object(rest)
     }
 
+    /// A `$text` argument: a string, or a number or boolean as CouchDB also takes (its JSON).
+    static func textArgument(_ argument: JSON) throws -> String {
+        switch argument {
+        case .string(let query): return query
+        case .integer, .double, .bigInteger, .bool: return argument.description
+        default: throw DocStoreError(.badArgument, "Bad argument for operator $text: \(argument)")
+        }
+    }
+
+    /// Whether it has a `$text` anywhere.
+    public var usesText: Bool { !texts.isEmpty || condition.containsText }
+
+    /// The top-level `$text` queries parsed — several are one query of their conjunction — or `nil`
+    /// when there is none. A query is parsed only when a text index is to answer it: where there is
+    /// none, CouchDB 3.3.3 never reads it, and neither does DocStore.
+    /// - Throws: ``DocStoreError/Code/invalidQuery`` naming the position of a malformed query.
+    public func textQuery() throws -> TextQuery? {
+        try texts.map(TextQuery.init).reduce(nil) { all, next in
+            all.map { TextQuery(text: $0.text + " " + next.text, root: .and($0.root, next.root)) } ?? next
+        }
+    }
+
     /// This selector, if it has no `$text`: a full-text search cannot filter `use` (a changes feed, a
     /// replication, a partial index), which reads documents one by one.
     /// - Throws: ``DocStoreError/Code/unsupportedOperator`` otherwise.
     public func withoutText(for use: String) throws -> Selector {
-        guard textQuery == nil else {
+        guard !usesText else {
             throw DocStoreError(.unsupportedOperator, "$text needs a text index: it cannot select \(use)")
         }
         return self
     }
 
-    /// Whether `document` matches (all but ``textQuery``, which needs a text index).
+    /// Whether `document` matches (all but the top-level ``texts``, which need a text index).
     public func matches(_ document: Document) -> Bool { condition.matches(document, raw: false) }
 
     /// Whether `document` (its CouchDB JSON, `_id` included) matches.
@@ -105,10 +129,10 @@ public struct Selector: Sendable, Hashable {
     /// explicit, fields carried down to their operators (`{"a": {"b": 1}}` is `{"a.b": {"$eq": 1}}`),
     /// negations pushed down.
     public var normalized: JSON {
-        guard let textQuery else { return condition.json }
-        let text: JSON = ["$text": .string(textQuery.text)]
-        if case .anything = condition { return text }
-        return ["$and": [text, condition.json]]
+        guard !texts.isEmpty else { return condition.json }
+        var parts = texts.map { Condition.text($0).json }
+        if case .anything = condition {} else { parts.append(condition.json) }
+        return parts.count == 1 ? parts[0] : ["$and": .array(parts)]
     }
 
     public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root }
@@ -137,6 +161,10 @@ indirect enum Condition: Sendable {
     case keyMapMatch(Condition)
     /// `{}`: anything.
     case anything
+    /// `$text` below the top level (in `$or`, `$nor`, `$not`): as CouchDB's matcher, which believes
+    /// the text index that found the document, it holds (its negation does not). ``Database/find(_:)``
+    /// answers such a selector only where there is no text index, as CouchDB 3.3.3 does.
+    case text(String)
 
     enum Comparison: String, Sendable {
         case eq = "$eq", ne = "$ne", lt = "$lt", lte = "$lte", gt = "$gt", gte = "$gte"
@@ -246,7 +274,11 @@ indirect enum Condition: Sendable {
         case "$default":
             throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": \(argument)}")
         case "$text":
-            throw DocStoreError(.unsupportedOperator, "$text may only be used at the top level of a selector or in a top-level $and")
+            guard path.components.isEmpty else {
+                // As CouchDB: `$text` stands for `{"$default": {"$text": …}}`, which only the root takes.
+                throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": {\"$text\": \(argument)}}")
+            }
+            return .text(try Selector.textArgument(argument))
         case let name where unsupported.contains(name):
             throw DocStoreError(.unsupportedOperator, "Unsupported operator: \(name)")
         default:
@@ -308,6 +340,29 @@ indirect enum Condition: Sendable {
         case .elemMatch(let inner): return ["$elemMatch": inner.json]
         case .allMatch(let inner): return ["$allMatch": inner.json]
         case .keyMapMatch(let inner): return ["$keyMapMatch": inner.json]
+        case .text(let query): return ["$default": ["$text": .string(query)]]
+        }
+    }
+
+    /// The query of a `$text` under a negation (`$not`, `$nor`), if any.
+    var negatedText: String? {
+        switch self {
+        case .not(.text(let query)): return query
+        case .all(let parts), .any(let parts): return parts.lazy.compactMap(\.negatedText).first
+        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
+            return inner.negatedText
+        default: return nil
+        }
+    }
+
+    /// Whether a `$text` is in it (``text(_:)``).
+    var containsText: Bool {
+        switch self {
+        case .text: return true
+        case .all(let parts), .any(let parts): return parts.contains(where: \.containsText)
+        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
+            return inner.containsText
+        default: return false
         }
     }
 
@@ -317,7 +372,7 @@ indirect enum Condition: Sendable {
     /// condition; `raw` compares strings by code point (under `_id`).
     func matches(_ source: some FieldSource, raw: Bool) -> Bool {
         switch self {
-        case .anything:
+        case .anything, .text:
             return true
         case .all(let parts):
             return parts.allSatisfy { $0.matches(source, raw: raw) }
@@ -382,7 +437,7 @@ indirect enum Condition: Sendable {
         case .keyMapMatch(let inner):
             guard case .object(let object) = value else { return false }
             return object.keys.contains { inner.matches(JSON.string($0), raw: false) }
-        case .anything, .all, .any, .not, .field:
+        case .anything, .all, .any, .not, .field, .text:
             return matches(value, raw: raw)   // combinators: see matches(_:raw:)
         }
     }

@@ -43,6 +43,12 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
         root = try parser.parse()
     }
 
+    /// A query already parsed (the conjunction of several, for instance).
+    init(text: String, root: Node) {
+        self.text = text
+        self.root = root
+    }
+
     public var description: String { Self.describe(root) }
 
     /// A fully parenthesised form, to see the grouping: `(a AND (b NEAR/10 c))`.
