@@ -111,6 +111,14 @@ def selector(rng, depth=0):
             parts[rng.choice(["$and", "$or", "$nor"])] = [selector(rng, depth + 1) for _ in range(rng.randint(1, 3))]
         elif depth < 2 and roll < 0.17:
             parts["$not"] = selector(rng, depth + 1)
+        elif roll < 0.19:
+            # Neither side has a text index: CouchDB 3.3.3 lets `$text` hold for every document (its
+            # matcher believes the index), refuses it negated or on a field, and never reads the query.
+            text = rng.choice(["red", "green AND", "(x", 5, True, ["a"], None])
+            if rng.random() < 0.2:
+                parts[rng.choice(FIELDS)] = {"$text": text}
+            else:
+                parts["$text"] = text
         else:
             field = rng.choice(FIELDS)
             if field == "o.x" and rng.random() < 0.3:

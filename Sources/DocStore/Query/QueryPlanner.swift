@@ -130,8 +130,13 @@ struct QueryPlanner {
         let global: [Choice] = [.allDocuments] + indexes.filter { $0.partialFilter == nil }.map(Choice.json)
         var candidates: [Choice] = global
         for choice in named where !candidates.contains(choice) { candidates.append(choice) }
-        try checkOperandsCouchDBCanPlan(condition, candidates: candidates, sortFields: sortFields)
-        let usable = candidates.filter { isUsable($0, condition, sortFields) }
+        // A top-level `$text` is taken as met first (CouchDB's walk stops at it); see Docs/Search.md.
+        if selector.texts.isEmpty {
+            try checkOperandsCouchDBCanPlan(condition, candidates: candidates, sortFields: sortFields)
+        }
+        // A selector with `$text` is a text search to CouchDB's view indexes
+        // (`mango_idx_view:is_text_search`): none of them is usable, only `_all_docs`.
+        let usable = candidates.filter { isUsable($0, condition, sortFields) && ($0 == .allDocuments || !selector.usesText) }
         guard !usable.isEmpty else {
             throw DocStoreError(.noUsableIndex, "No index exists for this sort, try indexing by the sort fields.")
         }
@@ -171,7 +176,7 @@ struct QueryPlanner {
     /// query with a 400 saying so (DESIGN.md §8), and reads the same selector through `_all_docs` when
     /// no json index is a candidate, as CouchDB does.
     static func checkOperandsCouchDBCanPlan(_ condition: Condition, candidates: [Choice], sortFields: [String]) throws {
-        guard let operand = operandCouchDBFailsOn(condition) else { return }
+        guard case .crash(let operand)? = operandCouchDBFailsOn(condition) else { return }
         let reaches = candidates.contains { choice in
             guard case .json(let index) = choice else { return false }
             return requiresEveryField(of: index, condition, sortFields)
@@ -182,8 +187,16 @@ struct QueryPlanner {
                             + "write {\"$or\": [{field: value}, …]} or {\"$and\": […]} instead")
     }
 
-    /// The first operand CouchDB's operand walk has no case for, if any.
-    private static func operandCouchDBFailsOn(_ condition: Condition) -> JSON? {
+    /// What ends CouchDB's walk of the operands (`mango_idx_view:is_text_search`), in its order.
+    private enum WalkEnd {
+        /// An operand it has no case for: it fails.
+        case crash(JSON)
+        /// A `$text` (its `$default` field): the selector is a text search, and the walk stops.
+        case text
+    }
+
+    /// The first operand CouchDB's operand walk has no case for, or the first `$text`, if any.
+    private static func operandCouchDBFailsOn(_ condition: Condition) -> WalkEnd? {
         /// An element of a list operand: null and lists have no case; objects are walked.
         func element(_ value: JSON) -> Bool {
             switch value {
@@ -213,11 +226,11 @@ struct QueryPlanner {
         case .all(let parts), .any(let parts): return parts.lazy.compactMap(operandCouchDBFailsOn).first
         case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
             return operandCouchDBFailsOn(inner)
-        // (`JSON` is `ExpressibleByNilLiteral`: a bare `nil` in a ternary would be `JSON.null`.)
-        case .compare(_, let value): return operand(value) ? value : JSON?.none
+        case .compare(_, let value): return operand(value) ? .crash(value) : nil
         case .isIn(let list), .notIn(let list), .containsAll(let list):
-            return list.contains(where: element) ? .array(list) : JSON?.none
-        default: return JSON?.none
+            return list.contains(where: element) ? .crash(.array(list)) : nil
+        case .text: return .text
+        default: return nil
         }
     }
 

@@ -48,7 +48,11 @@ public struct Selector: Sendable, Hashable {
         var texts: [String] = []
         let rest = try Self.extractingText(json, into: &texts)
         self.texts = texts
-        condition = rest == .object([:]) ? .anything : try Condition.negationsPushedDown(Condition.parse(rest, at: .root))
+        let parsed = rest == .object([:]) ? Condition.anything : try Condition.parse(rest, at: .root)
+        if let misplaced = parsed.textOnAField {
+            throw DocStoreError(.badField, "Invalid field normalization on selector: \(Condition.text(misplaced).json)")
+        }
+        condition = Condition.negationsPushedDown(parsed)
         // CouchDB cannot negate `$text` (its `$default` field) and says so.
         if let negated = condition.negatedText {
             throw DocStoreError(.badArgument, "Bad argument for operator $not: \(Condition.text(negated).json)")
@@ -274,11 +278,12 @@ indirect enum Condition: Sendable {
         case "$default":
             throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": \(argument)}")
         case "$text":
-            guard path.components.isEmpty else {
-                // As CouchDB: `$text` stands for `{"$default": {"$text": …}}`, which only the root takes.
-                throw DocStoreError(.badField, "Invalid field normalization on selector: {\"$default\": {\"$text\": \(argument)}}")
-            }
-            return .text(try Selector.textArgument(argument))
+            // As CouchDB: the argument is checked first; then `$text`, which stands for
+            // `{"$default": {"$text": …}}`, must be at the root.
+            // On a field it is refused (`Selector.init`) once every operator has been read, as
+            // CouchDB checks operators before fields.
+            let query = try Selector.textArgument(argument)
+            return path.components.isEmpty ? .text(query) : onField(.text(query))
         case let name where unsupported.contains(name):
             throw DocStoreError(.unsupportedOperator, "Unsupported operator: \(name)")
         default:
@@ -341,6 +346,17 @@ indirect enum Condition: Sendable {
         case .allMatch(let inner): return ["$allMatch": inner.json]
         case .keyMapMatch(let inner): return ["$keyMapMatch": inner.json]
         case .text(let query): return ["$default": ["$text": .string(query)]]
+        }
+    }
+
+    /// The query of a `$text` applied to a field, if any.
+    var textOnAField: String? {
+        switch self {
+        case .field(let path, .text(let query)) where !path.components.isEmpty: return query
+        case .all(let parts), .any(let parts): return parts.lazy.compactMap(\.textOnAField).first
+        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
+            return inner.textOnAField
+        default: return nil
         }
     }
 
