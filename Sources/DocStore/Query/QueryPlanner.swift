@@ -130,7 +130,9 @@ struct QueryPlanner {
         let global: [Choice] = [.allDocuments] + indexes.filter { $0.partialFilter == nil }.map(Choice.json)
         var candidates: [Choice] = global
         for choice in named where !candidates.contains(choice) { candidates.append(choice) }
-        // A top-level `$text` is taken as met first (CouchDB's walk stops at it); see Docs/Search.md.
+        // A top-level `$text` is taken as met first in CouchDB's operand walk, which stops at it. (Its
+        // place among the other members is not kept, so a crash-prone operand that CouchDB would
+        // meet before it is not refused here.)
         if selector.texts.isEmpty {
             try checkOperandsCouchDBCanPlan(condition, candidates: candidates, sortFields: sortFields)
         }
