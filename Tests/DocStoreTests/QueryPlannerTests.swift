@@ -102,4 +102,28 @@ final class QueryPlannerTests: XCTestCase {
             XCTAssertNoThrow(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byC, byB], useIndex: []), "\(selector)")
         }
     }
+
+    /// CouchDB 3.3.3 narrows `$eq v` then `$gt v` on a field of the chosen index (or `_id` under
+    /// `_all_docs`) to a range its end key has no case for, and fails with a 500 (`function_clause` in
+    /// `mango_idx_view:end_key` / `mango_idx_special:end_key`). The order matters: `$gt v` then `$eq v`
+    /// is empty and answers 200. Each case recorded with curl, with an index on `n`.
+    func testAnEqualityThenAStrictLowerBoundIsA400AsCouchDBFailsOnIt() throws {
+        let byN = MangoIndex(designDocument: "_design/i", name: "n", fields: [SortField("n")])
+        let failing: [JSON] = [
+            ["$nor": [["_id": ["$ne": nil]]], "_id": ["$gt": nil]], ["$and": [["_id": "a"], ["_id": ["$gt": "a"]]]],
+            ["$and": [["n": 5], ["n": ["$gt": 5]]]], ["$and": [["n": ["$gte": 5]], ["n": ["$lte": 5]], ["n": ["$gt": 5]]]],
+        ]
+        for selector in failing {
+            XCTAssertThrowsError(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byN], useIndex: []), "\(selector)") {
+                XCTAssertEqual(($0 as? DocStoreError)?.code, .unsupportedOperator, "\(selector)")
+            }
+        }
+        let working: [JSON] = [
+            ["_id": ["$gt": "a"], "$and": [["_id": "a"]]], ["$and": [["n": ["$gt": 5]], ["n": 5]]], ["$and": [["n": 5], ["n": ["$gte": 5]]]],
+        ]
+        for selector in working {
+            let plan = try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byN], useIndex: [])
+            XCTAssertNotNil(plan.choice, "\(selector)")
+        }
+    }
 }

@@ -164,6 +164,13 @@ struct QueryPlanner {
             return a.0.order <= b.0.order
         }!
         let empty = best.1.contains(nil) || isNoop(condition)
+        if !empty, let (field, range) = zip(best.0.fields, best.1).first(where: { $0.1?.lowOperator == .gt && $0.1?.highOperator == .eq }),
+            case .value(let value)? = range?.low {
+            // CouchDB narrows `$eq v` (or `$gte v` and `$lte v`) then `$gt v` to "above v, up to and
+            // including v", which its end key has no case for (function_clause, a 500 in 3.3.3).
+            throw DocStoreError(.unsupportedOperator, "The conditions on \(field) (equal to \(value), then above it) cannot be planned, as in "
+                                + "CouchDB, which fails on them; they match nothing: leave them out")
+        }
         return Plan(choice: best.0, ranges: empty ? nil : best.1.compactMap { $0 }, descending: sort.first?.descending ?? false,
                     warning: warning)
     }
