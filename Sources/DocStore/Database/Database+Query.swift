@@ -32,20 +32,11 @@ extension Database {
     /// - Complexity: O(log n + rows) for map queries; reduce queries read the rows of the range.
     public func query(_ indexName: String, _ query: IndexQuery = IndexQuery()) async throws -> QueryResult {
         try ensureOpen()
-        var state = try await registeredState(named: indexName)
-        if query.stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
-            state = try await indexWriter.update(indexName, documents: readers)
-        }
-        let current = state
-        let (output, mapErrors) = try readIndex { connection in
-            var engine = QueryEngine(connection: connection, state: current, query: query)
+        let (output, mapErrors, current) = try await readIndex(named: indexName, stale: query.stale) { state, connection in
+            var engine = QueryEngine(connection: connection, state: state, query: query)
             engine.documentsSchema = Self.attachedDocumentsSchema
             let output = try engine.run()
-            return (output, try IndexSchema.mapErrors(connection, indexID: current.id))
-        }
-        if query.stale == .updateAfter {
-            let writer = indexWriter, readers = readers
-            Task { _ = try? await writer.update(indexName, documents: readers) }
+            return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
         }
         var rows: [QueryRow] = []
         rows.reserveCapacity(output.rows.count)
@@ -66,6 +57,25 @@ extension Database {
         }
         return QueryResult(rows: rows, totalRows: output.totalRows, offset: output.offset,
                            updateSequence: query.updateSeq ? current.lastSequence : nil, mapErrors: mapErrors)
+    }
+
+    /// Runs `body` on index `indexName` as `stale` says: after bringing the index up to date
+    /// (`.updateBefore`: only documents changed since its last update are mapped again), as it is
+    /// (`.ok`), or as it is and then updated in the background (`.updateAfter`). `body` is given the
+    /// index's state and a consistent read of the index file (``readIndex(_:)``).
+    func readIndex<T>(named indexName: String, stale: IndexQuery.Staleness,
+                      _ body: (IndexState, SQLiteConnection) throws -> T) async throws -> T {
+        var state = try await registeredState(named: indexName)
+        if stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
+            state = try await indexWriter.update(indexName, documents: readers)
+        }
+        let current = state
+        let result = try readIndex { try body(current, $0) }
+        if stale == .updateAfter {
+            let writer = indexWriter, readers = readers
+            Task { _ = try? await writer.update(indexName, documents: readers) }
+        }
+        return result
     }
 
     /// The state of the registered index `indexName`. A Mango index (``MangoIndex/indexName``) is

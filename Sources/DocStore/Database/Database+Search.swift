@@ -30,20 +30,11 @@ extension Database {
             throw DocStoreError(.invalidQuery, "limit must not be negative")
         }
         if search.skip < 0 { throw DocStoreError(.invalidQuery, "skip must not be negative") }
-        var state = try await registeredState(named: indexName)
-        if search.stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
-            state = try await indexWriter.update(indexName, documents: readers)
-        }
-        if !state.hasText, state.rowCount > 0 {
-            throw DocStoreError(.notAFullTextIndex, "The index \"\(indexName)\" holds no full-text keys (FullTextSearch.createKey)")
-        }
-        let current = state
-        let output = try readIndex { connection in
-            try FullTextEngine(connection: connection, state: current, documentsSchema: Self.attachedDocumentsSchema).run(search)
-        }
-        if search.stale == .updateAfter {
-            let writer = indexWriter, readers = readers
-            Task { _ = try? await writer.update(indexName, documents: readers) }
+        let output = try await readIndex(named: indexName, stale: search.stale) { state, connection in
+            if !state.hasText, state.rowCount > 0 {
+                throw DocStoreError(.notAFullTextIndex, "The index \"\(indexName)\" holds no full-text keys (FullTextSearch.createKey)")
+            }
+            return try FullTextEngine(connection: connection, state: state, documentsSchema: Self.attachedDocumentsSchema).run(search)
         }
         let rows = output.rows.map {
             SearchRow(documentID: $0.documentID, score: $0.score, snippet: $0.snippet, value: $0.value, document: $0.document)
