@@ -231,15 +231,14 @@ struct QueryPlanner {
             default: return false
             }
         }
-        switch condition {
-        case .all(let parts), .any(let parts): return parts.lazy.compactMap(operandCouchDBFailsOn).first
-        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
-            return operandCouchDBFailsOn(inner)
-        case .compare(_, let value): return operand(value) ? .crash(value) : nil
-        case .isIn(let list), .notIn(let list), .containsAll(let list):
-            return list.contains(where: element) ? .crash(.array(list)) : nil
-        case .text: return .text
-        default: return nil
+        return condition.first { node -> WalkEnd? in
+            switch node {
+            case .compare(_, let value): return operand(value) ? .crash(value) : nil
+            case .isIn(let list), .notIn(let list), .containsAll(let list):
+                return list.contains(where: element) ? .crash(.array(list)) : nil
+            case .text: return .text
+            default: return nil
+            }
         }
     }
 

@@ -349,37 +349,44 @@ indirect enum Condition: Sendable {
         }
     }
 
+    /// The first value `pick` gives for this condition or one inside it, depth first, parts in order.
+    func first<T>(_ pick: (Condition) -> T?) -> T? {
+        if let found = pick(self) { return found }
+        switch self {
+        case .all(let parts), .any(let parts):
+            for part in parts {
+                if let found = part.first(pick) { return found }
+            }
+            return nil
+        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
+            return inner.first(pick)
+        default:
+            return nil
+        }
+    }
+
     /// The query of a `$text` applied to a field, if any.
     var textOnAField: String? {
-        switch self {
-        case .field(let path, .text(let query)) where !path.components.isEmpty: return query
-        case .all(let parts), .any(let parts): return parts.lazy.compactMap(\.textOnAField).first
-        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
-            return inner.textOnAField
-        default: return nil
+        first { condition in
+            guard case .field(let path, .text(let query)) = condition, !path.components.isEmpty else { return nil }
+            return query
         }
     }
 
     /// The query of a `$text` under a negation (`$not`, `$nor`), if any.
     var negatedText: String? {
-        switch self {
-        case .not(.text(let query)): return query
-        case .all(let parts), .any(let parts): return parts.lazy.compactMap(\.negatedText).first
-        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
-            return inner.negatedText
-        default: return nil
+        first { condition in
+            guard case .not(.text(let query)) = condition else { return nil }
+            return query
         }
     }
 
     /// Whether a `$text` is in it (``text(_:)``).
     var containsText: Bool {
-        switch self {
-        case .text: return true
-        case .all(let parts), .any(let parts): return parts.contains(where: \.containsText)
-        case .not(let inner), .field(_, let inner), .elemMatch(let inner), .allMatch(let inner), .keyMapMatch(let inner):
-            return inner.containsText
-        default: return false
-        }
+        first { condition in
+            guard case .text = condition else { return nil }
+            return true
+        } ?? false
     }
 
     // MARK: Matching
