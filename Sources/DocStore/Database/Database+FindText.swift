@@ -80,12 +80,8 @@ extension Database {
     /// else the first; with a warning when `use_index` names none. `nil` when there is no text index.
     func textIndex(for query: FindQuery) async throws -> (MangoIndex?, String?) {
         let indexes = try await synchronizeMangoIndexes().filter { $0.type == .text }
-        guard let wanted = query.useIndex.first else { return (indexes.first, nil) }
-        let ddoc = wanted.hasPrefix("_design/") ? wanted : "_design/" + wanted
-        let named = query.useIndex.count > 1 ? query.useIndex[1] : nil
-        if let index = indexes.first(where: { $0.designDocument == ddoc && (named == nil || $0.name == named) }) {
-            return (index, nil)
-        }
+        guard !query.useIndex.isEmpty else { return (indexes.first, nil) }
+        if let index = indexes.first(where: { $0.isNamed(by: query.useIndex) }) { return (index, nil) }
         let shown = query.useIndex.joined(separator: ", ")
         return (indexes.first, "\(shown) was not used because it is not a valid index for this query.")
     }

@@ -102,6 +102,14 @@ public struct MangoIndex: Sendable, Hashable {
         }
     }
 
+    /// Whether `use_index` names it: `[ddoc]` or `[ddoc, name]`, the design document with or without
+    /// `_design/`.
+    func isNamed(by useIndex: [String]) -> Bool {
+        guard let wanted = useIndex.first else { return false }
+        let ddoc = wanted.hasPrefix("_design/") ? wanted : "_design/" + wanted
+        return designDocument == ddoc && (useIndex.count < 2 || name == useIndex[1])
+    }
+
     /// The prefixes of ``indexName``: the registered indexes that Mango design documents define.
     static let indexNamePrefixes = ["mango:", "mango-text:"]
 

@@ -244,10 +244,9 @@ struct QueryPlanner {
 
     /// `use_index`: `[ddoc]` or `[ddoc, name]`, the design document with or without `_design/`.
     private static func filter(_ choices: [Choice], by useIndex: [String]) -> [Choice] {
-        let ddoc = useIndex[0].hasPrefix("_design/") ? useIndex[0] : "_design/" + useIndex[0]
-        return choices.filter { choice in
-            guard case .json(let index) = choice, index.designDocument == ddoc else { return false }
-            return useIndex.count < 2 || index.name == useIndex[1]
+        choices.filter { choice in
+            guard case .json(let index) = choice else { return false }
+            return index.isNamed(by: useIndex)
         }
     }
 
