@@ -36,6 +36,12 @@ public struct DatabaseConfiguration: Sendable {
     public var keepsAncestorBodies: Bool
     /// How many idle reader connections to keep.
     public var maximumIdleReaders: Int
+    /// Whether a conflict that replication stores between revisions that all carry a property history
+    /// (``PropertyHistory``, kept by ``Model`` types with a ``Model/history`` policy) is merged at once,
+    /// in the same transaction: the union of the histories, each property's newest value winning.
+    /// Default `true`. The merge is deterministic, so databases that merge the same conflict write the
+    /// same revisions and converge.
+    public var mergesPropertyHistory: Bool
 
     /// How commits reach the disk.
     public enum Durability: Sendable, Hashable {
@@ -57,6 +63,7 @@ public struct DatabaseConfiguration: Sendable {
         self.durability = .normal
         self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
+        self.mergesPropertyHistory = true
     }
 
     /// The first setting in which `other` differs from this configuration, described for an error
@@ -67,6 +74,9 @@ public struct DatabaseConfiguration: Sendable {
         if durability != other.durability { return "durability \(durability), not \(other.durability)" }
         if keepsAncestorBodies != other.keepsAncestorBodies {
             return "keepsAncestorBodies \(keepsAncestorBodies), not \(other.keepsAncestorBodies)"
+        }
+        if mergesPropertyHistory != other.mergesPropertyHistory {
+            return "mergesPropertyHistory \(mergesPropertyHistory), not \(other.mergesPropertyHistory)"
         }
         if maximumIdleReaders != other.maximumIdleReaders {
             return "maximumIdleReaders \(maximumIdleReaders), not \(other.maximumIdleReaders)"

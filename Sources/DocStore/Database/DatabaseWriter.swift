@@ -20,6 +20,7 @@ actor DatabaseWriter {
     let notifier: ChangeNotifier
     let revsLimit: Int
     let keepsAncestorBodies: Bool
+    let mergesPropertyHistory: Bool
     let idFactory: @Sendable () -> String
     private(set) var lastSequence: Int64
     private var isClosed = false
@@ -50,6 +51,7 @@ actor DatabaseWriter {
         self.notifier = notifier
         self.revsLimit = configuration.revsLimit
         self.keepsAncestorBodies = configuration.keepsAncestorBodies
+        self.mergesPropertyHistory = configuration.mergesPropertyHistory
         self.idFactory = configuration.idFactory
     }
 
@@ -133,19 +135,53 @@ actor DatabaseWriter {
             defer { lastSequence = steps.lastSequence }
             var results: [SaveResult] = []
             results.reserveCapacity(documents.count)
+            var replicated: [String] = []
             for (position, document) in documents.enumerated() {
                 do {
                     let prepared = try pipeline?.body(at: position)
                     let (saved, change) = newEdits
                         ? try steps.applyEdit(document, prepared: prepared, policy: policy)
                         : try steps.applyReplicated(document, prepared: prepared)
-                    if let change { changes.append(change) }
+                    if let change {
+                        changes.append(change)
+                        if !newEdits && !change.isDeleted { replicated.append(change.id) }
+                    }
                     results.append(SaveResult(id: saved.id, result: .success(saved)))
                 } catch let error as DocStoreError where error.code != .storage {
                     results.append(SaveResult(id: document.id, result: .failure(error)))
                 }
             }
+            // A replicated revision may have made a conflict that the documents' histories resolve.
+            if mergesPropertyHistory {
+                var seen = Set<String>()
+                for id in replicated where seen.insert(id).inserted {
+                    changes += try steps.mergePropertyHistories(id: id)
+                }
+            }
             return results
+        }
+    }
+
+    /// Writes documents as new edits in one transaction, all or nothing: the first document that
+    /// fails rolls the whole batch back, and its error names it (``DocStoreError/itemIndex``).
+    func writeAll(_ documents: [Document], policy: WritePolicy) throws -> [Document] {
+        try transaction { records, changes in
+            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
+                                       keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
+                                       now: Date.now.timeIntervalSince1970, source: .local)
+            defer { lastSequence = steps.lastSequence }
+            var saved: [Document] = []
+            saved.reserveCapacity(documents.count)
+            for (position, document) in documents.enumerated() {
+                do {
+                    let (written, change) = try steps.applyEdit(document, prepared: nil, policy: policy)
+                    if let change { changes.append(change) }
+                    saved.append(written)
+                } catch let error as DocStoreError where error.code != .storage {
+                    throw error.naming(item: position, id: document.hasID ? document.id : nil)
+                }
+            }
+            return saved
         }
     }
 

@@ -83,6 +83,38 @@ struct RevisionWriter {
                                          isDeleted: document.isDeleted, source: source))
     }
 
+    /// Merges a conflict between revisions that all carry a property history (``PropertyHistory``):
+    /// writes the merged body as a child of the winner (unless it is the winner's body already) and
+    /// a tombstone on every other live leaf. Both depend only on the conflicting revisions, so every
+    /// database that merges the same conflict writes the same revisions. Does nothing without a
+    /// conflict, or when a live leaf has no history or no body.
+    mutating func mergePropertyHistories(id: String) throws -> [DocumentChange] {
+        guard let record = try records.fetch(id: id), !record.isDeleted else { return [] }
+        let others = record.tree.leaves.filter { !$0.isDeleted && $0.revision != record.winner }.map(\.revision)
+        guard !others.isEmpty else { return [] }
+        let winner = try Database.makeDocument(id: id, revision: record.winner, isDeleted: false, body: record.body,
+                                               record: record)
+        var bodies = [winner.body]
+        for revision in others {
+            guard let stored = try records.revisionBody(id: id, revision: revision) else { return [] }
+            bodies.append(try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: stored.body,
+                                                    record: record).body)
+        }
+        guard let merged = PropertyHistory.merged(bodies) else { return [] }
+        var changes: [DocumentChange] = []
+        for revision in others {
+            var tombstone = Document(id: id, revision: revision)
+            tombstone.isDeleted = true
+            if let change = try applyEdit(tombstone, prepared: nil, policy: .save).1 { changes.append(change) }
+        }
+        if merged != winner.body {
+            var edit = winner
+            edit.body = merged
+            if let change = try applyEdit(edit, prepared: nil, policy: .save).1 { changes.append(change) }
+        }
+        return changes
+    }
+
     /// Checks the body's members, or takes the pipeline's verdict on them.
     private func validateBody(of document: Document, prepared: PreparedBody?) throws {
         if let prepared {

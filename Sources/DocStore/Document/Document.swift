@@ -77,13 +77,15 @@ public struct Document: Sendable, Hashable {
         self.init(id: id, body: body)
     }
 
-    /// A document whose body is the JSON encoding of `value`; an encoded `_id` becomes the id (unless
-    /// `id` is given) and an encoded `_rev` the revision, so a type that ``decode(as:dateFormat:)`` filled
-    /// saves again as an update.
+    /// A document whose body is the JSON encoding of `value`, members in sorted order (so the same
+    /// value always gives the same body, and the same revision id); an encoded `_id` becomes the id
+    /// (unless `id` is given) and an encoded `_rev` the revision, so a type that
+    /// ``decode(as:dateFormat:)`` filled saves again as an update.
     /// - Throws: ``DocStoreError/Code/invalidDocument`` if `value` does not encode to a JSON object,
     ///   ``DocStoreError/Code/invalidRevision`` if its `_rev` is not a revision id.
     public init<T: Encodable>(id: String? = nil, from value: T, dateFormat: DateFormat = .iso8601) throws {
         let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(dateFormat.string(from: date))

@@ -116,6 +116,12 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A full-text search was asked of an index that holds no full-text keys, or of a Mango index that
         /// is not a text index.
         public static let notAFullTextIndex = Code("notAFullTextIndex", couchDB: "bad_request", status: 400)
+        /// A document cannot be read as a ``Model`` type: it belongs to another collection, or a member
+        /// does not decode (``DocStoreError/reason`` names the member).
+        public static let invalidModel = Code("invalidModel", couchDB: "bad_request", status: 400)
+        /// An import file is not valid: ``DocStoreError/reason`` names the line (NDJSON) or the element
+        /// (JSON array) and ``DocStoreError/byteOffset`` the byte in the file.
+        public static let invalidImport = Code("invalidImport", couchDB: "bad_request", status: 400)
         /// An index map function failed.
         public static let indexFailure = Code("indexFailure", couchDB: "index_failure", status: 500)
 
@@ -130,6 +136,11 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     public var byteOffset: Int?
     /// The underlying error, if any (for example a ``SQLiteError``).
     public var cause: (any Error)?
+    /// For a failed all-or-nothing batch (the typed model operations, ``Database/importDocuments(from:)``):
+    /// the position of the item that failed, counted from 0; nothing of the batch was written.
+    public var itemIndex: Int?
+    /// For a failed all-or-nothing batch: the id of the document that failed, when it has one.
+    public var documentID: String?
 
     /// Creates an error.
     public init(_ code: Code, _ reason: String, byteOffset: Int? = nil, cause: (any Error)? = nil) {
@@ -146,12 +157,23 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     public var httpStatus: Int { code.status }
 
     public var description: String {
-        if let cause { return "\(code): \(reason) (\(cause))" }
-        return "\(code): \(reason)"
+        var text = "\(code): \(reason)"
+        if let itemIndex { text += " [item \(itemIndex)" + (documentID.map { ", id \($0)" } ?? "") + "]" }
+        if let cause { text += " (\(cause))" }
+        return text
+    }
+
+    /// This error, naming the item of a batch it happened to.
+    func naming(item index: Int, id: String?) -> DocStoreError {
+        var error = self
+        error.itemIndex = index
+        error.documentID = id.flatMap { $0.isEmpty ? nil : $0 }
+        return error
     }
 
     public static func == (lhs: DocStoreError, rhs: DocStoreError) -> Bool {
         lhs.code == rhs.code && lhs.reason == rhs.reason && lhs.byteOffset == rhs.byteOffset
+            && lhs.itemIndex == rhs.itemIndex && lhs.documentID == rhs.documentID
     }
 
     public func hash(into hasher: inout Hasher) {
