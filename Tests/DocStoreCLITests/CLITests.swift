@@ -88,7 +88,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(foreign.stderr.filter { $0 == "\n" }.count, 1)
     }
 
-    func testImportExportRoundTrip() throws {
+    func testBatchedImportSavesWhatItCan() throws {
         let dir = try makeTemporaryDirectory(self)
         let ndjson = """
             {"_id":"a","n":1}
@@ -104,24 +104,56 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(imported.lines.filter { $0.contains(#""ok":true"#) }.count, 3)
         XCTAssertTrue(imported.stdout.contains(#"{"line":5,"error":"bad_request""#), imported.stdout)
 
-        let exported = try runDocstore(["export", "--db", "src/db"], in: dir)
+        let exported = try runDocstore(["export", "--db", "src/db", "--format", "ndjson"], in: dir)
         XCTAssertEqual(exported.status, 0)
         guard exported.lines.count == 3 else {
             return XCTFail("export printed \(exported.lines.count) lines: \(exported.stdout)")
         }
         XCTAssertTrue(exported.lines[1].contains(#""data":"aGVsbG8=""#), exported.lines[1])
 
-        let plain = try runDocstore(["import", "--db", "src/db"], input: exported.lines[0] + "\n", in: dir)
-        XCTAssertEqual(plain.status, 0, "an exported line is the current revision, so it updates: \(plain.stdout)")
-        XCTAssertTrue(plain.stdout.contains(#""rev":"2-"#))
-
-        let reimported = try runDocstore(["import", "--db", "copy/db", "--keep-revisions"], input: exported.stdout, in: dir)
+        let reimported = try runDocstore(["import", "--db", "copy/db", "--batch-size", "10", "--keep-revisions"],
+                                         input: exported.stdout, in: dir)
         XCTAssertEqual(reimported.status, 0, reimported.stdout)
         let original = try JSON(parsing: try runDocstore(["get", "d", "--db", "src/db"], in: dir).stdout)
         let copy = try JSON(parsing: try runDocstore(["get", "d", "--db", "copy/db"], in: dir).stdout)
         XCTAssertEqual(copy, original, "revisions are kept")
-        let got = try JSON(parsing: try runDocstore(["get", "b", "--db", "copy/db", "--attachments"], in: dir).stdout)
-        XCTAssertEqual(got["_attachments"]?["t.txt"]?["data"], "aGVsbG8=")
+    }
+
+    func testExportAndImportAllOrNothing() throws {
+        let dir = try makeTemporaryDirectory(self)
+        for json in [#"{"_id":"a","n":1}"#, #"{"_id":"b","n":2,"_attachments":{"t.txt":{"content_type":"text/plain","data":"aGVsbG8="}}}"#] {
+            XCTAssertEqual(try runDocstore(["put", json, "--db", "src/db"], in: dir).status, 0)
+        }
+        let rev = try JSON(parsing: try runDocstore(["get", "a", "--db", "src/db"], in: dir).stdout)["_rev"]!.stringValue!
+        XCTAssertEqual(try runDocstore(["put", #"{"_id":"a","_rev":"\#(rev)","n":10}"#, "--db", "src/db"], in: dir).status, 0)
+
+        // Full JSON by default: one array, with revisions and attachments.
+        let full = try runDocstore(["export", "--db", "src/db"], in: dir)
+        XCTAssertEqual(full.status, 0, full.stderr)
+        let records = try XCTUnwrap(JSON(parsing: full.stdout).arrayValue)
+        XCTAssertEqual(records.map { $0["_id"]! }, ["a", "b"])
+        XCTAssertEqual(records[0]["_revisions"]?["start"], 2)
+        XCTAssertEqual(records[1]["_attachments"]?["t.txt"]?["data"], "aGVsbG8=")
+        let file = dir.appendingPathComponent("full.json")
+        try Data(full.stdout.utf8).write(to: file)
+        let imported = try runDocstore(["import", "--db", "copy/db", file.path], in: dir)
+        XCTAssertEqual(imported.stdout, #"{"ok":true,"records":2,"revisions_written":2}"# + "\n")
+        let original = try JSON(parsing: try runDocstore(["get", "a", "--db", "src/db"], in: dir).stdout)
+        let copy = try JSON(parsing: try runDocstore(["get", "a", "--db", "copy/db"], in: dir).stdout)
+        XCTAssertEqual(copy, original, "the revision is kept")
+
+        // Compact NDJSON: current values only.
+        let compact = try runDocstore(["export", "--db", "src/db", "--format", "ndjson", "--compact"], in: dir)
+        XCTAssertEqual(compact.lines, [#"{"_id":"a","n":10}"#, #"{"_id":"b","n":2}"#])
+        let selected = try runDocstore(["export", "--db", "src/db", "--compact", "--selector", #"{"n":{"$gt":5}}"#], in: dir)
+        XCTAssertEqual(try JSON(parsing: selected.stdout), [["_id": "a", "n": 10]])
+
+        // A bad line: nothing imported, the line named.
+        let bad = try runDocstore(["import", "--db", "fresh/db"], input: #"{"_id":"x"}"# + "\n" + #"{"_id":"y","#, in: dir)
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.stderr.hasPrefix("docstore: error: bad_request: line 2 is not valid JSON at byte "), bad.stderr)
+        let info = try JSON(parsing: try runDocstore(["info", "--db", "fresh/db"], in: dir).stdout)
+        XCTAssertEqual(info["doc_count"], 0)
     }
 
     func testQueryOnADatabaseBuiltWithPut() throws {

@@ -165,23 +165,59 @@ actor DatabaseWriter {
     /// Writes documents as new edits in one transaction, all or nothing: the first document that
     /// fails rolls the whole batch back, and its error names it (``DocStoreError/itemIndex``).
     func writeAll(_ documents: [Document], policy: WritePolicy) throws -> [Document] {
+        try revisionTransaction { steps, _, changes in
+            var saved: [Document] = []
+            saved.reserveCapacity(documents.count)
+            for (position, document) in documents.enumerated() {
+                try Self.naming(position, document) {
+                    let (written, change) = try steps.applyEdit(document, prepared: nil, policy: policy)
+                    if let change { changes.append(change) }
+                    saved.append(written)
+                }
+            }
+            return saved
+        }
+    }
+
+    /// Writes an import in one transaction, all or nothing: documents with a revision as replicated
+    /// revisions (without merging property histories: the file's leaves are reproduced as they are),
+    /// the others as new edits of the current revision. Returns the number of revisions written.
+    func importAll(_ documents: [Document]) throws -> Int {
+        try revisionTransaction { steps, records, changes in
+            for (position, input) in documents.enumerated() {
+                try Self.naming(position, input) {
+                    let change: DocumentChange?
+                    if input.revision != nil {
+                        change = try steps.applyReplicated(input, prepared: nil).1
+                    } else {
+                        var document = input
+                        if let existing = try records.fetch(id: document.id) { document.revision = existing.winner }
+                        change = try steps.applyEdit(document, prepared: nil, policy: .save).1
+                    }
+                    if let change { changes.append(change) }
+                }
+            }
+            return changes.count
+        }
+    }
+
+    /// A write transaction with a ``RevisionWriter`` for local edits.
+    private func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         try transaction { records, changes in
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
                                        now: Date.now.timeIntervalSince1970, source: .local)
             defer { lastSequence = steps.lastSequence }
-            var saved: [Document] = []
-            saved.reserveCapacity(documents.count)
-            for (position, document) in documents.enumerated() {
-                do {
-                    let (written, change) = try steps.applyEdit(document, prepared: nil, policy: policy)
-                    if let change { changes.append(change) }
-                    saved.append(written)
-                } catch let error as DocStoreError where error.code != .storage {
-                    throw error.naming(item: position, id: document.hasID ? document.id : nil)
-                }
-            }
-            return saved
+            return try body(&steps, records, &changes)
+        }
+    }
+
+    /// Runs one item of an all-or-nothing batch; its failure names it.
+    private static func naming(_ position: Int, _ document: Document, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as DocStoreError where error.code != .storage {
+            throw error.naming(item: position, id: document.hasID ? document.id : nil)
         }
     }
 

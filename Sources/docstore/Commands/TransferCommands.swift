@@ -5,30 +5,41 @@ import Foundation
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Save documents from NDJSON (one CouchDB JSON document per line).",
+        abstract: "Import an export: a JSON array or NDJSON, full or compact, all or nothing.",
         discussion: """
-            Reads the file given, or standard input. Documents are saved in batches, each batch one \
-            transaction; after a batch commits, one result line per document is printed and flushed, so \
-            every printed {"ok":true,…} line is durable. Exits with status 1 if any document failed.
+            Reads the file given, or standard input, and imports every record in one transaction: a \
+            record with _rev (the full form of `docstore export`) is inserted with its revision history, \
+            as replication does; one without creates its document or updates the current revision. \
+            A bad record names its line (or element) and byte offset, and nothing is imported. Prints \
+            {"ok":true,"records":N,"revisions_written":M}.
+
+            With --batch-size, NDJSON is instead saved in batches, each one transaction, and a result \
+            line is printed and flushed per document once its batch commits (every printed \
+            {"ok":true,…} line is durable); records that fail are reported and the others saved, and \
+            the exit status is 1 if any failed. For files too large for one transaction.
             """)
 
     @OptionGroup var options: DatabaseOptions
 
-    @Argument(help: "An NDJSON file; standard input when omitted.")
+    @Argument(help: "The file to import; standard input when omitted.")
     var file: String?
 
-    @Option(name: .customLong("batch-size"), help: "Documents per transaction.")
-    var batchSize: Int = 500
+    @Option(name: .customLong("batch-size"), help: "Save NDJSON in batches of this many documents, each committed on its own.")
+    var batchSize: Int?
 
     @Flag(name: .customLong("keep-revisions"),
-          help: "Insert documents with their _rev and _revisions as they are (CouchDB's new_edits=false), to restore an export.")
+          help: "With --batch-size: insert documents with their _rev and _revisions as they are (CouchDB's new_edits=false).")
     var keepRevisions = false
 
     func validate() throws {
-        guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if keepRevisions && batchSize == nil {
+            throw ValidationError("--keep-revisions goes with --batch-size (a whole import keeps the revisions of full records)")
+        }
     }
 
     func run() async throws {
+        guard let batchSize else { return try await importAll() }
         let handle: FileHandle
         if let file {
             guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
@@ -69,33 +80,53 @@ struct Import: AsyncParsableCommand {
         }
         if failures > 0 { throw ExitCode(1) }
     }
+
+    private func importAll() async throws {
+        let data: Data
+        if let file {
+            guard let contents = FileManager.default.contents(atPath: file) else { fail("not_found: cannot read \(file)") }
+            data = contents
+        } else {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        }
+        try await withDatabase(options) { db in
+            let summary = try await db.importDocuments(from: data)
+            let line: JSON = ["ok": true, "records": .integer(summary.records), "revisions_written": .integer(summary.revisionsWritten)]
+            FileHandle.standardOutput.write(Data((line.description + "\n").utf8))
+        }
+    }
 }
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write every live document as NDJSON, with revision history and attachments inline, in id order.",
-        discussion: "Restore with `docstore import --keep-revisions`.")
+        abstract: "Write the database (or a selection) to standard output, as JSON or NDJSON, full or compact.",
+        discussion: """
+            The full form (the default) has every leaf revision — conflicts and deleted documents \
+            too — with _rev, _revisions and attachments inline: `docstore import` into an empty database \
+            reproduces the database. The compact form has the current value of each live document only \
+            (_id and its members; no revision, history or attachments). Documents come in id order.
+            """)
 
     @OptionGroup var options: DatabaseOptions
 
+    @Option(help: "json (one array) or ndjson (one document per line).")
+    var format: String = "json"
+
+    @Flag(help: "Current values only.")
+    var compact = false
+
+    @Option(help: "A Mango selector: export only the documents whose current revision matches it.")
+    var selector: String?
+
+    func validate() throws {
+        guard ExportOptions.Format(rawValue: format) != nil else { throw ValidationError("--format must be json or ndjson") }
+    }
+
     func run() async throws {
+        var exportOptions = ExportOptions(format: ExportOptions.Format(rawValue: format)!, form: compact ? .compact : .full)
+        if let selector { exportOptions.selector = try Selector(JSON(parsing: selector)) }
         try await withDatabase(options) { db in
-            var startKey: String? = nil
-            while true {
-                let page = try await db.allDocuments(AllDocumentsQuery(startKey: startKey, limit: 500,
-                                                                       skip: startKey == nil ? 0 : 1))
-                var output = ""
-                for row in page.rows {
-                    guard var document = try await db.document(withID: row.id, includeRevisionHistory: true) else { continue }
-                    for (name, attachment) in document.attachments {
-                        document.attachments[name] = try db.loadingContent(of: attachment)
-                    }
-                    output += document.json(attachmentData: true, revisions: true).description + "\n"
-                }
-                FileHandle.standardOutput.write(Data(output.utf8))
-                guard page.rows.count == 500, let last = page.rows.last else { break }
-                startKey = last.id
-            }
+            try await db.export(exportOptions) { FileHandle.standardOutput.write($0) }
         }
     }
 }
