@@ -1,5 +1,8 @@
 import DocStore
 import DocSync
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Foundation
 import XCTest
 
@@ -29,13 +32,14 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
     }
 
     final class Replicas {
-        let databases: [Database]     // A, B (local) and S (the server's own handle)
+        /// The replicas that edit: A and B (local), and S when it is a DocServer (its own handle).
+        let databases: [Database]
         let endpoints: [ReplicationEndpoint]
         let names = ["A", "B", "S"]
 
-        init(databases: [Database], serverURL: URL) {
+        init(databases: [Database], thirdURL: URL) {
             self.databases = databases
-            self.endpoints = [.local(databases[0]), .local(databases[1]), .remote(serverURL)]
+            self.endpoints = [.local(databases[0]), .local(databases[1]), .remote(thirdURL)]
         }
     }
 
@@ -43,7 +47,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         let a = try await makeDatabase("a")
         let b = try await makeDatabase("b")
         let (_, url, s) = try await makeServer()
-        let replicas = Replicas(databases: [a, b, s], serverURL: url)
+        let replicas = Replicas(databases: [a, b, s], thirdURL: url)
         var uuids: [String] = []
         for db in replicas.databases { uuids.append(try await db.info().uuid) }
 
@@ -57,6 +61,45 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         XCTAssertGreaterThan(conflictsMerged, count / 2, "too few schedules produced a conflict")
     }
 
+    /// The same with a real Apache CouchDB as the third replica (`COUCHDB_URL`, as the interop scripts):
+    /// it stores the conflicts and the merged revisions without merging anything itself; A and B edit.
+    func testConcurrentPropertyEditsConvergeThroughARealCouchDB() async throws {
+        guard let base = ProcessInfo.processInfo.environment["COUCHDB_URL"].flatMap(URL.init(string:)) else {
+            throw XCTSkip("COUCHDB_URL is not set: no CouchDB to replicate through")
+        }
+        let url = base.appendingPathComponent("docstore-history-\(UUID().uuidString.lowercased())")
+        var create = URLRequest(url: url)
+        create.httpMethod = "PUT"
+        let (_, created) = try await URLSession.shared.data(for: create)
+        XCTAssertEqual((created as? HTTPURLResponse)?.statusCode, 201)
+        addTeardownBlock {
+            var delete = URLRequest(url: url)
+            delete.httpMethod = "DELETE"
+            _ = try? await URLSession.shared.data(for: delete)
+        }
+        let a = try await makeDatabase("a")
+        let b = try await makeDatabase("b")
+        let replicas = Replicas(databases: [a, b], thirdURL: url)
+        var uuids: [String] = []
+        for db in replicas.databases { uuids.append(try await db.info().uuid) }
+        let count = ProcessInfo.processInfo.environment["DOCSTORE_CONVERGENCE_SCHEDULES"].flatMap(Int.init) ?? 40
+        var conflictsMerged = 0
+        for schedule in 0..<count {
+            var random = SplitMix64(seed: UInt64(schedule) &* 0x51_7CC1 &+ 5)
+            conflictsMerged += try await run(schedule: schedule, on: replicas, uuids: uuids, random: &random)
+            for card in (0..<2).map({ "s\(schedule)-card\($0)" }) {
+                let (data, _) = try await URLSession.shared.data(from: url.appendingPathComponent(card)
+                    .appending(queryItems: [URLQueryItem(name: "conflicts", value: "true")]))
+                let onCouch = try JSON(parsing: data)
+                let local = try await a.document(withID: card)
+                XCTAssertEqual(onCouch["_rev"]?.stringValue, local?.revision?.description, "schedule \(schedule): CouchDB's winner of \(card)")
+                XCTAssertNil(onCouch["_conflicts"], "schedule \(schedule): CouchDB keeps a conflict on \(card)")
+                XCTAssertEqual(onCouch[PropertyHistory.member], local?[PropertyHistory.member], "schedule \(schedule): history of \(card)")
+            }
+        }
+        XCTAssertGreaterThan(conflictsMerged, count / 3, "too few schedules produced a conflict")
+    }
+
     /// Runs one schedule on its own cards; returns how many conflicts replication produced (and the
     /// replicas merged).
     private func run(schedule: Int, on replicas: Replicas, uuids: [String], random: inout SplitMix64) async throws -> Int {
@@ -64,7 +107,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         var edits: [Edit] = []
         // Each card starts on one replica (sometimes the same id on two: a creation conflict).
         for (n, card) in cards.enumerated() {
-            let creators = random.next() % 4 == 0 ? [0, 1] : [Int(random.next() % 3)]
+            let creators = random.next() % 4 == 0 ? [0, 1] : [Int(random.next() % UInt64(replicas.databases.count))]
             for creator in creators {
                 let title = "t\(n)-\(replicas.names[creator])"
                 try await replicas.databases[creator].add(Card(id: card, title: title, owner: nil, points: 0))
@@ -77,7 +120,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
                 let (source, target) = pair(&random)
                 try await replicate(replicas, from: source, to: target)
             } else {
-                let replica = Int(random.next() % 3)
+                let replica = Int(random.next() % UInt64(replicas.databases.count))
                 let card = cards[Int(random.next() % UInt64(cards.count))]
                 let db = replicas.databases[replica]
                 guard var model = try await db.fetch(Card.self, id: card) else { continue }
@@ -108,7 +151,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
             for (source, target) in [(0, 2), (1, 2), (2, 0), (2, 1), (0, 1), (1, 0)] {
                 written += try await replicate(replicas, from: source, to: target)
             }
-            if round == 0 { conflicts = try await countMerged(replicas.databases[2], cards: cards) }
+            if round == 0 { conflicts = try await countMerged(replicas.databases[0], cards: cards) }
             if written == 0 { break }
             XCTAssertLessThan(round, 7, "schedule \(schedule) did not settle")
         }
@@ -153,7 +196,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
                 trees.append(tree)
                 bodies.append(document)
             }
-            for index in 1..<3 {
+            for index in 1..<replicas.databases.count {
                 XCTAssertEqual(trees[index].winner?.revision, trees[0].winner?.revision, "\(context): winner of \(card)")
                 XCTAssertEqual(Set(trees[index].leaves.map(\.revision)), Set(trees[0].leaves.map(\.revision)),
                                "\(context): leaves of \(card)")
