@@ -98,7 +98,7 @@ final class PropertyHistoryTests: XCTestCase {
         let a = try await makeDatabase(self, name: "a")
         let b = try await makeDatabase(self, name: "b")
         let created = try await a.add(Chore(id: "t", title: "Write", status: "open"))
-        try await copy("t", from: a, to: b)
+        try await replicateDocument("t", from: a, to: b)
         var onA = created
         onA.title = "Write docs"
         try await a.update(onA)
@@ -106,8 +106,8 @@ final class PropertyHistoryTests: XCTestCase {
         onB.status = "doing"
         try await b.update(onB)
 
-        try await copy("t", from: b, to: a)
-        try await copy("t", from: a, to: b)
+        try await replicateDocument("t", from: b, to: a)
+        try await replicateDocument("t", from: a, to: b)
         let treeA = try await a.revisionTree(ofDocumentWithID: "t")
         let treeB = try await b.revisionTree(ofDocumentWithID: "t")
         XCTAssertEqual(treeA?.winner?.revision, treeB?.winner?.revision, "both merged to the same revision")
@@ -120,24 +120,16 @@ final class PropertyHistoryTests: XCTestCase {
 
         // Turned off, the conflict stays as CouchDB would keep it.
         let c = try await makeDatabase(self, name: "c") { $0.mergesPropertyHistory = false }
-        try await copy("t", from: a, to: c)
+        try await replicateDocument("t", from: a, to: c)
         var onC = try await c.fetch(Chore.self, id: "t")!
         onC.status = "done"
         try await c.update(onC)
         var again = try await a.fetch(Chore.self, id: "t")!
         again.title = "Edit"
         try await a.update(again)
-        try await copy("t", from: a, to: c)
+        try await replicateDocument("t", from: a, to: c)
         let conflicts = try await c.revisionTree(ofDocumentWithID: "t")?.conflicts
         XCTAssertEqual(conflicts?.count, 1)
-    }
-
-    /// What a replication does for one document: every leaf, with its history, inserted as is.
-    private func copy(_ id: String, from source: Database, to target: Database) async throws {
-        let tree = try await source.revisionTree(ofDocumentWithID: id)!
-        let documents = try await source.documentsWithHistory(tree.leaves.map { (id: id, revision: $0.revision) })
-        let results = try await target.insertRevisions(documents.compactMap { $0 })
-        XCTAssertTrue(results.allSatisfy(\.isSuccess))
     }
 
     static func format(_ milliseconds: Int64) -> String {

@@ -48,17 +48,25 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         let b = try await makeDatabase("b")
         let (_, url, s) = try await makeServer()
         let replicas = Replicas(databases: [a, b, s], thirdURL: url)
-        var uuids: [String] = []
-        for db in replicas.databases { uuids.append(try await db.info().uuid) }
-
-        let count = ProcessInfo.processInfo.environment["DOCSTORE_CONVERGENCE_SCHEDULES"].flatMap(Int.init) ?? 200
-        var conflictsMerged = 0
-        for schedule in 0..<count {
-            var random = SplitMix64(seed: UInt64(schedule) &* 0x9E37_79B9 &+ 17)
-            conflictsMerged += try await run(schedule: schedule, on: replicas, uuids: uuids, random: &random)
-        }
+        let (count, conflictsMerged) = try await runSchedules(on: replicas, defaultCount: 200, seed: 17)
         // The schedules must have exercised the merge, not only fast-forwards.
         XCTAssertGreaterThan(conflictsMerged, count / 2, "too few schedules produced a conflict")
+    }
+
+    /// Runs the seeded schedules (`DOCSTORE_CONVERGENCE_SCHEDULES` of them, or `defaultCount`), calling
+    /// `check` after each; returns how many ran and how many conflicts they merged.
+    private func runSchedules(on replicas: Replicas, defaultCount: Int, seed: UInt64,
+                              check: (Int) async throws -> Void = { _ in }) async throws -> (count: Int, merged: Int) {
+        var uuids: [String] = []
+        for db in replicas.databases { uuids.append(try await db.info().uuid) }
+        let count = ProcessInfo.processInfo.environment["DOCSTORE_CONVERGENCE_SCHEDULES"].flatMap(Int.init) ?? defaultCount
+        var merged = 0
+        for schedule in 0..<count {
+            var random = SplitMix64(seed: UInt64(schedule) &* 0x9E37_79B9 &+ seed)
+            merged += try await run(schedule: schedule, on: replicas, uuids: uuids, random: &random)
+            try await check(schedule)
+        }
+        return (count, merged)
     }
 
     /// The same with a real Apache CouchDB as the third replica (`COUCHDB_URL`, as the interop scripts):
@@ -80,13 +88,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         let a = try await makeDatabase("a")
         let b = try await makeDatabase("b")
         let replicas = Replicas(databases: [a, b], thirdURL: url)
-        var uuids: [String] = []
-        for db in replicas.databases { uuids.append(try await db.info().uuid) }
-        let count = ProcessInfo.processInfo.environment["DOCSTORE_CONVERGENCE_SCHEDULES"].flatMap(Int.init) ?? 40
-        var conflictsMerged = 0
-        for schedule in 0..<count {
-            var random = SplitMix64(seed: UInt64(schedule) &* 0x51_7CC1 &+ 5)
-            conflictsMerged += try await run(schedule: schedule, on: replicas, uuids: uuids, random: &random)
+        let (count, conflictsMerged) = try await runSchedules(on: replicas, defaultCount: 40, seed: 5) { schedule in
             for card in (0..<2).map({ "s\(schedule)-card\($0)" }) {
                 let (data, _) = try await URLSession.shared.data(from: url.appendingPathComponent(card)
                     .appending(queryItems: [URLQueryItem(name: "conflicts", value: "true")]))

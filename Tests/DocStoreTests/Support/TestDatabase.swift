@@ -51,3 +51,12 @@ func assertThrowsDocStoreErrorSync<T>(_ code: DocStoreError.Code, file: StaticSt
     }
 }
 
+
+/// What a replication does for one document: every leaf of `source`, with its history, inserted into
+/// `target` as is.
+func replicateDocument(_ id: String, from source: Database, to target: Database) async throws {
+    let tree = try await source.revisionTree(ofDocumentWithID: id)!
+    let documents = try await source.documentsWithHistory(tree.leaves.map { (id: id, revision: $0.revision) })
+    let results = try await target.insertRevisions(documents.compactMap { $0 })
+    XCTAssertTrue(results.allSatisfy(\.isSuccess))
+}
