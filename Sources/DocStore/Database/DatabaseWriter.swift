@@ -135,26 +135,22 @@ actor DatabaseWriter {
             defer { lastSequence = steps.lastSequence }
             var results: [SaveResult] = []
             results.reserveCapacity(documents.count)
-            var replicated: [String] = []
             for (position, document) in documents.enumerated() {
                 do {
                     let prepared = try pipeline?.body(at: position)
                     let (saved, change) = newEdits
                         ? try steps.applyEdit(document, prepared: prepared, policy: policy)
                         : try steps.applyReplicated(document, prepared: prepared)
-                    if let change {
-                        changes.append(change)
-                        if !newEdits && !change.isDeleted { replicated.append(change.id) }
-                    }
+                    if let change { changes.append(change) }
                     results.append(SaveResult(id: saved.id, result: .success(saved)))
                 } catch let error as DocStoreError where error.code != .storage {
                     results.append(SaveResult(id: document.id, result: .failure(error)))
                 }
             }
             // A replicated revision may have made a conflict that the documents' histories resolve.
-            if mergesPropertyHistory {
+            if mergesPropertyHistory && !steps.conflicted.isEmpty {
                 var seen = Set<String>()
-                for id in replicated where seen.insert(id).inserted {
+                for id in steps.conflicted where seen.insert(id).inserted {
                     changes += try steps.mergePropertyHistories(id: id)
                 }
             }

@@ -18,6 +18,9 @@ struct RevisionWriter {
     /// The time of the transaction, for `created` and `updated`.
     let now: Double
     let source: ChangeSource
+    /// The documents to which a replicated revision added a conflict (a second live leaf), in order:
+    /// those a property-history merge may resolve.
+    var conflicted: [String] = []
 
     /// A local edit: the new revision is a child of the given (leaf) revision.
     mutating func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy) throws -> (Document, DocumentChange?) {
@@ -79,6 +82,7 @@ struct RevisionWriter {
                 return [:]
             }
         try store(&document, existing: existing, tree: &tree, body: body, contents: contents)
+        if !document.isDeleted && tree.leaves.lazy.filter({ !$0.isDeleted }).count > 1 { conflicted.append(document.id) }
         return (document, DocumentChange(id: document.id, revision: revision, sequence: document.sequence!,
                                          isDeleted: document.isDeleted, source: source))
     }
