@@ -158,8 +158,8 @@ extension Database {
         let document: Document
         /// "line 3" or "element 2".
         let place: String
-        /// The byte where the record starts.
-        let offset: Int
+        /// The byte where the record starts (for NDJSON; the parser does not tell it for an array element).
+        let offset: Int?
     }
 
     /// Reads an import file: a JSON array when its first non-blank byte is `[`, NDJSON otherwise.
@@ -239,7 +239,7 @@ extension Database {
             var document = try Document(json: .object(object))
             for (name, attachment) in encoded { document.attachments[name] = attachment }
             if document.revision != nil && document.revisionHistory == nil { document.revisionHistory = [] }
-            return ImportRecord(document: document, place: place, offset: offset ?? 0)
+            return ImportRecord(document: document, place: place, offset: offset)
         } catch let error as DocStoreError {
             throw DocStoreError(.invalidImport, "\(place): \(error.reason)", byteOffset: offset)
         }

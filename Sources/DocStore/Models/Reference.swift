@@ -196,7 +196,8 @@ extension Database {
         for attempt in 0..<2 {
             var found: [ReferenceKey: T] = [:]
             var missing: [ReferenceKey] = []
-            for (position, key) in keys.enumerated() where found[key] == nil && !missing.contains(key) {
+            var looked = Set<ReferenceKey>()
+            for (position, key) in keys.enumerated() where looked.insert(key).inserted {
                 do {
                     if let model = try await lookUp(T.self, key) { found[key] = model } else { missing.append(key) }
                 } catch let error as DocStoreError {
