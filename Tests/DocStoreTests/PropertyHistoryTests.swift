@@ -132,6 +132,29 @@ final class PropertyHistoryTests: XCTestCase {
         XCTAssertEqual(conflicts?.count, 1)
     }
 
+    func testTheMergeTombstoneKeepsTheLeafsChannels() async throws {
+        let db = try await makeDatabase(self)
+        func body(_ value: Int, at time: String, by replica: String) -> JSONObject {
+            ["a": .integer(value), "channels": ["team"], "type": "x",
+             PropertyHistory.member: ["keep": [:], "values": ["a": [["at": .string(time), "by": .string(replica), "value": .integer(value)]]]]]
+        }
+        var root = Document(id: "d", revision: RevisionID("1-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), body: body(1, at: "2026-01-01T00:00:00.000Z", by: "r1"))
+        root.revisionHistory = []
+        var left = Document(id: "d", revision: RevisionID("2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), body: body(2, at: "2026-01-01T00:00:01.000Z", by: "r1"))
+        left.revisionHistory = [root.revision!]
+        var right = Document(id: "d", revision: RevisionID("2-cccccccccccccccccccccccccccccccc"), body: body(3, at: "2026-01-01T00:00:02.000Z", by: "r2"))
+        right.revisionHistory = [root.revision!]
+        _ = try await db.insertRevisions([root, left, right])
+        let tree = try await db.revisionTree(ofDocumentWithID: "d")
+        XCTAssertEqual(tree?.conflicts, [], "merged")
+        let closed = try XCTUnwrap(tree?.leaves.first { $0.isDeleted })
+        let tombstone = try await db.document(withID: "d", revision: closed.revision)
+        XCTAssertEqual(tombstone?["channels"], ["team"])
+        let merged = try await db.document(withID: "d")
+        XCTAssertEqual(merged?["a"], 3, "the newest value")
+        XCTAssertEqual(PropertyHistory(body: merged!.body)?.values["a"]?.count, 2)
+    }
+
     static func format(_ milliseconds: Int64) -> String {
         let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
         return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))

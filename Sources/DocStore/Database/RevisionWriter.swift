@@ -106,8 +106,11 @@ struct RevisionWriter {
         }
         guard let merged = PropertyHistory.merged(bodies) else { return [] }
         var changes: [DocumentChange] = []
-        for revision in others {
+        for (revision, body) in zip(others, bodies.dropFirst()) {
+            // The tombstone keeps the leaf's channels (as `Database.delete` does), so that
+            // channel-limited readers see the branch close; a function of the leaf, like the rest.
             var tombstone = Document(id: id, revision: revision)
+            if let channels = body["channels"] { tombstone["channels"] = channels }
             tombstone.isDeleted = true
             if let change = try applyEdit(tombstone, prepared: nil, policy: .save).1 { changes.append(change) }
         }
