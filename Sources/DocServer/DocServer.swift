@@ -222,6 +222,8 @@ public final class DocServer: Sendable {
         case "_bulk_get": return try await bulkGet(db, request, principal: principal)
         case "_changes": return try await changes(db, request, principal: principal)
         case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
+        case "_purge" where rest.count == 1: return try await purge(db, request, principal: principal)
+        case "_revs_limit" where rest.count == 1: return try await revisionsLimit(db, request, principal: principal)
         case "_index": return try await mangoIndexRoute(db, rest, request, principal: principal)
         case "_find" where rest.count == 1: return try await mangoQueryRoute(db, explain: false, request, principal: principal)
         case "_explain" where rest.count == 1: return try await mangoQueryRoute(db, explain: true, request, principal: principal)

@@ -54,6 +54,36 @@ extension Database {
         return try await writer.purge(ids: ids)
     }
 
+    /// How many generations of history each branch of a document keeps (CouchDB `_revs_limit`): the
+    /// limit set with ``setRevisionsLimit(_:)``, else ``DatabaseConfiguration/revsLimit``.
+    public var revisionsLimit: Int {
+        get async { await writer.revsLimit }
+    }
+
+    /// Sets the revision limit and keeps it in the database file, where it outlasts the configuration's
+    /// (CouchDB `PUT /db/_revs_limit`). Like CouchDB, it applies to documents as they are next written.
+    /// - Throws: ``DocStoreError/Code/badRequest`` unless `limit` is at least 1.
+    public func setRevisionsLimit(_ limit: Int) async throws {
+        try ensureOpen()
+        guard limit >= 1 else { throw DocStoreError(.badRequest, "The revision limit must be a positive integer") }
+        try await writer.setRevsLimit(limit)
+    }
+
+    /// Purges revisions, as CouchDB's `_purge` does: each given leaf revision is removed with the part
+    /// of its branch no other leaf shares, as if it had never existed (it does not replicate again
+    /// from here); a document whose every leaf is purged is removed entirely, one that keeps leaves gets
+    /// its winner chosen again. Revisions that are not leaves (or unknown) are ignored.
+    ///
+    /// ```swift
+    /// let purged = try await db.purge(revisions: [("invoice-7", [conflict])])   // [("invoice-7", [conflict])]
+    /// ```
+    /// - Returns: per document, in order, the revisions purged.
+    @discardableResult
+    public func purge(revisions requests: [(id: String, revisions: [RevisionID])]) async throws -> [(id: String, purged: [RevisionID])] {
+        try ensureOpen()
+        return try await writer.purge(revisions: requests)
+    }
+
     /// Copies every committed change from the write-ahead logs into the database file and the index
     /// file, and returns when they are there.
     ///

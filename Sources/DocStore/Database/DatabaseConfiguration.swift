@@ -20,7 +20,8 @@ public struct DatabaseConfiguration: Sendable {
     public var idFactory: @Sendable () -> String
     /// How ``Database/makeDocument(from:id:)`` writes `Date` values and ``Database/decode(_:as:)`` reads them.
     public var dateFormat: DateFormat
-    /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000).
+    /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000), unless
+    /// the database has a limit of its own set with ``Database/setRevisionsLimit(_:)``.
     public var revsLimit: Int
     /// The durability of commits.
     public var durability: Durability

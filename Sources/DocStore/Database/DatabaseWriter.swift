@@ -18,7 +18,8 @@ enum WritePolicy: Sendable {
 actor DatabaseWriter {
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
-    let revsLimit: Int
+    /// How many generations each branch keeps: the limit set on the database, else the configuration's.
+    private(set) var revsLimit: Int
     let keepsAncestorBodies: Bool
     let mergesPropertyHistory: Bool
     let idFactory: @Sendable () -> String
@@ -49,7 +50,12 @@ actor DatabaseWriter {
         }
         self.connection = connection
         self.notifier = notifier
-        self.revsLimit = configuration.revsLimit
+        do {
+            self.revsLimit = try Schema.storedRevsLimit(connection) ?? configuration.revsLimit
+        } catch {
+            connection.close()
+            throw Database.storageError(error)
+        }
         self.keepsAncestorBodies = configuration.keepsAncestorBodies
         self.mergesPropertyHistory = configuration.mergesPropertyHistory
         self.idFactory = configuration.idFactory
@@ -289,6 +295,67 @@ actor DatabaseWriter {
             }
             try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
             return purged
+        }
+    }
+
+    /// Sets and keeps the revision limit; it applies to every write from now on.
+    func setRevsLimit(_ limit: Int) throws {
+        try plainTransaction { try Schema.storeRevsLimit($0, limit) }
+        revsLimit = limit
+    }
+
+    /// Removes leaf revisions as CouchDB's `_purge` does (see ``RevisionTree/purge(leaves:)``): a
+    /// document that loses every leaf is purged entirely; one that keeps some has its winner chosen
+    /// again and moves to a new sequence. Each document's purge takes a sequence in the purge log (which
+    /// indexes read). Returns, per document, the revisions purged (those that were leaves).
+    func purge(revisions requests: [(id: String, revisions: [RevisionID])]) throws -> [(id: String, purged: [RevisionID])] {
+        defer { notifier.committed(upTo: lastSequence) }
+        return try transaction { records, changes in
+            var answers: [(id: String, purged: [RevisionID])] = []
+            for (id, revisions) in requests {
+                guard let record = try records.fetch(id: id) else {
+                    answers.append((id, []))
+                    continue
+                }
+                let leaves = Set(record.tree.leaves.map(\.revision))
+                let targets = revisions.filter { leaves.contains($0) }
+                guard !targets.isEmpty else {
+                    answers.append((id, []))
+                    continue
+                }
+                var tree = record.tree
+                let removed = tree.purge(leaves: Set(targets))
+                lastSequence += 1
+                try records.recordPurge(id: id, sequence: lastSequence)
+                answers.append((id, targets))
+                guard let winner = tree.winner else {
+                    try records.delete(record)
+                    try records.dropAllRevisions(id: id)
+                    continue
+                }
+                for revision in removed where revision != record.winner {
+                    try records.dropRevision(id: id, revision: revision)
+                }
+                var body = record.body
+                if winner.revision != record.winner {
+                    // The purged winner's body was in `docs`; the new winner's moves there from `revs`.
+                    try records.dropAttachmentReferences(id: id, revision: record.winner)
+                    guard let stored = try records.revisionBody(id: id, revision: winner.revision) else {
+                        throw DocStoreError(.storage, "Missing body of leaf revision \(winner.revision) of \(id)")
+                    }
+                    body = stored.body
+                    try records.removeRevisionBody(id: id, revision: winner.revision)
+                }
+                lastSequence += 1
+                let updated = DocumentRecord(row: record.row, sequence: lastSequence, id: id, winner: winner.revision,
+                                             isDeleted: winner.isDeleted, body: body, tree: tree, created: record.created,
+                                             updated: Date.now.timeIntervalSince1970)
+                try records.write(updated, replacing: record)
+                changes.append(DocumentChange(id: id, revision: winner.revision, sequence: lastSequence,
+                                              isDeleted: winner.isDeleted, source: .local))
+            }
+            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
+            return answers
         }
     }
 

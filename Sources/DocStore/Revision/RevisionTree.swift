@@ -163,6 +163,29 @@ public struct RevisionTree: Sendable, Hashable {
         return keepOnly { distance[$0] < limit }
     }
 
+    /// Removes leaf revisions together with the part of their branch that no other leaf shares, as
+    /// CouchDB's `_purge` does: an ancestor stays as long as another revision descends from it.
+    /// Revisions that are not leaves are ignored. Returns the removed revisions; an empty tree means
+    /// the whole document went.
+    @discardableResult
+    public mutating func purge(leaves: Set<RevisionID>) -> [RevisionID] {
+        var children = [Int](repeating: 0, count: nodes.count)
+        for node in nodes { if let p = node.parent { children[p] += 1 } }
+        var removing = Set<Int>()
+        for (index, node) in nodes.enumerated() where children[index] == 0 && leaves.contains(node.revision) {
+            var current = index
+            removing.insert(current)
+            while let parent = nodes[current].parent {
+                children[parent] -= 1
+                guard children[parent] == 0 else { break }
+                removing.insert(parent)
+                current = parent
+            }
+        }
+        guard !removing.isEmpty else { return [] }
+        return keepOnly { !removing.contains($0) }
+    }
+
     /// Removes the given revisions' nodes (used by purge); children of removed nodes become roots.
     @discardableResult
     mutating func remove(_ revisions: Set<RevisionID>) -> [RevisionID] {

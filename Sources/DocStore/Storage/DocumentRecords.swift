@@ -328,7 +328,6 @@ struct DocumentRecords {
         try connection.run("DELETE FROM attachment_refs WHERE id = ? AND rev = ?", [.text(id), .text(revision.description)])
     }
 
-    /// Forgets every stored body and attachment reference of a document (purge).
     /// The sequence of the latest change or purge.
     func lastSequence() throws -> Int64 {
         max(try lastChangeSequence(), try connection.scalarInt("SELECT max(seq) FROM purges") ?? 0)
@@ -356,6 +355,7 @@ struct DocumentRecords {
     }
     #endif
 
+    /// Forgets every stored body and attachment reference of a document (purge).
     func dropAllRevisions(id: String) throws {
         try connection.run("DELETE FROM revs WHERE id = ?", [.text(id)])
         try connection.run("DELETE FROM attachment_refs WHERE id = ?", [.text(id)])

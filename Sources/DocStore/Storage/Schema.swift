@@ -150,6 +150,17 @@ enum Schema {
         return try statement.step() ? statement.text(0) : ""
     }
 
+    /// The revision limit set with `Database.setRevisionsLimit(_:)` (`meta.revs_limit`), if any.
+    static func storedRevsLimit(_ connection: SQLiteConnection) throws -> Int? {
+        let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'revs_limit'")
+        return try statement.step() ? Int(statement.int64(0)) : nil
+    }
+
+    /// Keeps a database's revision limit (CouchDB `PUT /db/_revs_limit`).
+    static func storeRevsLimit(_ connection: SQLiteConnection, _ limit: Int) throws {
+        try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('revs_limit', ?)", [.integer(Int64(limit))])
+    }
+
     /// Puts the writer's connection in WAL mode with the given `synchronous` level.
     static func configureWriter(_ connection: SQLiteConnection, synchronous: String) throws {
         let mode = try connection.prepare("PRAGMA journal_mode = WAL")

@@ -1,0 +1,63 @@
+import DocStore
+import Foundation
+import XCTest
+
+/// `_purge` and `_revs_limit` over HTTP, with the answers a CouchDB 3.3.3 gives.
+final class PurgeHTTPTests: XCTestCase {
+    func testPurgeAndRevsLimit() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        let created = try await server.request("PUT", "/db/a", json: ["v": 1])
+        let first = try XCTUnwrap(created.json["rev"]?.stringValue)
+        let edited = try await server.request("PUT", "/db/a", json: ["_rev": .string(first), "v": 2])
+        let second = try XCTUnwrap(edited.json["rev"]?.stringValue)
+        let branch: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "2-bbbb", "v": 3,
+                                                          "_revisions": ["start": 2, "ids": ["bbbb", .string(String(first.dropFirst(2)))]]]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branch).status, 201)
+
+        let nonLeaf = try await server.request("POST", "/db/_purge", json: ["a": [.string(first)]])
+        XCTAssertEqual(nonLeaf.status, 201)
+        XCTAssertEqual(nonLeaf.json, ["purge_seq": nil, "purged": ["a": []]])
+        let leaf = try await server.request("POST", "/db/_purge", json: ["a": ["2-bbbb"], "zz": ["1-abc"]])
+        XCTAssertEqual(leaf.status, 201)
+        XCTAssertEqual(leaf.json, ["purge_seq": nil, "purged": ["a": ["2-bbbb"], "zz": []]])
+        let document = try await server.request("GET", "/db/a?conflicts=true")
+        XCTAssertEqual(document.json["_rev"]?.stringValue, second)
+        XCTAssertNil(document.json["_conflicts"])
+        let last = try await server.request("POST", "/db/_purge", json: ["a": [.string(second)]])
+        XCTAssertEqual(last.json["purged"], ["a": [.string(second)]])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a").status, 404)
+
+        for (body, reason) in [(JSON(["a": ["x"]]), "Invalid rev format"), (["a": [1]], "Invalid rev format"),
+                               (["a": "x"], "Invalid list of revisions"), ([1], "Request body must be a JSON object")] {
+            let bad = try await server.request("POST", "/db/_purge", json: body)
+            XCTAssertEqual(bad.status, 400, "\(body)")
+            XCTAssertEqual(bad.json["reason"]?.stringValue, reason)
+        }
+        let get = try await server.request("GET", "/db/_purge")
+        XCTAssertEqual(get.status, 405)
+        XCTAssertEqual(get.json, ["error": "method_not_allowed", "reason": "Only POST allowed"])
+        let wrongType = try await server.request("POST", "/db/_purge", body: Data("{}".utf8), contentType: "text/plain")
+        XCTAssertEqual(wrongType.status, 415)
+
+        let limit = try await server.request("GET", "/db/_revs_limit")
+        XCTAssertEqual(limit.status, 200)
+        XCTAssertEqual(limit.json, 1000)
+        let set = try await server.request("PUT", "/db/_revs_limit", body: Data("7".utf8), contentType: "text/plain")
+        XCTAssertEqual(set.json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_revs_limit").json, 7)
+        for body in ["0", "-1", "5.5", "\"x\""] {
+            let bad = try await server.request("PUT", "/db/_revs_limit", body: Data(body.utf8), contentType: "application/json")
+            XCTAssertEqual(bad.status, 400, body)
+        }
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_revs_limit", json: 5).status, 405)
+
+        // Only admins purge and set the limit.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        let refused = try await server.request("POST", "/db/_purge", json: [:], as: .user("alice", "pw"))
+        XCTAssertEqual(refused.status, 401)
+        XCTAssertEqual(refused.json["reason"], "You are not a server admin.")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_revs_limit", json: 3, as: .user("alice", "pw")).status, 401)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_revs_limit", as: .user("alice", "pw")).json, 7)
+    }
+}
