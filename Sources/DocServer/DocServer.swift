@@ -6,7 +6,9 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 /// A CouchDB-compatible HTTP endpoint over the DocStore databases of one folder.
 ///
@@ -30,7 +32,7 @@ public final class DocServer: Sendable {
     /// `_changes` filter functions registered in Swift, by name (`design/name`).
     let filters: [String: ChangesFilterFunction]
     let logger: Logger
-    private let state = Mutex<(port: Int?, task: Task<Void, any Error>?)>((nil, nil))
+    private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
     /// - Parameter indexes: the natively registered indexes of each database, by database name; index
@@ -69,6 +71,16 @@ public final class DocServer: Sendable {
         )
     }
 
+    /// The service group that runs the server: a graceful shutdown (on `signals`, or asked by
+    /// ``stop()``) stops accepting, ends the open `_changes` feeds and waits for requests in flight —
+    /// at most ten seconds, after which they are cancelled.
+    private func serviceGroup(_ application: some Service, signals: [UnixSignal]) -> ServiceGroup {
+        var configuration = ServiceGroupConfiguration(services: [.init(service: application)],
+                                                      gracefulShutdownSignals: signals, logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(10)
+        return ServiceGroup(configuration: configuration)
+    }
+
     /// Starts serving in the background and returns the port it listens on.
     @discardableResult
     public func start() async throws -> Int {
@@ -77,8 +89,14 @@ public final class DocServer: Sendable {
             continuation.yield(port)
             continuation.finish()
         }
-        let task = Task { try await application.run() }
-        state.withLock { $0.task = task }
+        // A service group of its own, so that `stop()` can shut the server down gracefully: it stops
+        // accepting, ends open `_changes` feeds and lets the requests in flight finish.
+        let group = serviceGroup(application, signals: [])
+        let task = Task { try await group.run() }
+        state.withLock {
+            $0.task = task
+            $0.group = group
+        }
         for await port in ports {
             state.withLock { $0.port = port }
             return port
@@ -87,26 +105,30 @@ public final class DocServer: Sendable {
         throw CouchError(.internalServerError, "server_error", "The server stopped before listening")
     }
 
-    /// Stops a server started with ``start()`` and closes its databases.
+    /// Stops a server started with ``start()`` gracefully — no new connections, continuous and longpoll
+    /// `_changes` feeds ended, requests in flight finished — and closes its databases.
     public func stop() async {
-        let task = state.withLock { state -> Task<Void, any Error>? in
-            defer { state.task = nil }
-            return state.task
+        let (task, group) = state.withLock { state -> (Task<Void, any Error>?, ServiceGroup?) in
+            defer {
+                state.task = nil
+                state.group = nil
+            }
+            return (state.task, state.group)
         }
-        task?.cancel()
+        await group?.triggerGracefulShutdown()
         _ = try? await task?.value
         await registry.closeAll()
         await users.close()
     }
 
-    /// Serves until the process receives SIGINT or SIGTERM: then in-flight requests finish and the
-    /// databases are closed.
+    /// Serves until the process receives SIGINT or SIGTERM: then the server shuts down gracefully (open
+    /// `_changes` feeds end, in-flight requests finish) and the databases are closed.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let application = makeApplication { [self] port in
             state.withLock { $0.port = port }
             onListening(port)
         }
-        try await application.runService()
+        try await serviceGroup(application, signals: [.sigterm, .sigint]).run()
         await registry.closeAll()
         await users.close()
     }

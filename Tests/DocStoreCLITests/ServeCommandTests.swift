@@ -53,4 +53,40 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(bad.status, 1)
         XCTAssertTrue(bad.stderr.contains("--admin must be NAME:PASSWORD"), bad.stderr)
     }
+
+    /// SIGTERM while a client holds a continuous `_changes` feed open: the server ends the feed (its
+    /// last line sent) and exits at once instead of waiting for the client.
+    func testSIGTERMEndsAnOpenContinuousFeed() async throws {
+        let dir = try makeTemporaryDirectory(self)
+        let (process, _, url) = try launchServe(in: dir, self)
+        for (method, path, body) in [("PUT", "db", ""), ("PUT", "db/a", #"{"n":1}"#)] {
+            var request = URLRequest(url: URL(string: url + path)!)
+            request.httpMethod = method
+            request.httpBody = Data(body.utf8)
+            request.setValue("Basic " + Data("admin:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            XCTAssertEqual((response as! HTTPURLResponse).statusCode, 201)
+        }
+        let feed = Process()
+        feed.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        feed.arguments = ["-sN", "-u", "admin:pw", url + "db/_changes?feed=continuous&heartbeat=60000"]
+        let output = Pipe()
+        feed.standardOutput = output
+        try feed.run()
+        var received = ""
+        while !received.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            received += String(decoding: chunk, as: UTF8.self)
+        }
+        XCTAssertTrue(received.contains(#""id":"a""#), "the feed is open: \(received)")
+
+        process.terminate()   // SIGTERM
+        await eventually(timeout: .seconds(20), "docstore serve waited for the feed's client") { !process.isRunning }
+        XCTAssertEqual(process.terminationStatus, 0)
+        let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        feed.waitUntilExit()
+        XCTAssertTrue(rest.contains(#""last_seq":1"#), rest)
+        XCTAssertEqual(feed.terminationStatus, 0, "curl saw a complete answer")
+    }
 }

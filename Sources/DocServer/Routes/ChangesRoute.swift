@@ -3,6 +3,7 @@ import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ServiceLifecycle
 import NIOCore
 
 /// The parameters of one `_changes` request.
@@ -153,7 +154,8 @@ extension DocServer {
                 while !Task.isCancelled, !db.isClosed {
                     let wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
                     // Waiting after the sequence read: a commit in between is not missed.
-                    if await db.waitForCommit(after: last, timeout: wait) {
+                    guard let committed = await waitForNews(db, after: last, timeout: wait) else { break }
+                    if committed {
                         (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
                         if !rows.isEmpty { break }
                         continue
@@ -185,7 +187,8 @@ extension DocServer {
                     if sent >= limit { break }
                     if !rows.isEmpty { idle = .zero }
                     let wait = parameters.heartbeat ?? parameters.timeout
-                    if await db.waitForCommit(after: last, timeout: wait) { continue }
+                    guard let committed = await waitForNews(db, after: last, timeout: wait) else { break }
+                    if committed { continue }
                     if db.isClosed { break }
                     if parameters.heartbeat != nil {
                         try await writer.write(ByteBuffer(string: "\n"))
@@ -203,6 +206,14 @@ extension DocServer {
             let type = eventSource ? "text/event-stream" : "application/json"
             return Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"], body: body)
         }
+    }
+
+    /// Waits for a commit after `sequence`, at most `timeout`: whether one came, or `nil` when the server
+    /// is shutting down gracefully, which ends the feed waiting (as the server's stop must not wait
+    /// for a client that never leaves).
+    private func waitForNews(_ db: Database, after sequence: Int64, timeout: Duration) async -> Bool? {
+        let committed = await cancelWhenGracefulShutdown { await db.waitForCommit(after: sequence, timeout: timeout) }
+        return Task.isShuttingDownGracefully ? nil : committed
     }
 
     /// The answer for `rows` continuing at `last`, with the count of changes after it.
