@@ -47,14 +47,16 @@ func runDocstore(_ arguments: [String], input: String? = nil, in directory: URL)
 
 /// Starts `docstore serve --port 0 --admin admin:pw` in `directory` and returns the process and the URL
 /// it prints (`http://127.0.0.1:PORT/`). The process is interrupted when the test ends.
-func launchServe(in directory: URL, _ testCase: XCTestCase) throws -> (Process, Pipe, String) {
+func launchServe(in directory: URL, _ testCase: XCTestCase, arguments: [String] = [], environment: [String: String] = [:],
+                 standardError: Any = FileHandle.nullDevice) throws -> (Process, Pipe, String) {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("docstore")
-    process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"]
+    process.arguments = ["serve", "--port", "0", "--admin", "admin:pw"] + arguments
     process.currentDirectoryURL = directory
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let stdout = Pipe()
     process.standardOutput = stdout
-    process.standardError = FileHandle.nullDevice
+    process.standardError = standardError
     try process.run()
     var output = ""
     while !output.contains("\n") {

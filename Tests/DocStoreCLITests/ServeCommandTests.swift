@@ -89,4 +89,28 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertTrue(rest.contains(#""last_seq":1"#), rest)
         XCTAssertEqual(feed.terminationStatus, 0, "curl saw a complete answer")
     }
+
+    /// `--log-level` (or `DOCSTORE_LOG_LEVEL`): at `info` one line per request on standard error, at
+    /// `warning` none.
+    func testLogLevels() async throws {
+        for (arguments, environment, logsRequests) in [([String](), [String: String](), true),
+                                                        (["--log-level", "warning"], [:], false),
+                                                        ([], ["DOCSTORE_LOG_LEVEL": "warning"], false),
+                                                        (["--log-level", "debug"], ["DOCSTORE_LOG_LEVEL": "warning"], true)] {
+            let dir = try makeTemporaryDirectory(self)
+            let stderr = Pipe()
+            let (process, _, url) = try launchServe(in: dir, self, arguments: arguments, environment: environment, standardError: stderr)
+            var request = URLRequest(url: URL(string: url + "_all_dbs")!)
+            request.setValue("Basic " + Data("admin:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            XCTAssertEqual((response as! HTTPURLResponse).statusCode, 200)
+            process.interrupt()
+            let logged = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            XCTAssertEqual(logged.contains("GET /_all_dbs 200"), logsRequests, "\(arguments) \(environment): \(logged)")
+        }
+        let bad = try runDocstore(["serve", "--log-level", "loud"], in: try makeTemporaryDirectory(self))
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.stderr.contains("--log-level must be one of trace, debug, info"), bad.stderr)
+    }
 }

@@ -35,8 +35,28 @@ struct Serve: AsyncParsableCommand {
             help: "The largest attachment, in MB (streamed to and from the database, never held whole).")
     var maxAttachmentMegabytes: Int = 1024
 
+    @Option(name: .customLong("log-level"),
+            help: ArgumentHelp("What is logged to standard error: trace, debug, info (one line per request), notice, warning, error or critical. Default: DOCSTORE_LOG_LEVEL, else info.",
+                               valueName: "level"))
+    var logLevel: String?
+
+    func validate() throws {
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
+
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let environment = ProcessInfo.processInfo.environment["DOCSTORE_LOG_LEVEL"]
+        let level = (logLevel ?? environment).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        if logLevel == nil, let environment, Logger.Level(rawValue: environment) == nil {
+            FileHandle.standardError.write(Data("docstore: note: DOCSTORE_LOG_LEVEL=\(environment) is not a log level; logging at info\n".utf8))
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
         var configuration = ServerConfiguration(dataDirectory: URL(fileURLWithPath: data))
         configuration.host = host
         configuration.port = port
