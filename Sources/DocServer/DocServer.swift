@@ -32,6 +32,7 @@ public final class DocServer: Sendable {
     /// `_changes` filter functions registered in Swift, by name (`design/name`).
     let filters: [String: ChangesFilterFunction]
     let logger: Logger
+    let metrics: ServerMetrics
     private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
@@ -46,7 +47,8 @@ public final class DocServer: Sendable {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
         self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
-        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes)
+        self.metrics = ServerMetrics()
+        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics)
         self.authenticator = Authenticator(configuration: configuration, users: users)
         self.filters = filters
         self.logger = logger
@@ -142,6 +144,7 @@ public final class DocServer: Sendable {
         var request = request
         var response: Response
         var streaming = false
+        var route = "unknown"
         do {
             var couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
                                          headers: request.headers, body: [])
@@ -154,7 +157,8 @@ public final class DocServer: Sendable {
                 }
                 couch.body = Array(try await request.collectBody(upTo: configuration.maximumBodySize).readableBytesView)
             }
-            response = try await route(couch)
+            route = ServerMetrics.route(of: couch.segments)
+            response = try await self.route(couch)
         } catch {
             let (couch, closes) = errorAnswer(error)
             response = couch.response
@@ -169,6 +173,8 @@ public final class DocServer: Sendable {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
+        metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
+        if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
     }
 
@@ -232,6 +238,12 @@ public final class DocServer: Sendable {
             return Response.json(JSON(try registry.names()))
         }
         if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
+        if segments == ["_node", "_local", "_prometheus"] {
+            guard principal.isAdmin else { throw CouchError.adminRequired }
+            guard request.method == .get else { throw CouchError.methodNotAllowed }
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
         if segments[0].hasPrefix("_") { throw CouchError.notFound("Unknown endpoint \(segments[0])") }
 
         let name = segments[0]
@@ -301,11 +313,13 @@ final class DatabaseRegistry: Sendable {
     let directory: URL
     let indexes: @Sendable (String) -> [IndexDefinition]
     let serverUUID: String
+    let metrics: ServerMetrics
     private let opened = Mutex<[String: Database]>([:])
 
-    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition]) {
+    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics) {
         self.directory = directory
         self.indexes = indexes
+        self.metrics = metrics
         let uuidFile = UserStore.directory(for: directory).appendingPathComponent("server-uuid")
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing
@@ -341,12 +355,28 @@ final class DatabaseRegistry: Sendable {
         // As CouchDB: an old revision stays readable (`GET /db/doc?rev=`) until `_compact`.
         configuration.keepsAncestorBodies = true
         let database = try await Database.open(configuration)
-        opened.withLock { $0[name] = database }
+        let (isNew, count) = opened.withLock { opened -> (Bool, Int) in
+            let isNew = opened[name] !== database
+            opened[name] = database
+            return (isNew, opened.count)
+        }
+        if isNew {
+            metrics.databasesOpen(count)
+            // Every revision the database stores, from any route or replication, counts as a write.
+            let batches = database.changeBatches()
+            let metrics = self.metrics
+            Task { for await batch in batches { metrics.documentsWritten(batch.count) } }
+        }
         return database
     }
 
     /// Forgets a database that is being deleted.
-    func forget(_ name: String) { opened.withLock { _ = $0.removeValue(forKey: name) } }
+    func forget(_ name: String) {
+        metrics.databasesOpen(opened.withLock { opened in
+            opened.removeValue(forKey: name)
+            return opened.count
+        })
+    }
 
     func names() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -361,6 +391,7 @@ final class DatabaseRegistry: Sendable {
             defer { state = [:] }
             return Array(state.values)
         }
+        metrics.databasesOpen(0)
         for database in all { await database.close() }
     }
 }

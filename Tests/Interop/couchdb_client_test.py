@@ -17,7 +17,11 @@ import sys
 import tempfile
 import traceback
 
+import base64
+import urllib.request
+
 import couchdb
+from prometheus_client.parser import text_string_to_metric_families
 
 checks = []
 
@@ -132,6 +136,38 @@ def auth(server, db):
     except couchdb.http.Unauthorized:
         return
     raise AssertionError("expected 401")
+
+
+def prometheus_samples(server):
+    """The server's /_node/_local/_prometheus, parsed by prometheus_client: {(name, labels): value}."""
+    url = server.resource.url.replace("admin:secret@", "") + "_node/_local/_prometheus"
+    request = urllib.request.Request(url, headers={
+        "Authorization": "Basic " + base64.b64encode(b"admin:secret").decode()})
+    with urllib.request.urlopen(request) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4"), response.headers["Content-Type"]
+        text = response.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+@check("prometheus metrics parse and move under load")
+def prometheus(server, db):
+    before = prometheus_samples(server)
+    for n in range(20):
+        db.save({"_id": "metric-%d" % n, "n": n})
+        db["metric-%d" % n]
+    after = prometheus_samples(server)
+    requests = ("couchdb_httpd_requests_total", ())
+    assert after[requests] >= before.get(requests, 0) + 40, (before.get(requests), after[requests])
+    created = ("docstore_http_requests_total", (("route", "/{db}/{docid}"), ("status", "201")))
+    assert after[created] >= before.get(created, 0) + 20, after.get(created)
+    reads = ("couchdb_database_reads_total", ())
+    assert after[reads] >= before.get(reads, 0) + 20, after.get(reads)
+    assert after[("couchdb_open_databases_total", ())] >= 1
+    assert any(name == "docstore_http_request_duration_seconds_bucket" for name, _ in after), "no duration histogram"
 
 
 def main():

@@ -88,6 +88,7 @@ extension DocServer {
             list.append(item)
         }
         let found = try await db.revisionsWithHistory(reads, latest: base.latest)
+        metrics.documentsRead(found.reduce(0) { $0 + $1.count })
 
         var results: [BulkGet.Response.Result] = []
         let boundary = "--" + Multipart.makeBoundary()
