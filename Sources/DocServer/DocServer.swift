@@ -249,8 +249,10 @@ public final class DocServer: Sendable {
         let name = segments[0]
         if segments.count == 1 { return try await databaseRoute(name: name, request, principal: principal) }
         let db = try await registry.database(named: name)
+        try await registry.security(of: name, db).authorize(principal)
         let rest = Array(segments.dropFirst())
         switch rest[0] {
+        case "_security" where rest.count == 1: return try await security(db, name: name, request, principal: principal)
         case "_all_docs": return try await allDocuments(db, request, principal: principal)
         case "_bulk_docs": return try await bulkDocuments(db, request, principal: principal)
         case "_bulk_get": return try await bulkGet(db, request, principal: principal)
@@ -315,6 +317,8 @@ final class DatabaseRegistry: Sendable {
     let serverUUID: String
     let metrics: ServerMetrics
     private let opened = Mutex<[String: Database]>([:])
+    /// The `_security` objects read so far, by database name.
+    private let securities = Mutex<[String: SecurityObject]>([:])
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics) {
         self.directory = directory
@@ -370,8 +374,19 @@ final class DatabaseRegistry: Sendable {
         return database
     }
 
+    /// The security object of database `name`, read once and kept.
+    func security(of name: String, _ database: Database) async throws -> SecurityObject {
+        if let known = securities.withLock({ $0[name] }) { return known }
+        let object = (try? SecurityObject(json: try await database.securityObject())) ?? SecurityObject()
+        securities.withLock { $0[name] = object }
+        return object
+    }
+
+    func setSecurity(_ object: SecurityObject, of name: String) { securities.withLock { $0[name] = object } }
+
     /// Forgets a database that is being deleted.
     func forget(_ name: String) {
+        securities.withLock { _ = $0.removeValue(forKey: name) }
         metrics.databasesOpen(opened.withLock { opened in
             opened.removeValue(forKey: name)
             return opened.count

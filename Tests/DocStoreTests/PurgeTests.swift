@@ -82,4 +82,20 @@ final class PurgeTests: XCTestCase {
         XCTAssertEqual(reopened, 3, "the database's own limit outlasts the configuration's default")
         await db.close()
     }
+
+    func testTheSecurityObjectIsKeptButNotReplicated() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        var db = try await Database.open(name: "secure", directory: directory)
+        let empty = try await db.securityObject()
+        XCTAssertEqual(empty, [:])
+        let object: JSONObject = ["members": ["names": ["alice"], "roles": ["red"]], "admins": ["names": [], "roles": []]]
+        try await db.setSecurityObject(object)
+        let info = try await db.info()
+        XCTAssertEqual(info.updateSequence, 0, "not a document: no change")
+        await db.close()
+        db = try await Database.open(name: "secure", directory: directory)
+        let kept = try await db.securityObject()
+        XCTAssertEqual(kept, object)
+        await db.close()
+    }
 }

@@ -52,3 +52,76 @@ extension DocServer {
         }
     }
 }
+
+/// A database's `_security` object as the server enforces it: `members` (names and roles) may read and
+/// write the database, within their channels; `admins` too. With no member names or roles, every
+/// signed-in user may (CouchDB's `{}`). DocStore users have channels, not roles: a role in `_security`
+/// is matched against a user's read channels.
+struct SecurityObject: Sendable {
+    struct Group: Sendable {
+        var names: [String] = []
+        var roles: [String] = []
+
+        init() {}
+
+        /// Reads `{"names": [...], "roles": [...]}` (either may be absent).
+        init(json: JSON?, member: String) throws {
+            guard let json else { return }
+            guard case .object(let object) = json else { throw CouchError.badRequest("\(member) must be an object") }
+            func strings(_ key: String) throws -> [String] {
+                guard let value = object[key] else { return [] }
+                let texts = value.arrayValue?.compactMap(\.stringValue)
+                guard let texts, texts.count == value.arrayValue?.count else {
+                    throw CouchError.badRequest("\(member).\(key) must be an array of strings")
+                }
+                return texts
+            }
+            names = try strings("names")
+            roles = try strings("roles")
+        }
+
+        func includes(_ user: ServerUser) -> Bool {
+            names.contains(user.name) || roles.contains { user.readChannels.contains($0) }
+        }
+
+        var isEmpty: Bool { names.isEmpty && roles.isEmpty }
+    }
+
+    var admins = Group()
+    var members = Group()
+
+    init() {}
+
+    init(json object: JSONObject) throws {
+        admins = try Group(json: object["admins"], member: "admins")
+        members = try Group(json: object["members"], member: "members")
+    }
+
+    /// Throws CouchDB's 403 for a user who is neither a member nor an admin of a database that has members.
+    func authorize(_ principal: Principal) throws {
+        guard case .user(let user) = principal, !members.isEmpty else { return }
+        guard members.includes(user) || admins.includes(user) else {
+            throw CouchError.forbidden("You are not allowed to access this db.")
+        }
+    }
+}
+
+extension DocServer {
+    /// `GET /{db}/_security` → the object (`{}` when none was set); `PUT` (admins) a new one →
+    /// `{"ok": true}`. CouchDB 3.3 answers a 500 (`no_majority`) to a malformed object; this is a 400.
+    func security(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        switch request.method {
+        case .get:
+            return Response.json(.object(try await db.securityObject()))
+        case .put:
+            guard principal.isAdmin else { throw CouchError.adminRequired }
+            let object = try request.jsonObjectBody()
+            let parsed = try SecurityObject(json: object)
+            try await db.setSecurityObject(object)
+            registry.setSecurity(parsed, of: name)
+            return Response.json(["ok": true])
+        default:
+            throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET,PUT allowed")
+        }
+    }
+}

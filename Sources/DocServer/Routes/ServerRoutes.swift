@@ -102,9 +102,11 @@ extension DocServer {
             return Response.json(["ok": true])
         case .get, .head:
             let db = try await registry.database(named: name)
+            try await registry.security(of: name, db).authorize(principal)
             return Response.json(try await db.info().couchDBJSON)
         case .post:
             let db = try await registry.database(named: name)
+            try await registry.security(of: name, db).authorize(principal)
             return try await createDocument(db, request, principal: principal)
         default:
             throw CouchError.methodNotAllowed

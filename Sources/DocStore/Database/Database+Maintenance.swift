@@ -69,6 +69,21 @@ extension Database {
         try await writer.setRevsLimit(limit)
     }
 
+    /// The database's security object (CouchDB `_security`: `admins` and `members`, each with `names`
+    /// and `roles`), `{}` when none was set. DocStore keeps it for a server to enforce; the embedded
+    /// database itself does not.
+    public func securityObject() async throws -> JSONObject {
+        let text = try await read { try Schema.storedSecurity($0) }
+        guard let text, case .object(let object) = try JSON(parsing: text) else { return [:] }
+        return object
+    }
+
+    /// Sets and keeps the security object. Like CouchDB's, it is not a document: it does not replicate.
+    public func setSecurityObject(_ object: JSONObject) async throws {
+        try ensureOpen()
+        try await writer.setSecurity(try JSON.object(object).serializedString())
+    }
+
     /// Purges revisions, as CouchDB's `_purge` does: each given leaf revision is removed with the part
     /// of its branch no other leaf shares, as if it had never existed (it does not replicate again
     /// from here); a document whose every leaf is purged is removed entirely, one that keeps leaves gets

@@ -304,6 +304,11 @@ actor DatabaseWriter {
         revsLimit = limit
     }
 
+    /// Keeps a security object.
+    func setSecurity(_ json: String) throws {
+        try plainTransaction { try Schema.storeSecurity($0, json) }
+    }
+
     /// Removes leaf revisions as CouchDB's `_purge` does (see ``RevisionTree/purge(leaves:)``): a
     /// document that loses every leaf is purged entirely; one that keeps some has its winner chosen
     /// again and moves to a new sequence. Each document's purge takes a sequence in the purge log (which

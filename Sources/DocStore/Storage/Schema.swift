@@ -161,6 +161,17 @@ enum Schema {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('revs_limit', ?)", [.integer(Int64(limit))])
     }
 
+    /// The security object set with `Database.setSecurityObject(_:)` (`meta.security`), if any.
+    static func storedSecurity(_ connection: SQLiteConnection) throws -> String? {
+        let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'security'")
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    /// Keeps a database's security object (CouchDB `PUT /db/_security`) as JSON text.
+    static func storeSecurity(_ connection: SQLiteConnection, _ json: String) throws {
+        try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('security', ?)", [.text(json)])
+    }
+
     /// Puts the writer's connection in WAL mode with the given `synchronous` level.
     static func configureWriter(_ connection: SQLiteConnection, synchronous: String) throws {
         let mode = try connection.prepare("PRAGMA journal_mode = WAL")
