@@ -106,7 +106,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["DocStore"],
+            dependencies: ["DocStore", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"
         ),
         .testTarget(

@@ -3,37 +3,21 @@ import DocStore
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import XCTest
 
 /// Stopping a server ends the continuous and longpoll `_changes` feeds open on it (a client that never
 /// leaves must not hold the stop), finishes them properly, and logs no error.
 final class ShutdownTests: XCTestCase {
-    final class Messages: Sendable {
-        let lines = Mutex<[String]>([])
-    }
-
-    struct Collecting: LogHandler {
-        let messages: Messages
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            messages.lines.withLock { $0.append("\(event.level) \(event.message)") }
-        }
-    }
-
     func testStopEndsOpenFeedsAndLogsNoError() async throws {
         let directory = try makeTemporaryDirectory(self)
         var configuration = ServerConfiguration(dataDirectory: directory)
         configuration.port = 0
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
-        let messages = Messages()
+        let log = MessageLog()
         let server = try await DocServer(configuration: configuration,
-                                         logger: Logger(label: "test.shutdown") { _ in Collecting(messages: messages) })
+                                         logger: Logger(label: "test.shutdown") { _ in CollectingLogHandler(log: log, logLevel: .trace) })
         let port = try await server.start()
         let db = try await server.registry.open("db")
         try await db.save(Document(id: "a", body: ["n": 1]))
@@ -71,7 +55,6 @@ final class ShutdownTests: XCTestCase {
         XCTAssertTrue(complete, "the longpoll answer is complete")
         XCTAssertTrue(String(decoding: rest, as: UTF8.self).contains(#""last_seq":1"#), String(decoding: rest, as: UTF8.self))
 
-        let errors = messages.lines.withLock { $0.filter { $0.hasPrefix("error") } }
-        XCTAssertEqual(errors, [], "nothing logged as an error at the stop")
+        XCTAssertEqual(log.messages(atLeast: .error), [], "nothing logged as an error at the stop")
     }
 }

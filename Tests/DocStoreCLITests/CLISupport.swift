@@ -58,12 +58,7 @@ func launchServe(in directory: URL, _ testCase: XCTestCase, arguments: [String] 
     process.standardOutput = stdout
     process.standardError = standardError
     try process.run()
-    var output = ""
-    while !output.contains("\n") {
-        let chunk = stdout.fileHandleForReading.availableData
-        if chunk.isEmpty { break }
-        output += String(decoding: chunk, as: UTF8.self)
-    }
+    let output = readFirstLine(of: stdout)
     testCase.addTeardownBlock {
         if process.isRunning {
             process.interrupt()
@@ -72,4 +67,15 @@ func launchServe(in directory: URL, _ testCase: XCTestCase, arguments: [String] 
     }
     let url = output.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
     return (process, stdout, url)
+}
+
+/// What a pipe delivers up to its first newline (or its end), reading as the bytes come.
+func readFirstLine(of pipe: Pipe) -> String {
+    var output = ""
+    while !output.contains("\n") {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        output += String(decoding: chunk, as: UTF8.self)
+    }
+    return output
 }

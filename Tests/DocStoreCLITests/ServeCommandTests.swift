@@ -73,12 +73,7 @@ final class ServeCommandTests: XCTestCase {
         let output = Pipe()
         feed.standardOutput = output
         try feed.run()
-        var received = ""
-        while !received.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            received += String(decoding: chunk, as: UTF8.self)
-        }
+        let received = readFirstLine(of: output)
         XCTAssertTrue(received.contains(#""id":"a""#), "the feed is open: \(received)")
 
         process.terminate()   // SIGTERM

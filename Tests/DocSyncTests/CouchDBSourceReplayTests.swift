@@ -157,13 +157,13 @@ final class CouchDBSourceReplayTests: XCTestCase {
         _ = server
         let push = try await Replicator(configuration: .init(source: .local(local), target: .remote(serverURL))).run()
         XCTAssertEqual(push.documentWriteFailures, 0)
-        let refused = log.messages.withLock { $0 }.filter { line in
+        let refused = log.messages(atLeast: .trace).filter { line in
             let fields = line.split(separator: " ")
             guard fields.count >= 3, let status = Int(fields[2]) else { return false }
             return status >= 400 && !(status == 404 && fields[0] == "GET" && fields[1].contains("/_local/"))
         }
         XCTAssertEqual(refused, [], "requests DocServer refused, as CouchDB would")
-        let multipartPuts = log.messages.withLock { $0 }.filter { $0.hasPrefix("PUT /remote/") && !$0.contains("/_local/") && $0.contains(" 201 ") }
+        let multipartPuts = log.messages(atLeast: .trace).filter { $0.hasPrefix("PUT /remote/") && !$0.contains("/_local/") && $0.contains(" 201 ") }
         XCTAssertGreaterThan(multipartPuts.count, 20, "revisions with attachments went as multipart PUTs")
         let stored = try await CouchDBFixtures.differencesFromSource { try await served.comparedLeaves(of: $0) }
         XCTAssertEqual(stored, [])

@@ -61,25 +61,4 @@ extension XCTestCase {
 
 }
 
-/// Keeps the messages logged through it, for tests that count a server's requests.
-final class MessageLog: Sendable {
-    let messages = Mutex<[String]>([])
-    func count(containing text: String) -> Int { messages.withLock { $0.filter { $0.contains(text) }.count } }
-}
-
-struct CollectingLogHandler: LogHandler {
-    let log: MessageLog
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        log.messages.withLock { $0.append(event.message.description) }
-    }
-}
-
 import Synchronization
