@@ -59,6 +59,7 @@ let package = Package(
             name: "DocServer",
             dependencies: [
                 "DocStore",
+                "DocSync",
                 "CouchProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

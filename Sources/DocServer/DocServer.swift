@@ -238,6 +238,7 @@ public final class DocServer: Sendable {
             return Response.json(JSON(try registry.names()))
         }
         if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
+        if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
         if segments == ["_node", "_local", "_prometheus"] {
             guard principal.isAdmin else { throw CouchError.adminRequired }
             guard request.method == .get else { throw CouchError.methodNotAllowed }

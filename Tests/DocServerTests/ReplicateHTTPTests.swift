@@ -1,0 +1,51 @@
+import DocStore
+import Foundation
+import XCTest
+
+/// `POST /_replicate`: one-shot replications run by DocSync inside the server, between its databases
+/// and URLs, answered in CouchDB 3.3's form.
+final class ReplicateHTTPTests: XCTestCase {
+    func testOneShotReplications() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a").status, 201)
+        let docs: JSON = ["docs": [["_id": "x", "n": 1], ["_id": "y", "n": 2], ["_id": "z", "n": 3]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/a/_bulk_docs", json: docs).status, 201)
+
+        let first = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "create_target": true])
+        XCTAssertEqual(first.status, 200, first.text)
+        XCTAssertEqual(first.json["ok"], true)
+        XCTAssertEqual(first.json["replication_id_version"], 4)
+        let history = try XCTUnwrap(first.json["history"]?[0])
+        XCTAssertEqual(history["docs_written"], 3)
+        XCTAssertEqual(history["doc_write_failures"], 0)
+        XCTAssertEqual(history["session_id"], first.json["session_id"])
+        XCTAssertTrue(history["start_time"]?.stringValue?.hasSuffix(" GMT") == true, "\(history)")
+        await XCTAssertEqualAsync(try await server.request("GET", "/b/y").json["n"], 2)
+
+        let again = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"])
+        XCTAssertEqual(again.json, ["ok": true, "no_changes": true], "the checkpoint was kept")
+
+        // To a URL (this very server), with doc_ids; the URL's credentials, or an Authorization header.
+        let url = "http://127.0.0.1:\(server.port)/c"
+        let authorization = "Basic " + Data("\(TestServer.admin.name):\(TestServer.admin.password)".utf8).base64EncodedString()
+        let remote = try await server.request("POST", "/_replicate", json: [
+            "source": "a", "target": ["url": .string(url), "headers": ["Authorization": .string(authorization)]],
+            "create_target": true, "doc_ids": ["x", "z"]])
+        XCTAssertEqual(remote.status, 200, remote.text)
+        let copied = try await server.request("GET", "/c/_all_docs")
+        XCTAssertEqual(copied.json["rows"]?.arrayValue?.map { $0["id"]! }, ["x", "z"])
+
+        // Refusals.
+        let missing = try await server.request("POST", "/_replicate", json: ["source": "nope", "target": "b"])
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.json["error"], "db_not_found")
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["target": "b"]).status, 400)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "continuous": true]).status, 400)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_replicate").status, 405)
+        let unreachable = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "http://127.0.0.1:1/none"])
+        XCTAssertEqual(unreachable.status, 502)
+        XCTAssertEqual(unreachable.json["error"], "replication_failed")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
+    }
+}
