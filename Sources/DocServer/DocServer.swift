@@ -33,6 +33,8 @@ public final class DocServer: Sendable {
     let filters: [String: ChangesFilterFunction]
     let logger: Logger
     let metrics: ServerMetrics
+    /// The replications started by `POST /_replicate` that are running.
+    let replications = ReplicationJobs()
     private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
@@ -119,6 +121,7 @@ public final class DocServer: Sendable {
         }
         await group?.triggerGracefulShutdown()
         _ = try? await task?.value
+        await replications.stopAll()
         await registry.closeAll()
         await users.close()
     }
@@ -131,6 +134,7 @@ public final class DocServer: Sendable {
             onListening(port)
         }
         try await serviceGroup(application, signals: [.sigterm, .sigint]).run()
+        await replications.stopAll()
         await registry.closeAll()
         await users.close()
     }
@@ -239,6 +243,7 @@ public final class DocServer: Sendable {
         }
         if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
         if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
+        if segments == ["_active_tasks"] { return try activeTasks(request, principal: principal) }
         if segments == ["_node", "_local", "_prometheus"] {
             guard principal.isAdmin else { throw CouchError.adminRequired }
             guard request.method == .get else { throw CouchError.methodNotAllowed }

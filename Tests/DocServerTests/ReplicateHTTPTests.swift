@@ -40,12 +40,52 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(missing.status, 404)
         XCTAssertEqual(missing.json["error"], "db_not_found")
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["target": "b"]).status, 400)
-        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "continuous": true]).status, 400)
         await XCTAssertEqualAsync(try await server.request("GET", "/_replicate").status, 405)
         let unreachable = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "http://127.0.0.1:1/none"])
         XCTAssertEqual(unreachable.status, 502)
         XCTAssertEqual(unreachable.json["error"], "replication_failed")
         await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
+    }
+
+    func testContinuousReplicationsAreListedAndCancelled() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a").status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a/first", json: ["n": 1]).status, 201)
+        let description: JSON = ["source": "a", "target": "b", "create_target": true, "continuous": true]
+        let started = try await server.request("POST", "/_replicate", json: description)
+        XCTAssertEqual(started.status, 200, started.text)
+        let id = try XCTUnwrap(started.json["_local_id"]?.stringValue)
+        XCTAssertTrue(id.hasSuffix("+continuous"), id)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).json["_local_id"]?.stringValue, id,
+                                  "the same description finds the same job")
+
+        // It keeps going: a later write arrives.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a/later", json: ["n": 2]).status, 201)
+        try await eventually { try await server.request("GET", "/b/later").status == 200 }
+        let tasks = try await server.request("GET", "/_active_tasks")
+        XCTAssertEqual(tasks.status, 200)
+        let task = try XCTUnwrap(tasks.json.arrayValue?.first)
+        XCTAssertEqual(tasks.json.arrayValue?.count, 1)
+        XCTAssertEqual(task["type"], "replication")
+        XCTAssertEqual(task["replication_id"]?.stringValue, id)
+        XCTAssertEqual(task["continuous"], true)
+        XCTAssertEqual(task["source"], "a")
+        XCTAssertEqual(task["user"], .string(TestServer.admin.name))
+        XCTAssertGreaterThanOrEqual(task["docs_written"]?.intValue ?? 0, 2)
+
+        var cancel = description.objectValue!
+        cancel["cancel"] = true
+        let cancelled = try await server.request("POST", "/_replicate", json: .object(cancel))
+        XCTAssertEqual(cancelled.json, ["ok": true, "_local_id": .string(id)])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_active_tasks").json, [])
+        let again = try await server.request("POST", "/_replicate", json: .object(cancel))
+        XCTAssertEqual(again.status, 404)
+        XCTAssertEqual(again.json, ["error": "not_found", "reason": "missing"])
+
+        // A job still running when the server stops is stopped with it (the teardown would hang otherwise).
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 200)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_active_tasks", as: .user("alice", "pw")).status, 401)
     }
 }
