@@ -49,6 +49,7 @@ let package = Package(
                 "CICUCollation",
                 "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -82,6 +83,7 @@ let package = Package(
                 "DocStore",
                 "CouchProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

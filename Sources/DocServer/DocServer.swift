@@ -50,7 +50,7 @@ public final class DocServer: Sendable {
         self.configuration = configuration
         self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
         self.metrics = ServerMetrics()
-        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics)
+        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics, logger: logger)
         self.authenticator = Authenticator(configuration: configuration, users: users)
         self.filters = filters
         self.logger = logger
@@ -322,14 +322,16 @@ final class DatabaseRegistry: Sendable {
     let indexes: @Sendable (String) -> [IndexDefinition]
     let serverUUID: String
     let metrics: ServerMetrics
+    let logger: Logger
     private let opened = Mutex<[String: Database]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Mutex<[String: SecurityObject]>([:])
 
-    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics) {
+    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics, logger: Logger) {
         self.directory = directory
         self.indexes = indexes
         self.metrics = metrics
+        self.logger = logger
         let uuidFile = UserStore.directory(for: directory).appendingPathComponent("server-uuid")
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing
@@ -362,6 +364,7 @@ final class DatabaseRegistry: Sendable {
     func open(_ name: String) async throws -> Database {
         var configuration = DatabaseConfiguration(name: name, directory: directory)
         configuration.indexes = indexes(name)
+        configuration.logger = logger
         // As CouchDB: an old revision stays readable (`GET /db/doc?rev=`) until `_compact`.
         configuration.keepsAncestorBodies = true
         let database = try await Database.open(configuration)

@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import Logging
 
 /// One side of a replication: a local database or a remote CouchDB-compatible database URL.
 public enum ReplicationEndpoint: Sendable {
@@ -86,6 +87,10 @@ public struct ReplicationConfiguration: Sendable {
     /// Retries after transient errors: first delay, doubling, up to the maximum delay; a one-shot
     /// replication gives up after `maximumAttempts`.
     public var retry = RetryPolicy()
+    /// Where the replication logs (swift-log): its start and end and each batch and checkpoint at
+    /// `debug`, retries at `warning`, a failure at `error`. Messages below the handler's level cost
+    /// nothing but the level check.
+    public var logger = Logger(label: "docsync")
 
     /// Backoff after transient errors.
     public struct RetryPolicy: Sendable {

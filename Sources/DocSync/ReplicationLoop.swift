@@ -18,6 +18,8 @@ struct ReplicationLoop {
     private var checkpointer: Checkpointer?
     private var checkpointID = ""
     private var feed: ChangeFeed?
+    /// The error that made the machine wait, for the retry's log line.
+    private var lastFailure: ReplicationError?
     /// The batch read last, waiting to be transferred.
     private var rows: [ChangesRow] = []
 
@@ -50,8 +52,12 @@ struct ReplicationLoop {
             case .transfer:
                 event = await outcome { try await $0.transfer() }
             case .saveCheckpoint(let sequence):
+                configuration.logger.debug("\(flow.rawValue): checkpoint at \(sequence)")
                 event = await outcome { try await $0.saveCheckpoint(sequence) }
             case .sleep(let delay):
+                if let lastFailure {
+                    configuration.logger.warning("\(flow.rawValue): retrying in \(delay) after \(lastFailure)")
+                }
                 feed?.close()
                 feed = nil
                 do {
@@ -67,6 +73,7 @@ struct ReplicationLoop {
             case .stop:
                 throw CancellationError()
             }
+            if case .failed(let error) = event { lastFailure = error } else if case .slept = event {} else { lastFailure = nil }
             action = machine.handle(Task.isCancelled ? .stopped : event)
         }
     }

@@ -226,6 +226,8 @@ public final class Replicator: Sendable {
         let configuration = self.configuration
         var peers: [any ReplicationPeer] = []
         var failure: ReplicationError?
+        configuration.logger.debug("replication \(configuration.source.logDescription) → \(configuration.target.logDescription) starting",
+                                   metadata: ["continuous": "\(configuration.continuous)"])
         do {
             let clock = self.clock
             let local = try await Replicator.peer(configuration.source, configuration, clock: clock)
@@ -254,6 +256,13 @@ public final class Replicator: Sendable {
         }
         peers.forEach { $0.close() }
         finish(error: failure)
+        let final = status
+        let summary = "\(final.changesProcessed) changes, \(final.documentsWritten) written, \(final.documentWriteFailures) refused"
+        if let failure {
+            configuration.logger.error("replication \(configuration.source.logDescription) → \(configuration.target.logDescription) failed after \(summary): \(failure)")
+        } else {
+            configuration.logger.debug("replication \(configuration.source.logDescription) → \(configuration.target.logDescription) ended: \(summary)")
+        }
     }
 
     private static func peer(_ endpoint: ReplicationEndpoint, _ configuration: ReplicationConfiguration,
@@ -308,6 +317,9 @@ public final class Replicator: Sendable {
 
     /// A direction stopped moving a batch: it finished (with its figures) or failed.
     func endTransfer(_ flow: ReplicationFlow, changes: Int = 0, written: Int = 0, refused: Int = 0) {
+        if changes > 0 {
+            configuration.logger.debug("\(flow.rawValue): \(changes) changes, \(written) written, \(refused) refused")
+        }
         update { status, _ in
             status.transferring.remove(flow)
             status.changesProcessed += changes
@@ -361,4 +373,16 @@ public final class Replicator: Sendable {
 
 extension ReplicationEndpoint {
     var isLocal: Bool { if case .local = self { return true } else { return false } }
+
+    /// The endpoint in a log line: the database's name, or the URL without credentials.
+    var logDescription: String {
+        switch self {
+        case .local(let database): return database.name
+        case .remote(let url):
+            guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "remote" }
+            components.user = nil
+            components.password = nil
+            return components.string ?? "remote"
+        }
+    }
 }

@@ -108,4 +108,32 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("--log-level must be one of trace, debug, info"), bad.stderr)
     }
+
+    /// At `debug` a replication started with `POST /_replicate` logs its progress (batches,
+    /// checkpoints, its end) and the databases their opening; at `warning` none of that, nor the
+    /// request lines.
+    func testDebugLogsShowReplicationProgress() async throws {
+        for (level, shown) in [("debug", true), ("warning", false)] {
+            let dir = try makeTemporaryDirectory(self)
+            let stderr = Pipe()
+            let (process, _, url) = try launchServe(in: dir, self, arguments: ["--log-level", level], standardError: stderr)
+            for (method, path, body) in [("PUT", "a", ""), ("PUT", "a/doc", #"{"n":1}"#),
+                                         ("POST", "_replicate", #"{"source":"a","target":"b","create_target":true}"#)] {
+                var request = URLRequest(url: URL(string: url + path)!)
+                request.httpMethod = method
+                request.httpBody = Data(body.utf8)
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.setValue("Basic " + Data("admin:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+                let (_, response) = try await URLSession.shared.data(for: request)
+                XCTAssertLessThan((response as! HTTPURLResponse).statusCode, 300, path)
+            }
+            process.interrupt()
+            let logged = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            for line in ["replication a → b starting", "push: 1 changes, 1 written, 0 refused", "push: checkpoint at 1",
+                         "replication a → b ended: 1 changes, 1 written, 0 refused", "opened ", "POST /_replicate 200"] {
+                XCTAssertEqual(logged.contains(line), shown, "\(level): \(line)\n\(logged)")
+            }
+        }
+    }
 }

@@ -36,6 +36,7 @@ extension DocServer {
         var configuration = ReplicationConfiguration(source: try await endpoint(body["source"], "source", create: false),
                                                      target: try await endpoint(body["target"], "target", create: createTarget))
         configuration.createTarget = createTarget
+        configuration.logger = logger
         if let ids = body["doc_ids"] {
             guard let list = ids.arrayValue?.compactMap(\.stringValue), list.count == ids.arrayValue?.count else {
                 throw CouchError.badRequest("doc_ids must be an array of strings")

@@ -103,6 +103,7 @@ public final class Database: Sendable {
             }
             let database = try Database(configuration: configuration)
             open[key] = database
+            configuration.logger.debug("opened \(configuration.fileURL.path)")
             return database
         }
     }
@@ -136,6 +137,7 @@ public final class Database: Sendable {
         await indexWriter.close()
         await writer.close()
         notifier.finish()
+        configuration.logger.debug("closed \(fileURL.path)")
     }
 
     /// Closes every open database (for example before the process exits).

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Everything needed to open a database. Two opens with the same ``name`` and ``directory`` return
 /// the same ``Database`` object while it is open.
@@ -43,6 +44,9 @@ public struct DatabaseConfiguration: Sendable {
     /// Default `true`. The merge is deterministic, so databases that merge the same conflict write the
     /// same revisions and converge.
     public var mergesPropertyHistory: Bool
+    /// Where the database logs (swift-log): opening, closing and creating the file at `debug`, a schema
+    /// migration at `info`. Messages below the handler's level cost nothing but the level check.
+    public var logger: Logger
 
     /// How commits reach the disk.
     public enum Durability: Sendable, Hashable {
@@ -65,6 +69,7 @@ public struct DatabaseConfiguration: Sendable {
         self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
         self.mergesPropertyHistory = true
+        self.logger = Logger(label: "docstore")
     }
 
     /// The first setting in which `other` differs from this configuration, described for an error

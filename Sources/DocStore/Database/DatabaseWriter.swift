@@ -37,7 +37,13 @@ actor DatabaseWriter {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
             try Schema.configureWriter(connection, synchronous: synchronous)
+            let found = try connection.scalarInt("PRAGMA user_version") ?? 0
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
+            if found == 0 {
+                configuration.logger.debug("created \(configuration.fileURL.path) (schema \(Schema.currentVersion))")
+            } else if found < Schema.currentVersion {
+                configuration.logger.info("migrated \(configuration.fileURL.path) from schema \(found) to \(Schema.currentVersion)")
+            }
             // Contents a stopped process was streaming in: no document can refer to them.
             try connection.transaction(immediate: true) { try AttachmentRecords(connection: connection).discardAllStaged() }
             let last = try DocumentRecords(connection: connection).lastSequence()
