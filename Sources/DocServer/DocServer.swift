@@ -145,6 +145,11 @@ public final class DocServer: Sendable {
     /// status. Use it as (or inside) the responder of your own Hummingbird application to embed the server.
     public func respond<Context: RequestContext>(to request: Request, context: Context) async -> Response {
         let started = ContinuousClock.now
+        let origin = configuration.cors.flatMap { cors in request.headers[.origin].flatMap { cors.allows($0) ? $0 : nil } }
+        if let origin, let cors = configuration.cors, request.method == .options,
+            request.headers[.accessControlRequestMethod] != nil {
+            return preflight(origin: origin, cors, request)
+        }
         var request = request
         var response: Response
         var streaming = false
@@ -177,9 +182,26 @@ public final class DocServer: Sendable {
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
+        if let origin, let cors = configuration.cors {
+            response.headers[.accessControlAllowOrigin] = cors.origins.contains("*") && !cors.credentials ? "*" : origin
+            if cors.credentials { response.headers[.accessControlAllowCredentials] = "true" }
+            response.headers[.accessControlExposeHeaders] = CORSConfiguration.exposedHeaders
+        }
         metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
         if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
+    }
+
+    /// The answer to a CORS preflight from an allowed origin: 204 with what it may send, as CouchDB.
+    private func preflight(origin: String, _ cors: CORSConfiguration, _ request: Request) -> Response {
+        var headers: HTTPFields = [.accessControlAllowOrigin: cors.origins.contains("*") && !cors.credentials ? "*" : origin,
+                                   .accessControlAllowMethods: cors.methods.joined(separator: ", "),
+                                   .accessControlMaxAge: String(cors.maxAge)]
+        if cors.credentials { headers[.accessControlAllowCredentials] = "true" }
+        let asked = (request.headers[.accessControlRequestHeaders] ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { cors.headers.contains($0) }
+        if !asked.isEmpty { headers[.accessControlAllowHeaders] = asked.joined(separator: ",") }
+        return Response(status: .noContent, headers: headers)
     }
 
     /// The 413 answer for a body over ``ServerConfiguration/maximumBodySize``.

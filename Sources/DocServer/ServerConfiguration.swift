@@ -29,10 +29,41 @@ public struct ServerConfiguration: Sendable {
     public var sessionLifetime: Duration = .seconds(600)
 
     /// A configuration serving the databases in `dataDirectory`.
+    /// Cross-origin requests from browsers (CouchDB's `[cors]`); `nil`, the default, answers none.
+    public var cors: CORSConfiguration?
+
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory
         if let value = ProcessInfo.processInfo.environment["DOCSTORE_ADMIN"], let colon = value.firstIndex(of: ":") {
             admin = (String(value[..<colon]), String(value[value.index(after: colon)...]))
         }
     }
+}
+
+/// Which web pages may call the server from another origin, as CouchDB's `[cors]` section says it:
+/// preflight `OPTIONS` requests from an allowed origin are answered 204 without credentials, and the
+/// answers to its requests carry `Access-Control-Allow-Origin` (and `-Credentials`,
+/// `-Expose-Headers`). Requests from other origins get no CORS headers, so browsers refuse them.
+public struct CORSConfiguration: Sendable, Hashable {
+    /// Allowed origins (`https://app.example:8443`), or `["*"]` for any.
+    public var origins: [String]
+    /// Whether pages may send credentials (cookies, `Authorization`); not with `*`.
+    public var credentials: Bool
+    /// The methods a preflight allows.
+    public var methods = ["CONNECT", "COPY", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "TRACE"]
+    /// The request headers a preflight allows.
+    public var headers = ["accept", "authorization", "content-type", "origin", "referer", "x-csrf-token"]
+    /// How long a browser may cache a preflight's answer, in seconds.
+    public var maxAge = 600
+
+    /// CORS for `origins`; credentials are allowed unless any origin is.
+    public init(origins: [String], credentials: Bool? = nil) {
+        self.origins = origins
+        self.credentials = credentials ?? !origins.contains("*")
+    }
+
+    /// The headers CouchDB lets pages read from an answer.
+    static let exposedHeaders = "content-type, cache-control, accept-ranges, etag, server, x-couch-request-id, x-couch-update-newrev, x-couchdb-body-time"
+
+    func allows(_ origin: String) -> Bool { origins.contains("*") || origins.contains(origin) }
 }

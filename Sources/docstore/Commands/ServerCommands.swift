@@ -35,6 +35,11 @@ struct Serve: AsyncParsableCommand {
             help: "The largest attachment, in MB (streamed to and from the database, never held whole).")
     var maxAttachmentMegabytes: Int = 1024
 
+    @Option(name: .customLong("cors-origin"),
+            help: ArgumentHelp("Let web pages of this origin (https://app.example:8443, or * for any) call the server from a browser; repeatable. Pages of listed origins may send credentials.",
+                               valueName: "origin"))
+    var corsOrigins: [String] = []
+
     @Option(name: .customLong("log-level"),
             help: ArgumentHelp("What is logged to standard error: trace, debug, info (one line per request), notice, warning, error or critical. Default: DOCSTORE_LOG_LEVEL, else info.",
                                valueName: "level"))
@@ -63,6 +68,7 @@ struct Serve: AsyncParsableCommand {
         configuration.allowAnonymous = allowAnonymous
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
         configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
+        if !corsOrigins.isEmpty { configuration.cors = CORSConfiguration(origins: corsOrigins) }
         if let admin {
             guard let colon = admin.firstIndex(of: ":"), colon != admin.startIndex else {
                 fail("bad_request: --admin must be NAME:PASSWORD")
