@@ -51,7 +51,7 @@ extension Database {
     @discardableResult
     public func purge(documentIDs ids: [String]) async throws -> [String] {
         try ensureOpen()
-        return try await writer.purge(ids: ids)
+        return try await writer.purge(revisions: ids.map { ($0, nil) }).filter { !$0.purged.isEmpty }.map(\.id)
     }
 
     /// How many generations of history each branch of a document keeps (CouchDB `_revs_limit`): the
@@ -96,7 +96,7 @@ extension Database {
     @discardableResult
     public func purge(revisions requests: [(id: String, revisions: [RevisionID])]) async throws -> [(id: String, purged: [RevisionID])] {
         try ensureOpen()
-        return try await writer.purge(revisions: requests)
+        return try await writer.purge(revisions: requests.map { ($0.id, $0.revisions) })
     }
 
     /// Copies every committed change from the write-ahead logs into the database file and the index

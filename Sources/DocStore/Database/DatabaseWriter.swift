@@ -286,24 +286,6 @@ actor DatabaseWriter {
 
     // MARK: Maintenance
 
-    /// Removes documents and their whole history; returns the ids that existed.
-    func purge(ids: [String]) throws -> [String] {
-        defer { notifier.committed(upTo: lastSequence) }
-        return try transaction { records, _ in
-            var purged: [String] = []
-            for id in ids {
-                guard let record = try records.fetch(id: id) else { continue }
-                try records.delete(record)
-                try records.dropAllRevisions(id: id)
-                lastSequence += 1
-                try records.recordPurge(id: id, sequence: lastSequence)
-                purged.append(id)
-            }
-            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
-            return purged
-        }
-    }
-
     /// Sets and keeps the revision limit; it applies to every write from now on.
     func setRevsLimit(_ limit: Int) throws {
         try plainTransaction { try Schema.storeRevsLimit($0, limit) }
@@ -318,8 +300,9 @@ actor DatabaseWriter {
     /// Removes leaf revisions as CouchDB's `_purge` does (see ``RevisionTree/purge(leaves:)``): a
     /// document that loses every leaf is purged entirely; one that keeps some has its winner chosen
     /// again and moves to a new sequence. Each document's purge takes a sequence in the purge log (which
-    /// indexes read). Returns, per document, the revisions purged (those that were leaves).
-    func purge(revisions requests: [(id: String, revisions: [RevisionID])]) throws -> [(id: String, purged: [RevisionID])] {
+    /// indexes read). `nil` revisions purge every leaf: the whole document. Returns, per document, the
+    /// revisions purged (those that were leaves).
+    func purge(revisions requests: [(id: String, revisions: [RevisionID]?)]) throws -> [(id: String, purged: [RevisionID])] {
         defer { notifier.committed(upTo: lastSequence) }
         return try transaction { records, changes in
             var answers: [(id: String, purged: [RevisionID])] = []
@@ -328,8 +311,8 @@ actor DatabaseWriter {
                     answers.append((id, []))
                     continue
                 }
-                let leaves = Set(record.tree.leaves.map(\.revision))
-                let targets = revisions.filter { leaves.contains($0) }
+                let leaves = record.tree.leaves.map(\.revision)
+                let targets = revisions.map { $0.filter(leaves.contains) } ?? leaves
                 guard !targets.isEmpty else {
                     answers.append((id, []))
                     continue
