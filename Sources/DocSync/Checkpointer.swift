@@ -101,8 +101,8 @@ struct Checkpointer: Sendable {
 }
 
 extension Date {
-    /// CouchDB's timestamp format in checkpoint histories: `Mon, 23 Nov 2026 21:30:38 GMT`.
-    var checkpointTimestamp: String {
+    /// CouchDB's timestamp format in checkpoint and `_replicate` histories: `Mon, 23 Nov 2026 21:30:38 GMT`.
+    package var checkpointTimestamp: String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

@@ -374,8 +374,8 @@ public final class Replicator: Sendable {
 extension ReplicationEndpoint {
     var isLocal: Bool { if case .local = self { return true } else { return false } }
 
-    /// The endpoint in a log line: the database's name, or the URL without credentials.
-    var logDescription: String {
+    /// The endpoint in a log line or `_active_tasks`: the database's name, or the URL without credentials.
+    package var logDescription: String {
         switch self {
         case .local(let database): return database.name
         case .remote(let url):

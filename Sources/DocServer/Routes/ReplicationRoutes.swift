@@ -54,7 +54,8 @@ extension DocServer {
         if case .object(let parameters)? = body["query_params"] {
             for (name, value) in parameters { configuration.filterParameters[name] = value.stringValue ?? value.description }
         }
-        let description = ReplicationJobs.Description(id: id, source: Self.display(body["source"]), target: Self.display(body["target"]),
+        let description = ReplicationJobs.Description(id: id, source: configuration.source.logDescription,
+                                                     target: configuration.target.logDescription,
                                                      continuous: continuous, user: principal.name, started: Date())
         if continuous {
             configuration.continuous = true
@@ -82,7 +83,7 @@ extension DocServer {
         let session = JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
         let found = JSON.integer(status.documentsWritten + status.documentWriteFailures)
         let history: JSON = [
-            "session_id": session, "start_time": .string(Self.httpDate(started)), "end_time": .string(Self.httpDate(Date())),
+            "session_id": session, "start_time": .string(started.checkpointTimestamp), "end_time": .string(Date.now.checkpointTimestamp),
             "missing_checked": .integer(status.changesProcessed), "missing_found": found, "docs_read": found,
             "docs_written": .integer(status.documentsWritten), "doc_write_failures": .integer(status.documentWriteFailures),
         ]
@@ -94,16 +95,6 @@ extension DocServer {
         guard request.method == .get else { throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET allowed") }
         guard principal.isAdmin else { throw CouchError.adminRequired }
         return Response.json(.array(replications.tasks()))
-    }
-
-    /// A `_replicate` endpoint as `_active_tasks` shows it: the URL without credentials, or the
-    /// database name.
-    static func display(_ value: JSON?) -> String {
-        let text = value?.stringValue ?? value?["url"]?.stringValue ?? ""
-        guard var components = URLComponents(string: text), components.scheme != nil else { return text }
-        components.user = nil
-        components.password = nil
-        return components.string ?? text
     }
 
     /// A replication endpoint named in a `_replicate` body: a URL (a string, or `{"url", "headers"}`
@@ -133,12 +124,6 @@ extension DocServer {
             return .local(try await registry.open(text))
         }
         return .local(try await registry.database(named: text))
-    }
-
-    /// A date as HTTP writes it (`Tue, 24 Nov 2026 11:51:43 GMT`), as CouchDB's replication history.
-    static func httpDate(_ date: Date) -> String {
-        date.formatted(Date.VerbatimFormatStyle(format: "\(weekday: .abbreviated), \(day: .twoDigits) \(month: .abbreviated) \(year: .defaultDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits) GMT",
-                                                locale: Locale(identifier: "en_US_POSIX"), timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
     }
 }
 
