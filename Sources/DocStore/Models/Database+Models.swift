@@ -149,6 +149,11 @@ extension Database {
     ///   when there is no live document, ``DocStoreError/Code/invalidModel`` when the document is of
     ///   another collection or does not decode.
     public func fetch<M: Model>(_ type: M.Type, ids: [String]) async throws -> [M] {
+        try await fetchWithDocuments(M.self, ids: ids).map(\.model)
+    }
+
+    /// ``fetch(_:ids:)``, each model with the document it was read from.
+    func fetchWithDocuments<M: Model>(_ type: M.Type, ids: [String]) async throws -> [(model: M, document: Document)] {
         let documents = try await documents(withIDs: ids)
         var byID: [String: Document] = [:]
         for document in documents { byID[document.id] = document }
@@ -157,7 +162,7 @@ extension Database {
                 throw DocStoreError.notFound("No \(M.collection) \(id)").naming(item: position, id: id)
             }
             do {
-                return try ModelCoding.model(M.self, from: document, dateFormat: configuration.dateFormat)
+                return (try ModelCoding.model(M.self, from: document, dateFormat: configuration.dateFormat), document)
             } catch let error as DocStoreError {
                 throw error.naming(item: position, id: id)
             }

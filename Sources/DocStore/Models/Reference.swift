@@ -163,10 +163,8 @@ extension Database {
     /// Models with the documents related to them in both directions: those they reference and those
     /// that reference them.
     public func fetchRelated<M: Model>(_ type: M.Type, ids: [String]) async throws -> [Related<M>] {
-        let models = try await fetch(M.self, ids: ids)
         var related: [Related<M>] = []
-        for model in models {
-            guard let document = try await document(withID: model.id) else { continue }
+        for (model, document) in try await fetchWithDocuments(M.self, ids: ids) {
             let targets = DocumentReference.all(in: .object(document.body)).map(\.reference.id)
             var references: [String: Document] = [:]
             for target in try await documents(withIDs: targets) { references[target.id] = target }
