@@ -114,6 +114,12 @@ final class DatabaseCRUDTests: XCTestCase {
         await assertThrowsDocStoreError(.invalidJSON) { try await db.save(Document(id: "n", body: ["x": .double(.nan)])) }
         let none = try await db.document(withID: "d")
         XCTAssertNil(none)
+        // The state CouchDB's replicator writes into `_replicator` documents is accepted anywhere, as
+        // CouchDB does, so those documents replicate; a near miss is not.
+        let state = try await db.save(Document(json: #"{"_id":"r","source":"a","_replication_state":"completed","_replication_state_time":"2026-11-24T12:53:01Z","_replication_stats":{"docs_written":3},"_replication_id":"x","_replication_state_reason":"r"}"#))
+        let stored = try await db.document(withID: state.id)
+        XCTAssertEqual(stored?["_replication_stats"]?["docs_written"], 3)
+        await assertThrowsDocStoreError(.invalidDocument) { try await db.save(Document(json: #"{"_id":"s","_replication_states":"x"}"#)) }
     }
 
     func testIDsAreExactByteStrings() async throws {

@@ -15,7 +15,9 @@ import Foundation
 /// ```
 ///
 /// Body keys beginning with `_` are reserved, as in CouchDB; saving a body that has one fails with
-/// ``DocStoreError/Code/invalidDocument``. Ids are compared as exact UTF-8 bytes: two spellings of "é"
+/// ``DocStoreError/Code/invalidDocument`` — but for the state members CouchDB's replicator writes
+/// (`_replication_state`, `_replication_state_time`, `_replication_state_reason`, `_replication_id`,
+/// `_replication_stats`), which CouchDB accepts in any database. Ids are compared as exact UTF-8 bytes: two spellings of "é"
 /// (precomposed, or e + combining accent) name two different documents.
 public struct Document: Sendable, Hashable {
     /// The document id. Empty until saved when created without one; the database then generates one.

@@ -13,9 +13,16 @@ package enum DocumentValidation {
         }
     }
 
-    /// Checks that no body member name begins with `_` (reserved for CouchDB metadata).
+    /// The `_` members CouchDB accepts in any document: the state its replicator writes into
+    /// `_replicator` documents (which replicate like any other).
+    package static let replicationStateMembers: Set<String> = [
+        "_replication_state", "_replication_state_time", "_replication_state_reason", "_replication_id", "_replication_stats",
+    ]
+
+    /// Checks that no body member name begins with `_` (reserved for CouchDB metadata), but for
+    /// ``replicationStateMembers``.
     package static func validateBody(_ body: JSONObject) throws {
-        for (key, _) in body where key.utf8.first == UInt8(ascii: "_") {
+        for (key, _) in body where key.utf8.first == UInt8(ascii: "_") && !replicationStateMembers.contains(key) {
             throw DocStoreError(.invalidDocument, "Bad special document member: \(key)")
         }
     }
