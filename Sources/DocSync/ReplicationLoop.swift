@@ -57,6 +57,7 @@ struct ReplicationLoop {
             case .sleep(let delay):
                 if let lastFailure {
                     configuration.logger.warning("\(flow.rawValue): retrying in \(delay) after \(lastFailure)")
+                    replicator.retrying(after: lastFailure)
                 }
                 feed?.close()
                 feed = nil
@@ -116,6 +117,7 @@ struct ReplicationLoop {
         let session = Checkpointer(sessionID: UUID().uuidString.lowercased(), startTime: Date.now.checkpointTimestamp,
                                    source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord)
         checkpointer = session
+        replicator.startPosition(flow, from: session.startSequence)
         return .connected(since: session.startSequence)
     }
 
@@ -143,10 +145,11 @@ struct ReplicationLoop {
 
     private mutating func transfer() async throws -> ReplicationStateMachine.Event {
         replicator.startTransfer(flow)
-        var figures = (changes: 0, written: 0, refused: 0)
-        defer { replicator.endTransfer(flow, changes: figures.changes, written: figures.written, refused: figures.refused) }
+        var figures = Replicator.TransferFigures()
+        defer { replicator.endTransfer(flow, figures) }
         let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
-        checkpointer?.statistics.missingChecked += offered.reduce(0) { $0 + $1.revisions.count }
+        let checked = offered.reduce(0) { $0 + $1.revisions.count }
+        checkpointer?.statistics.missingChecked += checked
         let differences = try await target.missingRevisions(offered)
         var requests: [FetchRequest] = []
         for difference in differences {
@@ -158,7 +161,8 @@ struct ReplicationLoop {
         // A pull into a local database streams attachments straight into it.
         let staging: Database? = if case .local(let database) = receivingEndpoint { database } else { nil }
         var documents = try await fetchInParallel(requests, stagingInto: staging)
-        checkpointer?.statistics.documentsRead += documents.count
+        let read = documents.count
+        checkpointer?.statistics.documentsRead += read
         if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
             documents = documents.filter { pushFilter($0, configuration.filterParameters) }
         }
@@ -183,7 +187,8 @@ struct ReplicationLoop {
         if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint {
             try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
         }
-        figures = (changes: rows.count, written: documents.count - refused.count, refused: refused.count)
+        figures = Replicator.TransferFigures(changes: rows.count, written: documents.count - refused.count, refused: refused.count,
+                                             checked: checked, missing: requests.count, read: read, through: rows.last?.sequence)
         rows = []
         return .transferred
     }
@@ -201,6 +206,7 @@ struct ReplicationLoop {
         }
         let targetRevision = try await target.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: session.target?.revision)
         checkpointer?.saved(checkpoint, sourceRevision: sourceRevision, targetRevision: targetRevision)
+        replicator.checkpointed(flow, at: sequence)
         return .checkpointSaved
     }
 

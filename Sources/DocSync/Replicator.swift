@@ -28,14 +28,42 @@ public struct ReplicatorStatus: Sendable {
     public var documentsWritten = 0
     /// Revisions a target refused.
     public var documentWriteFailures = 0
+    /// Revisions offered to a target's `_revs_diff` (CouchDB's `revisions_checked`).
+    public var revisionsChecked = 0
+    /// Revisions a target lacked (CouchDB's `missing_revisions_found`).
+    public var missingRevisionsFound = 0
+    /// Revisions read from a source (CouchDB's `docs_read`).
+    public var documentsRead = 0
+    /// Where each running direction stands in its source's changes.
+    public var positions: [ReplicationFlow: ReplicationPosition] = [:]
+
+    /// The status of a replication that has done nothing yet.
+    public init() {}
+
+    init(activity: ReplicatorActivity) {
+        self.activity = activity
+    }
     /// The directions moving a batch of documents right now (empty between batches).
     public var transferring: Set<ReplicationFlow> = []
     /// The error that stopped it, if any.
     public var error: ReplicationError?
+    /// While ``activity`` is `offline`: the error it waits out before trying again.
+    public var retryingAfter: ReplicationError?
 }
 
 /// Which way a document moved.
 public enum ReplicationFlow: String, Sendable, Hashable { case push, pull }
+
+/// Where one direction of a replication stands in its source's changes. Sequences are the source's,
+/// opaque (an integer from DocStore, a string from CouchDB).
+public struct ReplicationPosition: Sendable, Hashable {
+    /// The sequence this run started from: the checkpoint it resumed from (`0` without one).
+    public var startedFrom: JSON
+    /// The sequence last saved in the checkpoints (`startedFrom` until the first save).
+    public var checkpointed: JSON
+    /// The sequence of the last change transferred.
+    public var through: JSON
+}
 
 /// One document revision that a replication moved (or failed to).
 public struct ReplicatedDocument: Sendable {
@@ -306,6 +334,31 @@ public final class Replicator: Sendable {
             let combined: ReplicatorActivity = [.busy, .connecting, .offline].first(where: all.contains) ?? .idle
             guard status.activity != combined else { return false }
             status.activity = combined
+            if combined != .offline { status.retryingAfter = nil }
+            return true
+        }
+    }
+
+    /// A direction waits before trying again after `error`.
+    func retrying(after error: ReplicationError) {
+        update { status, _ in
+            status.retryingAfter = error
+            return true
+        }
+    }
+
+    /// A direction connected and resumes from `sequence` (its checkpoint, or `0`).
+    func startPosition(_ flow: ReplicationFlow, from sequence: JSON) {
+        update { status, _ in
+            status.positions[flow] = ReplicationPosition(startedFrom: sequence, checkpointed: sequence, through: sequence)
+            return true
+        }
+    }
+
+    /// A direction saved its checkpoints at `sequence`.
+    func checkpointed(_ flow: ReplicationFlow, at sequence: JSON) {
+        update { status, _ in
+            status.positions[flow]?.checkpointed = sequence
             return true
         }
     }
@@ -316,17 +369,28 @@ public final class Replicator: Sendable {
     }
 
     /// A direction stopped moving a batch: it finished (with its figures) or failed.
-    func endTransfer(_ flow: ReplicationFlow, changes: Int = 0, written: Int = 0, refused: Int = 0) {
-        if changes > 0 {
-            configuration.logger.debug("\(flow.rawValue): \(changes) changes, \(written) written, \(refused) refused")
+    func endTransfer(_ flow: ReplicationFlow, _ figures: TransferFigures) {
+        if figures.changes > 0 {
+            configuration.logger.debug("\(flow.rawValue): \(figures.changes) changes, \(figures.written) written, \(figures.refused) refused")
         }
         update { status, _ in
             status.transferring.remove(flow)
-            status.changesProcessed += changes
-            status.documentsWritten += written
-            status.documentWriteFailures += refused
+            status.changesProcessed += figures.changes
+            status.documentsWritten += figures.written
+            status.documentWriteFailures += figures.refused
+            status.revisionsChecked += figures.checked
+            status.missingRevisionsFound += figures.missing
+            status.documentsRead += figures.read
+            if let through = figures.through { status.positions[flow]?.through = through }
             return true
         }
+    }
+
+    /// What one batch did; a batch that failed midway reports what it got through.
+    struct TransferFigures {
+        var changes = 0, written = 0, refused = 0, checked = 0, missing = 0, read = 0
+        /// The source sequence of the batch's last change, once it is transferred.
+        var through: JSON?
     }
 
     private func update(_ change: (inout ReplicatorStatus, inout [ReplicationFlow: ReplicatorActivity]) -> Bool) {
