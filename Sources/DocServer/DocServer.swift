@@ -33,8 +33,8 @@ public final class DocServer: Sendable {
     let filters: [String: ChangesFilterFunction]
     let logger: Logger
     let metrics: ServerMetrics
-    /// The replications started by `POST /_replicate` that are running.
-    let replications = ReplicationJobs()
+    /// The replications running: started by `POST /_replicate` or by `_replicator` documents.
+    let scheduler: ReplicationScheduler
     private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
@@ -50,7 +50,14 @@ public final class DocServer: Sendable {
         self.configuration = configuration
         self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
         self.metrics = ServerMetrics()
-        self.registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics, logger: logger)
+        let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics, logger: logger)
+        self.registry = registry
+        let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host)
+        self.scheduler = scheduler
+        // The replicator database's documents run from the moment it is opened, until it is deleted.
+        registry.observeReplicatorDatabase { database in
+            if let database { scheduler.watchDocuments(database) } else { await scheduler.unwatchDocuments() }
+        }
         self.authenticator = Authenticator(configuration: configuration, users: users)
         self.filters = filters
         self.logger = logger
@@ -88,6 +95,7 @@ public final class DocServer: Sendable {
     /// Starts serving in the background and returns the port it listens on.
     @discardableResult
     public func start() async throws -> Int {
+        try await openReplicatorDatabase()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = makeApplication { port in
             continuation.yield(port)
@@ -121,7 +129,7 @@ public final class DocServer: Sendable {
         }
         await group?.triggerGracefulShutdown()
         _ = try? await task?.value
-        await replications.stopAll()
+        await scheduler.stopAll()
         await registry.closeAll()
         await users.close()
     }
@@ -129,14 +137,28 @@ public final class DocServer: Sendable {
     /// Serves until the process receives SIGINT or SIGTERM: then the server shuts down gracefully (open
     /// `_changes` feeds end, in-flight requests finish) and the databases are closed.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        try await openReplicatorDatabase()
         let application = makeApplication { [self] port in
             state.withLock { $0.port = port }
             onListening(port)
         }
         try await serviceGroup(application, signals: [.sigterm, .sigint]).run()
-        await replications.stopAll()
+        await scheduler.stopAll()
         await registry.closeAll()
         await users.close()
+    }
+
+    /// Opens the `_replicator` database — created, admins only, when missing, as CouchDB does at
+    /// start — so that the persistent replications its documents describe run again, each from its
+    /// checkpoint.
+    private func openReplicatorDatabase() async throws {
+        let name = ReplicationScheduler.databaseName
+        if !registry.exists(name) {
+            let database = try await registry.open(name)
+            try await database.setSecurityObject(ReplicationScheduler.adminOnly)
+        } else {
+            _ = try await registry.open(name)
+        }
     }
 
     // MARK: Requests
@@ -266,13 +288,16 @@ public final class DocServer: Sendable {
         if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
         if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
         if segments == ["_active_tasks"] { return try activeTasks(request, principal: principal) }
+        if segments[0] == "_scheduler" { return try schedulerRoute(request, principal: principal) }
         if segments == ["_node", "_local", "_prometheus"] {
             guard principal.isAdmin else { throw CouchError.adminRequired }
             guard request.method == .get else { throw CouchError.methodNotAllowed }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
-        if segments[0].hasPrefix("_") { throw CouchError.notFound("Unknown endpoint \(segments[0])") }
+        if segments[0].hasPrefix("_"), segments[0] != ReplicationScheduler.databaseName {
+            throw CouchError.notFound("Unknown endpoint \(segments[0])")
+        }
 
         let name = segments[0]
         if segments.count == 1 { return try await databaseRoute(name: name, request, principal: principal) }
@@ -348,6 +373,8 @@ final class DatabaseRegistry: Sendable {
     private let opened = Mutex<[String: Database]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Mutex<[String: SecurityObject]>([:])
+    /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
+    private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics, logger: Logger) {
         self.directory = directory
@@ -364,8 +391,14 @@ final class DatabaseRegistry: Sendable {
         }
     }
 
-    /// CouchDB's rule for database names (without `/`, which cannot name a file).
+    func observeReplicatorDatabase(_ observer: @escaping @Sendable (Database?) async -> Void) {
+        replicatorObserver.withLock { $0 = observer }
+    }
+
+    /// CouchDB's rule for database names (without `/`, which cannot name a file), and the system
+    /// database `_replicator`.
     static func validate(_ name: String) throws {
+        if name == ReplicationScheduler.databaseName { return }
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-")
         guard let first = name.first, first.isLetter, first.isLowercase, first.isASCII, name.count <= 200,
             name.allSatisfy({ allowed.contains($0) })
@@ -401,6 +434,9 @@ final class DatabaseRegistry: Sendable {
             let batches = database.changeBatches()
             let metrics = self.metrics
             Task { for await batch in batches { metrics.documentsWritten(batch.count) } }
+            if name == ReplicationScheduler.databaseName, let observer = replicatorObserver.withLock({ $0 }) {
+                await observer(database)
+            }
         }
         return database
     }
@@ -416,7 +452,10 @@ final class DatabaseRegistry: Sendable {
     func setSecurity(_ object: SecurityObject, of name: String) { securities.withLock { $0[name] = object } }
 
     /// Forgets a database that is being deleted.
-    func forget(_ name: String) {
+    func forget(_ name: String) async {
+        if name == ReplicationScheduler.databaseName, let observer = replicatorObserver.withLock({ $0 }) {
+            await observer(nil)
+        }
         securities.withLock { _ = $0.removeValue(forKey: name) }
         metrics.databasesOpen(opened.withLock { opened in
             opened.removeValue(forKey: name)

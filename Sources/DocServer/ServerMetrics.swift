@@ -1,5 +1,6 @@
-import Foundation
 import CoreMetrics
+import DocSync
+import Foundation
 import Metrics
 import Prometheus
 
@@ -18,6 +19,18 @@ import Prometheus
 /// | `couchdb_database_writes_total` | counter | document revisions written (local and replicated) |
 /// | `couchdb_database_reads_total` | counter | documents read by `GET /{db}/{id}` and `_bulk_get` |
 /// | `couchdb_open_databases_total` | gauge | databases open |
+/// | `couchdb_couch_replicator_jobs_total` | gauge | replication jobs (`_replicate` and `_replicator`) |
+/// | `couchdb_couch_replicator_jobs_running` | gauge | jobs running (not crashing) |
+/// | `couchdb_couch_replicator_jobs_adds_total` | counter | jobs added |
+/// | `couchdb_couch_replicator_jobs_starts_total` | counter | runs started (a retry is a start) |
+/// | `couchdb_couch_replicator_jobs_crashes_total` | counter | runs failed, or peers lost |
+/// | `couchdb_couch_replicator_checkpoints_total` | counter | checkpoints saved |
+/// | `couchdb_couch_replicator_docs_completed_state_updates_total` | counter | `_replicator` documents marked `completed` |
+/// | `couchdb_couch_replicator_docs_failed_state_updates_total` | counter | `_replicator` documents marked `failed` |
+/// | `docstore_replication_docs_read_total` | counter | revisions read from sources |
+/// | `docstore_replication_docs_written_total` | counter | revisions written to targets (its rate is docs/s) |
+/// | `docstore_replication_doc_write_failures_total` | counter | revisions targets refused |
+/// | `docstore_replication_changes_total` | counter | source changes examined |
 final class ServerMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -36,6 +49,16 @@ final class ServerMetrics: Sendable {
         writes = CoreMetrics.Counter(label: "couchdb_database_writes_total", factory: factory)
         reads = CoreMetrics.Counter(label: "couchdb_database_reads_total", factory: factory)
         openDatabases = CoreMetrics.Gauge(label: "couchdb_open_databases_total", factory: factory)
+        // The replication series are there from the start, at zero.
+        for label in ["couchdb_couch_replicator_jobs_adds_total", "couchdb_couch_replicator_jobs_starts_total",
+                      "couchdb_couch_replicator_jobs_crashes_total", "couchdb_couch_replicator_checkpoints_total",
+                      "couchdb_couch_replicator_docs_completed_state_updates_total",
+                      "couchdb_couch_replicator_docs_failed_state_updates_total", "docstore_replication_docs_read_total",
+                      "docstore_replication_docs_written_total", "docstore_replication_doc_write_failures_total",
+                      "docstore_replication_changes_total"] {
+            _ = CoreMetrics.Counter(label: label, factory: factory)
+        }
+        replicationJobs(total: 0, running: 0)
     }
 
     /// Counts an answered request.
@@ -47,6 +70,38 @@ final class ServerMetrics: Sendable {
                 factory: factory).increment()
         CoreMetrics.Timer(label: "docstore_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
             .record(duration: duration)
+    }
+
+    // MARK: Replication
+
+    private func count(_ label: String, by amount: Int = 1) {
+        guard amount > 0 else { return }
+        CoreMetrics.Counter(label: label, factory: factory).increment(by: amount)
+    }
+
+    func replicationJobAdded() { count("couchdb_couch_replicator_jobs_adds_total") }
+    func replicationStarted() { count("couchdb_couch_replicator_jobs_starts_total") }
+    func replicationCrashed() { count("couchdb_couch_replicator_jobs_crashes_total") }
+
+    func replicationJobs(total: Int, running: Int) {
+        CoreMetrics.Gauge(label: "couchdb_couch_replicator_jobs_total", factory: factory).record(total)
+        CoreMetrics.Gauge(label: "couchdb_couch_replicator_jobs_running", factory: factory).record(running)
+    }
+
+    func replicationDocumentState(completed: Bool) {
+        count(completed ? "couchdb_couch_replicator_docs_completed_state_updates_total" : "couchdb_couch_replicator_docs_failed_state_updates_total")
+    }
+
+    /// Counts what a replication did between two of its statuses (of the same run).
+    func replicated(from previous: ReplicatorStatus, to status: ReplicatorStatus) {
+        count("docstore_replication_docs_read_total", by: status.documentsRead - previous.documentsRead)
+        count("docstore_replication_docs_written_total", by: status.documentsWritten - previous.documentsWritten)
+        count("docstore_replication_doc_write_failures_total", by: status.documentWriteFailures - previous.documentWriteFailures)
+        count("docstore_replication_changes_total", by: status.changesProcessed - previous.changesProcessed)
+        let saved = status.positions.filter { flow, position in
+            previous.positions[flow].map { $0.checkpointed != position.checkpointed } ?? false
+        }
+        count("couchdb_couch_replicator_checkpoints_total", by: saved.count)
     }
 
     func documentsWritten(_ count: Int) { writes.increment(by: count) }

@@ -54,9 +54,9 @@ final class ReplicateHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/a/first", json: ["n": 1]).status, 201)
         let description: JSON = ["source": "a", "target": "b", "create_target": true, "continuous": true]
         let started = try await server.request("POST", "/_replicate", json: description)
-        XCTAssertEqual(started.status, 200, started.text)
+        XCTAssertEqual(started.status, 202, started.text)
         let id = try XCTUnwrap(started.json["_local_id"]?.stringValue)
-        XCTAssertTrue(id.hasSuffix("+continuous"), id)
+        XCTAssertTrue(id.hasSuffix("+continuous+create_target"), id)
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).json["_local_id"]?.stringValue, id,
                                   "the same description finds the same job")
 
@@ -84,7 +84,7 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(again.json, ["error": "not_found", "reason": "missing"])
 
         // A job still running when the server stops is stopped with it (the teardown would hang otherwise).
-        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 200)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 202)
         await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
         await XCTAssertEqualAsync(try await server.request("GET", "/_active_tasks", as: .user("alice", "pw")).status, 401)
     }

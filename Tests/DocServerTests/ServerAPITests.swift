@@ -30,7 +30,7 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(illegal.status, 400)
         XCTAssertEqual(illegal.json["error"], "illegal_database_name")
         await XCTAssertEqualAsync(try await server.request("PUT", "/beta").status, 201)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["alpha", "beta"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "alpha", "beta"])
 
         let info = try await server.request("GET", "/alpha")
         XCTAssertEqual(info.json["db_name"], "alpha")
@@ -42,7 +42,7 @@ final class ServerAPITests: XCTestCase {
 
         await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").json, ["ok": true])
         await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").status, 404)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["alpha"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "alpha"])
         let compacted = try await server.request("POST", "/alpha/_compact", json: [:])
         XCTAssertEqual(compacted.status, 202)
         XCTAssertEqual(compacted.json, ["ok": true])

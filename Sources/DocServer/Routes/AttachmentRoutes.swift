@@ -123,7 +123,7 @@ extension DocServer {
             guard request.method == .put else { throw CouchError.notFound() }
             document = Document(id: id)
         }
-        try await checkWrite(document, in: db, principal)
+        try await checkWrite(&document, in: db, principal)
         if request.method == .put {
             document.attachments[name] = try await receiveAttachment(db, name: name, request)
         } else {

@@ -35,9 +35,9 @@ extension DocServer {
         var rows = [WriteResult?](repeating: nil, count: parsed.count)
         var documents: [Document] = []
         var positions: [Int] = []
-        for (position, document) in parsed.enumerated() {
+        for (position, var document) in parsed.enumerated() {
             do {
-                try await checkWrite(document, in: db, principal)
+                try await checkWrite(&document, in: db, principal, replicated: !newEdits)
                 documents.append(document)
                 positions.append(position)
             } catch let error as CouchError {

@@ -16,7 +16,12 @@ extension DocServer {
     }
 
     /// Throws 403 unless `principal` may write `document`, and may write the revision it replaces.
-    func checkWrite(_ document: Document, in db: Database, _ principal: Principal) async throws {
+    /// A `_replicator` document written as an edit (not `replicated`) is checked as CouchDB checks it
+    /// and gains an `owner`.
+    func checkWrite(_ document: inout Document, in db: Database, _ principal: Principal, replicated: Bool = false) async throws {
+        if db.name == ReplicationScheduler.databaseName, !replicated {
+            try admitReplicationDocument(&document, principal)
+        }
         guard !principal.isAdmin else { return }
         if document.id.hasPrefix("_design/") { throw CouchError.designDocumentsNeedAdmin }
         guard principal.canWrite(document.channels) else {
@@ -24,6 +29,22 @@ extension DocServer {
         }
         if document.hasID, let current = try await db.document(withID: document.id), !principal.canWrite(current.channels) {
             throw CouchError.forbidden("You are not allowed to change a document in channels \(current.channels).")
+        }
+    }
+
+    /// CouchDB's rules for a `_replicator` document: it must describe a replication (but for a
+    /// deletion, a design document, or one marked `failed`) — else 403 with CouchDB's reason — and it
+    /// gets its writer as `owner` when it has none.
+    private func admitReplicationDocument(_ document: inout Document, _ principal: Principal) throws {
+        guard !document.isDeleted, !document.id.hasPrefix("_design/") else { return }
+        if document["owner"] == nil || document["owner"] == .null, let name = principal.name {
+            document["owner"] = .string(name)
+        }
+        guard document["_replication_state"] != "failed" else { return }
+        do {
+            _ = try ReplicationRequest(document.body)
+        } catch {
+            throw CouchError.forbidden(error.documentReason)
         }
     }
 
@@ -192,8 +213,9 @@ extension DocServer {
             json["_rev"] = .string(text)
             document = try Document(json: json).with(attachmentsOf: document)
         }
-        try await checkWrite(document, in: db, principal)
-        if try !request.bool("new_edits", default: true) {
+        let newEdits = try request.bool("new_edits", default: true)
+        try await checkWrite(&document, in: db, principal, replicated: !newEdits)
+        if !newEdits {
             guard document.revision != nil else {
                 throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
             }
@@ -210,8 +232,8 @@ extension DocServer {
     /// `POST /{db}`: a new document, id from the body or generated.
     func createDocument(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         if request.bodyStream == nil { try request.requireJSONContentType() }
-        let document = try await documentFromBody(request, db: db)
-        try await checkWrite(document, in: db, principal)
+        var document = try await documentFromBody(request, db: db)
+        try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
     }

@@ -97,7 +97,7 @@ extension DocServer {
             guard principal.isAdmin else { throw CouchError.adminRequired }
             try DatabaseRegistry.validate(name)
             guard registry.exists(name) else { throw CouchError.notFound("Database does not exist.") }
-            registry.forget(name)
+            await registry.forget(name)
             try await Database.delete(name: name, directory: configuration.dataDirectory)
             return Response.json(["ok": true])
         case .get, .head:

@@ -15,10 +15,12 @@ final class TestServer: Sendable {
     let session: URLSession
     static let admin = (name: "admin", password: "admin-secret")
 
-    init(_ testCase: XCTestCase, configure: (inout ServerConfiguration) -> Void = { _ in },
+    /// - Parameter directory: the data folder; a new temporary one when `nil` (a test that restarts a
+    ///   server passes the folder of the one it stopped).
+    init(_ testCase: XCTestCase, directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
          indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] }) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("docserver-tests-\(UUID().uuidString)")
-        var configuration = ServerConfiguration(dataDirectory: directory)
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("docserver-tests-\(UUID().uuidString)")
+        var configuration = ServerConfiguration(dataDirectory: self.directory)
         configuration.port = 0
         configuration.admin = TestServer.admin
         configuration.passwordIterations = 1000
