@@ -152,13 +152,7 @@ public final class DocServer: Sendable {
     /// start — so that the persistent replications its documents describe run again, each from its
     /// checkpoint.
     private func openReplicatorDatabase() async throws {
-        let name = ReplicationScheduler.databaseName
-        if !registry.exists(name) {
-            let database = try await registry.open(name)
-            try await database.setSecurityObject(ReplicationScheduler.adminOnly)
-        } else {
-            _ = try await registry.open(name)
-        }
+        _ = try await registry.open(ReplicationScheduler.databaseName)
     }
 
     // MARK: Requests
@@ -417,12 +411,16 @@ final class DatabaseRegistry: Sendable {
     }
 
     func open(_ name: String) async throws -> Database {
+        let isReplicator = name == ReplicationScheduler.databaseName
+        let creates = isReplicator && !exists(name)
         var configuration = DatabaseConfiguration(name: name, directory: directory)
         configuration.indexes = indexes(name)
         configuration.logger = logger
         // As CouchDB: an old revision stays readable (`GET /db/doc?rev=`) until `_compact`.
         configuration.keepsAncestorBodies = true
         let database = try await Database.open(configuration)
+        // As CouchDB creates it: for admins only.
+        if creates { try await database.setSecurityObject(ReplicationScheduler.adminOnly) }
         let (isNew, count) = opened.withLock { opened -> (Bool, Int) in
             let isNew = opened[name] !== database
             opened[name] = database
@@ -434,7 +432,7 @@ final class DatabaseRegistry: Sendable {
             let batches = database.changeBatches()
             let metrics = self.metrics
             Task { for await batch in batches { metrics.documentsWritten(batch.count) } }
-            if name == ReplicationScheduler.databaseName, let observer = replicatorObserver.withLock({ $0 }) {
+            if isReplicator, let observer = replicatorObserver.withLock({ $0 }) {
                 await observer(database)
             }
         }

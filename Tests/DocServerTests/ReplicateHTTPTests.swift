@@ -83,6 +83,12 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(again.status, 404)
         XCTAssertEqual(again.json, ["error": "not_found", "reason": "missing"])
 
+        // Cancelled by its id alone, as CouchDB allows.
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 202)
+        let byID = try await server.request("POST", "/_replicate", json: ["replication_id": .string(id), "cancel": true])
+        XCTAssertEqual(byID.json, ["ok": true, "_local_id": .string(id)])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_scheduler/jobs").json["total_rows"], 0)
+
         // A job still running when the server stops is stopped with it (the teardown would hang otherwise).
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 202)
         await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)

@@ -200,5 +200,14 @@ final class ReplicatorDatabaseTests: XCTestCase {
             XCTAssertEqual(refused.json["error"], "unauthorized")
         }
         await XCTAssertEqualAsync(try await server.request("GET", "/_replicator/mine").status, 404)
+
+        // Deleted, the database takes its jobs along; created again, it is the admins' and runs documents.
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/_replicator").status, 200)
+        try await eventually { try await server.request("GET", "/_scheduler/jobs").json["total_rows"] == 0 }
+        await XCTAssertEqualAsync(try await server.request("GET", "/_scheduler/docs").json["docs"], [])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator").status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_replicator", as: alice).status, 403)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/again", json: ["source": "a", "target": "e", "create_target": true]).status, 201)
+        try await eventually { try await server.request("GET", "/_replicator/again").json["_replication_state"] == "completed" }
     }
 }

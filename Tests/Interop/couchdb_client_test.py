@@ -168,6 +168,15 @@ def prometheus(server, db):
     assert after[reads] >= before.get(reads, 0) + 20, after.get(reads)
     assert after[("couchdb_open_databases_total", ())] >= 1
     assert any(name == "docstore_http_request_duration_seconds_bucket" for name, _ in after), "no duration histogram"
+    # A replication run by the server (the client's own `replicate`, i.e. POST /_replicate) moves the
+    # replication series.
+    answer = server.replicate(db.name, db.name + "-copy", create_target=True)
+    assert answer["ok"] and answer["history"][0]["docs_written"] >= 20, answer
+    replicated = prometheus_samples(server)
+    written = ("docstore_replication_docs_written_total", ())
+    assert replicated[written] >= after.get(written, 0) + 20, (after.get(written), replicated.get(written))
+    starts = ("couchdb_couch_replicator_jobs_starts_total", ())
+    assert replicated[starts] >= after.get(starts, 0) + 1, replicated.get(starts)
 
 
 def main():

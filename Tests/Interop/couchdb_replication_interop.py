@@ -393,9 +393,80 @@ def main():
                 problems.append("CouchDB holds the text index as %s, docstore as %s" % (theirs, mine))
             return problems
         run("text index design documents replicate both ways; docstore builds one written on CouchDB", text_indexes)
+
+        def replicator_databases():
+            # The same persistent replications written as documents into CouchDB's _replicator and into
+            # docstore's: the documents, _scheduler/docs, _scheduler/jobs and _active_tasks have the same
+            # members (but for CouchDB's _bulk_get counters), and the replications do the same work.
+            origin = PREFIX + "rep_src"
+            couch.recreate(origin)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [{"_id": "r%d" % n, "n": n} for n in range(7)]})
+            omitted = {"bulk_get_docs", "bulk_get_attempts"}
+            problems = []
+            servers = {"CouchDB": (couch, PREFIX + "rep_t"), "docstore": (docstore, "rep_t")}
+            seen = {}
+            for name, (server, prefix) in servers.items():
+                for suffix in ("1", "2"):
+                    couch.request("DELETE", "/" + PREFIX + "rep_t" + suffix)
+                    docstore.request("DELETE", "/rep_t" + suffix)
+                for doc_id in ("dsi_one", "dsi_cont"):
+                    status, data, _ = server.request("GET", "/_replicator/" + doc_id)
+                    if status == 200:
+                        server.request("DELETE", "/_replicator/%s?rev=%s" % (doc_id, json.loads(data)["_rev"]))
+                server.json("PUT", "/_replicator/dsi_one", {"source": couch.url(origin), "target": couch.url(PREFIX + "rep_t1"), "create_target": True})
+                server.json("PUT", "/_replicator/dsi_cont", {"source": couch.url(origin), "target": couch.url(PREFIX + "rep_t2"),
+                                                             "create_target": True, "continuous": True})
+                wait_for(lambda: server.json("GET", "/_replicator/dsi_one").get("_replication_state") == "completed", 120,
+                         "%s completing dsi_one" % name)
+                def running():
+                    entry = server.json("GET", "/_scheduler/docs/_replicator/dsi_cont")
+                    return entry.get("state") == "running" and (entry.get("info") or {}).get("docs_written") == 7
+                wait_for(running, 120, "%s running dsi_cont" % name)
+                jobs = [job for job in server.json("GET", "/_scheduler/jobs")["jobs"] if job.get("doc_id") == "dsi_cont"]
+                tasks = [task for task in server.json("GET", "/_active_tasks") if task.get("doc_id") == "dsi_cont"]
+                seen[name] = {
+                    "completed document": server.json("GET", "/_replicator/dsi_one"),
+                    "_replication_stats": server.json("GET", "/_replicator/dsi_one")["_replication_stats"],
+                    "_scheduler/docs completed": server.json("GET", "/_scheduler/docs/_replicator/dsi_one"),
+                    "_scheduler/docs running": server.json("GET", "/_scheduler/docs/_replicator/dsi_cont"),
+                    "_scheduler/jobs": jobs[0] if jobs else {},
+                    "_scheduler/jobs info": jobs[0]["info"] if jobs else {},
+                    "_active_tasks": tasks[0] if tasks else {},
+                    "_replicator/_security": server.json("GET", "/_replicator/_security"),
+                }
+                for doc_id in ("dsi_one", "dsi_cont"):
+                    rev = server.json("GET", "/_replicator/" + doc_id)["_rev"]
+                    server.json("DELETE", "/_replicator/%s?rev=%s" % (doc_id, rev))
+            for what in seen["CouchDB"]:
+                theirs, mine = seen["CouchDB"][what], seen["docstore"][what]
+                if what == "_replicator/_security":
+                    if theirs != mine:
+                        problems.append("%s: CouchDB %s, docstore %s" % (what, theirs, mine))
+                    continue
+                missing, extra = set(theirs) - set(mine) - omitted, set(mine) - set(theirs)
+                if missing or extra:
+                    problems.append("%s: docstore lacks %s, has more %s" % (what, sorted(missing), sorted(extra)))
+            for what in ("_replication_stats", "_scheduler/jobs info"):
+                for key in ("docs_written", "docs_read", "revisions_checked", "missing_revisions_found", "doc_write_failures"):
+                    if seen["CouchDB"][what].get(key) != seen["docstore"][what].get(key):
+                        problems.append("%s.%s: CouchDB %s, docstore %s" % (what, key, seen["CouchDB"][what].get(key), seen["docstore"][what].get(key)))
+            for what in ("_scheduler/docs completed", "_scheduler/docs running"):
+                for key in ("state", "error_count"):
+                    if seen["CouchDB"][what].get(key) != seen["docstore"][what].get(key):
+                        problems.append("%s.%s: CouchDB %s, docstore %s" % (what, key, seen["CouchDB"][what].get(key), seen["docstore"][what].get(key)))
+            # A database holding documents with CouchDB's state members replicates into docstore.
+            couch.recreate(PREFIX + "rep_states")
+            couch.json("PUT", "/%s/state" % (PREFIX + "rep_states"), {"source": "x", "_replication_state": "completed",
+                                                                        "_replication_state_time": "2026-11-24T12:53:01Z", "_replication_stats": {"docs_written": 1}})
+            couch_replicate(couch, couch.url(PREFIX + "rep_states"), docstore.url("rep_states"))
+            copied = docstore.json("GET", "/rep_states/state")
+            if copied.get("_replication_stats") != {"docs_written": 1}:
+                problems.append("a document with _replication_* members arrived in docstore as %s" % copied)
+            return problems
+        run("_replicator documents, _scheduler and _active_tasks as CouchDB's", replicator_databases)
     finally:
         stop_docstore(process)
-        for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back"):
+        for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back", "rep_src", "rep_t1", "rep_t2", "rep_states"):
             couch.request("DELETE", "/" + PREFIX + db)
         shutil.rmtree(folder, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))

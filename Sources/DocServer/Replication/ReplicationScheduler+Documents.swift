@@ -142,6 +142,9 @@ extension ReplicationScheduler {
                         retrying: true) { [weak database] job, final in
             guard let database, !job.request.continuous, final.error == nil else { return }
             var stats = job.statistics
+            // As CouchDB's: the checkpointed sequence and the start, not the positions of the run.
+            stats.removeValue(forKey: "source_seq")
+            stats.removeValue(forKey: "through_seq")
             stats["start_time"] = .string(job.startTime.couchTimestamp)
             await self.updateState(of: id, in: database, ["_replication_state": "completed", "_replication_state_reason": nil,
                                                          "_replication_stats": .object(stats)], expecting: request)

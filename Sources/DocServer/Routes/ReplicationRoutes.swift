@@ -20,10 +20,16 @@ extension DocServer {
         guard request.method == .post else { throw CouchError(.methodNotAllowed, "method_not_allowed", "Only POST allowed") }
         guard principal.isAdmin else { throw CouchError.adminRequired }
         try request.requireJSONContentType()
+        let body = try request.jsonObjectBody()
+        if body["cancel"] == true, let named = (body["replication_id"] ?? body["_local_id"] ?? body["id"])?.stringValue {
+            // Cancelled by its id, as CouchDB allows.
+            guard scheduler.job(named)?.document == nil, await scheduler.stop(named) else { throw CouchError.notFound("missing") }
+            return Response.json(["ok": true, "_local_id": .string(named)])
+        }
         let description: ReplicationRequest
         do {
-            description = try ReplicationRequest(try request.jsonObjectBody())
-        } catch let error as ReplicationRequest.Invalid {
+            description = try ReplicationRequest(body)
+        } catch {
             throw CouchError.badRequest(error.message)
         }
         let id = description.identifier(server: registry.serverUUID)
@@ -34,9 +40,14 @@ extension DocServer {
         // The endpoints are checked now, so that a missing database is the client's 404.
         _ = try await scheduler.endpoint(description.source, create: false)
         _ = try await scheduler.endpoint(description.target, create: description.createTarget)
-        let job = scheduler.add(description, id: id, user: principal.name, document: nil, retrying: false) ?? scheduler.job(id)
+        // A job with this id may be running already: the request joins it (and one that ends meanwhile
+        // makes room for a new one).
+        var job: ReplicationScheduler.Job?
+        while job == nil {
+            job = scheduler.add(description, id: id, user: principal.name, document: nil, retrying: false) ?? scheduler.job(id)
+        }
         if description.continuous { return Response.json(["ok": true, "_local_id": .string(id)], status: .accepted) }
-        guard let job else { throw CouchError(.conflict, "conflict", "Replication \(id) ended as it was asked for") }
+        guard let job else { throw CouchError.notFound("missing") }
         let status = await scheduler.outcome(of: job)
         if let error = status.error {
             throw CouchError(.badGateway, "replication_failed", error.description)
