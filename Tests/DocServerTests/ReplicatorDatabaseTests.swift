@@ -194,7 +194,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
             XCTAssertEqual(refused.status, 403, "\(method) \(path)")
             XCTAssertEqual(refused.json, ["error": "forbidden", "reason": "You are not allowed to access this db."])
         }
-        for path in ["/_scheduler/docs", "/_scheduler/jobs", "/_active_tasks"] {
+        for path in ["/_scheduler/docs", "/_scheduler/jobs", "/_active_tasks", "/_node/_local/_prometheus"] {
             let refused = try await server.request("GET", path, as: alice)
             XCTAssertEqual(refused.status, 401, path)
             XCTAssertEqual(refused.json["error"], "unauthorized")

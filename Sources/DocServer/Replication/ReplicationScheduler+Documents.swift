@@ -67,12 +67,14 @@ extension ReplicationScheduler {
     /// Stops following the replicator database (deleted, or the server stopping) and stops the jobs
     /// its documents started.
     func unwatchDocuments() async {
-        let (watcher, entries) = documents.withLock { documents in
-            defer { documents = Documents() }
-            return (documents.watcher, documents.entries)
-        }
+        // The watcher ends first, so that no document starts a job after the jobs are collected.
+        let watcher = documents.withLock { $0.watcher }
         watcher?.cancel()
         await watcher?.value
+        let entries = documents.withLock { documents in
+            defer { documents = Documents() }
+            return documents.entries
+        }
         for jobID in entries.values.compactMap(\.jobID) { await stop(jobID) }
     }
 
