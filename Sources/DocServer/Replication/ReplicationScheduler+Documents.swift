@@ -176,10 +176,9 @@ extension ReplicationScheduler {
                     body.removeValue(forKey: key)
                     continue
                 }
-                if key == "_replication_state", body[key] != value {
-                    body["_replication_state_time"] = .string(Date().couchTimestamp)
-                }
+                let changesState = key == "_replication_state" && body[key] != value
                 body[key] = value
+                if changesState { body["_replication_state_time"] = .string(Date().couchTimestamp) }
             }
             guard body != document.body else { return }
             document.body = body
