@@ -199,15 +199,28 @@ struct ReplicationLoop {
         var sourceRevision: String?
         if session.sourceIsWritable {
             do {
-                sourceRevision = try await source.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: session.source?.revision)
+                sourceRevision = try await save(checkpoint, to: source, replacing: session.source?.revision)
             } catch let error as ReplicationError where error.code == .forbidden || error.code == .unauthorized {
                 sourceRevision = nil
             }
         }
-        let targetRevision = try await target.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: session.target?.revision)
+        let targetRevision = try await save(checkpoint, to: target, replacing: session.target?.revision)
         checkpointer?.saved(checkpoint, sourceRevision: sourceRevision, targetRevision: targetRevision)
         replicator.checkpointed(flow, at: sequence)
         return .checkpointSaved
+    }
+
+    /// Saves a checkpoint on one side; its new revision. When the save fails (a conflict, or an answer
+    /// lost after the write) but the side holds exactly this checkpoint, the write happened: its
+    /// revision is taken, as CouchDB's replicator does. That is also what lets a database replicate
+    /// into itself, where the second save finds the first one's revision.
+    private func save(_ checkpoint: ReplicationCheckpoint, to peer: any ReplicationPeer, replacing revision: String?) async throws -> String {
+        do {
+            return try await peer.saveCheckpoint(checkpointID, checkpoint: checkpoint, revision: revision)
+        } catch {
+            guard let stored = try? await peer.checkpoint(checkpointID), stored.checkpoint == checkpoint else { throw error }
+            return stored.revision
+        }
     }
 
     /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``

@@ -253,6 +253,26 @@ final class ReplicationTests: XCTestCase {
         try await assertConverged(source, target)
     }
 
+    func testADatabaseReplicatesIntoItselfAndReportsItsPosition() async throws {
+        // The second checkpoint save (the target, the same database) finds the revision the first
+        // wrote: it holds the very checkpoint, so the save counts, as in CouchDB's replicator.
+        let database = try await makeDatabase("self")
+        try await seed(database, prefix: "s", count: 4)
+        let replicator = Replicator(configuration: ReplicationConfiguration(source: .local(database), target: .local(database)))
+        let status = try await replicator.run()
+        XCTAssertNil(status.error)
+        XCTAssertEqual(status.revisionsChecked, 4)
+        XCTAssertEqual(status.missingRevisionsFound, 0)
+        XCTAssertEqual(status.documentsWritten, 0)
+        let position = try XCTUnwrap(status.positions[.push])
+        XCTAssertEqual(position.startedFrom, 0)
+        XCTAssertEqual(position.checkpointed, 4)
+        XCTAssertEqual(position.through, 4)
+        let again = try await replicator.run()
+        XCTAssertEqual(again.positions[.push]?.startedFrom, 4, "the run resumes from the checkpoint it saved")
+        XCTAssertEqual(again.revisionsChecked, 0)
+    }
+
     func testReplicationIDsAndRetryDelays() {
         let base = ReplicationID.make(source: "a", target: "b", filter: SourceFilter())
         XCTAssertEqual(base, ReplicationID.make(source: "a", target: "b", filter: SourceFilter()))
