@@ -160,8 +160,10 @@ struct ReplicationLoop {
         checkpointer?.statistics.missingFound += requests.count
         // A pull into a local database streams attachments straight into it.
         let staging: Database? = if case .local(let database) = receivingEndpoint { database } else { nil }
+        let bulkGetsBefore = source.bulkGetFigures
         var documents = try await fetchInParallel(requests, stagingInto: staging)
         let read = documents.count
+        let bulkGetsAfter = source.bulkGetFigures
         checkpointer?.statistics.documentsRead += read
         if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
             documents = documents.filter { pushFilter($0, configuration.filterParameters) }
@@ -188,7 +190,10 @@ struct ReplicationLoop {
             try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
         }
         figures = Replicator.TransferFigures(changes: rows.count, written: documents.count - refused.count, refused: refused.count,
-                                             checked: checked, missing: requests.count, read: read, through: rows.last?.sequence)
+                                             checked: checked, missing: requests.count, read: read,
+                                             bulkGetAttempts: bulkGetsAfter.attempts - bulkGetsBefore.attempts,
+                                             bulkGetDocuments: bulkGetsAfter.documents - bulkGetsBefore.documents,
+                                             through: rows.last?.sequence)
         rows = []
         return .transferred
     }

@@ -34,6 +34,11 @@ public struct ReplicatorStatus: Sendable {
     public var missingRevisionsFound = 0
     /// Revisions read from a source (CouchDB's `docs_read`).
     public var documentsRead = 0
+    /// Revisions asked of a CouchDB-API source with `_bulk_get` (CouchDB's `bulk_get_attempts`).
+    public var bulkGetAttempts = 0
+    /// Revisions read from `_bulk_get` answers (CouchDB's `bulk_get_docs`); the others were read with
+    /// `open_revs`, with their attachments.
+    public var bulkGetDocuments = 0
     /// Where each running direction stands in its source's changes.
     public var positions: [ReplicationFlow: ReplicationPosition] = [:]
 
@@ -381,6 +386,8 @@ public final class Replicator: Sendable {
             status.revisionsChecked += figures.checked
             status.missingRevisionsFound += figures.missing
             status.documentsRead += figures.read
+            status.bulkGetAttempts += figures.bulkGetAttempts
+            status.bulkGetDocuments += figures.bulkGetDocuments
             if let through = figures.through { status.positions[flow]?.through = through }
             return true
         }
@@ -388,7 +395,7 @@ public final class Replicator: Sendable {
 
     /// What one batch did; a batch that failed midway reports what it got through.
     struct TransferFigures {
-        var changes = 0, written = 0, refused = 0, checked = 0, missing = 0, read = 0
+        var changes = 0, written = 0, refused = 0, checked = 0, missing = 0, read = 0, bulkGetAttempts = 0, bulkGetDocuments = 0
         /// The source sequence of the batch's last change, once it is transferred.
         var through: JSON?
     }

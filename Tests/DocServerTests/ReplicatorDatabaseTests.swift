@@ -34,7 +34,8 @@ final class ReplicatorDatabaseTests: XCTestCase {
         let time = try XCTUnwrap(document["_replication_state_time"]?.stringValue)
         XCTAssertNotNil(try? Date(time, strategy: .iso8601), time)
         let stats = try XCTUnwrap(document["_replication_stats"])
-        for (key, value) in [("docs_written", 3), ("docs_read", 3), ("revisions_checked", 3), ("missing_revisions_found", 3), ("doc_write_failures", 0)] {
+        for (key, value) in [("docs_written", 3), ("docs_read", 3), ("revisions_checked", 3), ("missing_revisions_found", 3), ("doc_write_failures", 0),
+                             ("bulk_get_docs", 3), ("bulk_get_attempts", 3)] {
             XCTAssertEqual(stats[key], .integer(value), key)
         }
         XCTAssertNotNil(stats["checkpointed_source_seq"].flatMap { $0 == .null ? nil : $0 }, "\(stats)")

@@ -86,6 +86,7 @@ final class ReplicationScheduler: Sendable {
                 "revisions_checked": .integer(status.revisionsChecked), "missing_revisions_found": .integer(status.missingRevisionsFound),
                 "docs_read": .integer(status.documentsRead), "docs_written": .integer(status.documentsWritten),
                 "changes_pending": .null, "doc_write_failures": .integer(status.documentWriteFailures),
+                "bulk_get_docs": .integer(status.bulkGetDocuments), "bulk_get_attempts": .integer(status.bulkGetAttempts),
                 "checkpointed_source_seq": position?.checkpointed ?? .null, "source_seq": position?.through ?? .null,
                 "through_seq": position?.through ?? .null,
             ]

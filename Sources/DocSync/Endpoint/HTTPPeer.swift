@@ -1,6 +1,7 @@
 import CouchProtocol
 import DocStore
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -17,6 +18,11 @@ struct HTTPPeer: ReplicationPeer {
     let maximumRequestsInFlight: Int
     /// Revisions whose attachments are too large to hold in memory move one at a time.
     let largeTransfers = TransferLimiter(limit: 2)
+    /// Revisions asked for with `_bulk_get`, and read from its answers (CouchDB's `bulk_get_attempts`
+    /// and `bulk_get_docs`).
+    private let bulkGets = BulkGetCounter()
+
+    var bulkGetFigures: (attempts: Int, documents: Int) { bulkGets.figures.withLock { $0 } }
 
     /// Connects: reads the server's welcome to learn its vendor. Requests time out on `clock`.
     static func connect(_ url: URL, configuration: ReplicationConfiguration, clock: some Clock<Duration>) async throws -> HTTPPeer {
@@ -243,6 +249,7 @@ struct HTTPPeer: ReplicationPeer {
         let body = BulkGet.Request(requests.map { BulkGet.Request.Item(id: $0.id, revision: $0.revision.description) })
         let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false",
                                                json: body.json, allow: [400, 404, 405, 501])
+        bulkGets.figures.withLock { $0.attempts += requests.count }
         if status >= 400 {
             return try await fetchWithAttachments(requests.map { ($0, nil) }, stagingInto: stagingDatabase)
         }
@@ -276,6 +283,7 @@ struct HTTPPeer: ReplicationPeer {
                 }
             }
         }
+        bulkGets.figures.withLock { $0.documents += documents.count }
         return documents + (try await fetchWithAttachments(withAttachments, stagingInto: stagingDatabase))
     }
 
@@ -493,4 +501,9 @@ struct HTTPPeer: ReplicationPeer {
         let (_, json) = try await request("PUT", "/_local/\(HTTPPeer.encode(id))", json: checkpoint.localDocument(revision: revision))
         return try decode("checkpoint write answer") { try WriteResult(json: json) }.revision ?? ""
     }
+}
+
+/// The `_bulk_get` figures of one peer, shared by its copies.
+final class BulkGetCounter: Sendable {
+    let figures = Mutex<(attempts: Int, documents: Int)>((0, 0))
 }

@@ -58,10 +58,13 @@ protocol ReplicationPeer: Sendable {
     func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String
     /// Releases what the peer holds (an HTTP peer's URL session) once the replication has ended.
     func close()
+    /// Revisions ``fetch(_:stagingInto:)`` has asked for with `_bulk_get`, and read from its answers.
+    var bulkGetFigures: (attempts: Int, documents: Int) { get }
 }
 
 extension ReplicationPeer {
     func close() {}
+    var bulkGetFigures: (attempts: Int, documents: Int) { (0, 0) }
 }
 
 /// Compares two sequences as the integers DocStore and DocServer use, or leaves them opaque.
