@@ -163,6 +163,27 @@ final class ReplicatorDatabaseTests: XCTestCase {
         let reason = try await server.request("GET", "/_replicator/r2").json["_replication_state_reason"]?.stringValue ?? ""
         XCTAssertTrue(reason.contains("already started, triggered by document `r1` from db `_replicator`"), reason)
 
+        // A transient job runs the same replication: the document is in `error` and retried; once the
+        // transient job is cancelled, the document's job takes over.
+        let transient: JSON = ["source": "a", "target": "t", "create_target": true, "continuous": true]
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: transient).status, 202)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/late", json: transient).status, 201)
+        var late = JSON.null
+        try await eventually {
+            late = try await server.request("GET", "/_scheduler/docs/_replicator/late").json
+            return late["state"] == "error"
+        }
+        XCTAssertTrue(late["info"]?["error"]?.stringValue?.contains("already running as a transient replication") == true, "\(late)")
+        var cancel = transient.objectValue!
+        cancel["cancel"] = true
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: .object(cancel)).status, 200)
+        try await eventually { try await server.request("GET", "/_scheduler/docs/_replicator/late").json["state"] == "running" }
+        let lateJob = try await server.request("GET", "/_scheduler/docs/_replicator/late").json
+        await XCTAssertEqualAsync(try await server.request("GET", "/_scheduler/jobs/\(lateJob["id"]?.stringValue ?? "")").json["doc_id"], "late")
+        let lateRevision = try await server.request("GET", "/_replicator/late").json["_rev"]?.stringValue ?? ""
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/_replicator/late?rev=\(lateRevision)").status, 200)
+        try await eventually { try await server.request("GET", "/_scheduler/docs/_replicator/late").status == 404 }
+
         // An unreachable peer: the job is crashing, with its error, and is retried.
         await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/far", json: ["source": "a", "target": "http://127.0.0.1:1/none", "continuous": true]).status, 201)
         var far = JSON.null

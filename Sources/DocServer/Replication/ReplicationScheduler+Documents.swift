@@ -36,6 +36,8 @@ extension ReplicationScheduler {
         var lastUpdated: String?
         var source: String?
         var target: String?
+        /// When a document in `error` is looked at again.
+        var retryAt: ContinuousClock.Instant?
     }
 
     // MARK: Following the database
@@ -51,7 +53,13 @@ extension ReplicationScheduler {
                     await process(change.id, in: database)
                 }
                 since = page.lastSequence
-                _ = await database.waitForCommit(after: since, timeout: .seconds(60))
+                // Documents in `error` are looked at again when their time comes, by this same loop.
+                let now = ContinuousClock.now
+                let waiting = documents.withLock { $0.entries.compactMap { id, entry in entry.retryAt.map { (id, $0) } } }
+                for (id, time) in waiting where time <= now && !Task.isCancelled { await process(id, in: database) }
+                let next = documents.withLock { $0.entries.values.compactMap(\.retryAt).min() }
+                let wait = next.map { max(.milliseconds(10), min(.seconds(60), $0 - ContinuousClock.now)) } ?? .seconds(60)
+                _ = await database.waitForCommit(after: since, timeout: wait)
             }
         }
         let previous = documents.withLock { documents -> Task<Void, Never>? in
@@ -128,10 +136,12 @@ extension ReplicationScheduler {
         if let old = previous?.jobID { await stop(old) }
         if let other = job(jobID) {
             guard let origin = other.document else {
-                // As CouchDB: a transient replication runs it already; the document waits for a change.
+                // As CouchDB: a transient replication runs it already, a temporary error; the document
+                // is looked at again after 1 s, 2 s, … up to 10 minutes.
                 var entry = Entry(request: request, state: .error)
                 entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running as a transient replication, started via `_replicate` API endpoint")]
-                entry.errorCount = 1
+                entry.errorCount = (previous?.state == .error ? previous?.errorCount ?? 0 : 0) + 1
+                entry.retryAt = ContinuousClock.now + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
                 documents.withLock { $0.entries[id] = entry }
                 return
             }
