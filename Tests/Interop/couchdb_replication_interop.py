@@ -464,9 +464,41 @@ def main():
                 problems.append("a document with _replication_* members arrived in docstore as %s" % copied)
             return problems
         run("_replicator documents, _scheduler and _active_tasks as CouchDB's", replicator_databases)
+
+        def persistent_restart():
+            # A continuous _replicator job pulling from CouchDB (string sequences) into docstore survives
+            # a restart of the docstore process (SIGTERM) and resumes from its checkpoint.
+            nonlocal process, docstore
+            origin = PREFIX + "rep_restart"
+            couch.recreate(origin)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [{"_id": "p%d" % n, "n": n} for n in range(6)]})
+            docstore.request("DELETE", "/restarted")
+            docstore.json("PUT", "/_replicator/dsi_restart", {"source": couch.url(origin), "target": "restarted",
+                                                              "create_target": True, "continuous": True})
+            def job():
+                jobs = [j for j in docstore.json("GET", "/_scheduler/jobs")["jobs"] if j.get("doc_id") == "dsi_restart"]
+                return jobs[0] if jobs else {}
+            wait_for(lambda: (job().get("info") or {}).get("docs_written") == 6 and
+                     (job().get("info") or {}).get("checkpointed_source_seq") == (job().get("info") or {}).get("through_seq"), 120,
+                     "the first six documents and their checkpoint")
+            checkpointed = job()["info"]["checkpointed_source_seq"]
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=15)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [{"_id": "q%d" % n, "n": n} for n in range(3)]})
+            process, docstore = start_docstore(binary, os.path.join(folder, "server"))
+            wait_for(lambda: docstore.json("GET", "/restarted").get("doc_count") == 9, 120, "the three written while docstore was down")
+            problems = []
+            info = job().get("info") or {}
+            if info.get("revisions_checked") != 3 or info.get("docs_written") != 3:
+                problems.append("after the restart the job checked %s revisions and wrote %s, not 3 and 3 (checkpoint %s): %s"
+                                % (info.get("revisions_checked"), info.get("docs_written"), checkpointed, info))
+            rev = docstore.json("GET", "/_replicator/dsi_restart")["_rev"]
+            docstore.json("DELETE", "/_replicator/dsi_restart?rev=%s" % rev)
+            return problems
+        run("a persistent docstore job pulling from CouchDB survives a docstore restart and resumes from its checkpoint", persistent_restart)
     finally:
         stop_docstore(process)
-        for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back", "rep_src", "rep_t1", "rep_t2", "rep_states"):
+        for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back", "rep_src", "rep_t1", "rep_t2", "rep_states", "rep_restart"):
             couch.request("DELETE", "/" + PREFIX + db)
         shutil.rmtree(folder, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
