@@ -20,6 +20,8 @@ package struct ReplicationCheckpoint: Sendable, Equatable {
         package var documentsRead = 0
         package var documentsWritten = 0
         package var documentWriteFailures = 0
+        package var bulkGetDocuments = 0
+        package var bulkGetAttempts = 0
         /// Fields of another replicator's entry that this type does not name, kept as they were.
         package var otherFields: JSONObject = [:]
 
@@ -38,6 +40,8 @@ package struct ReplicationCheckpoint: Sendable, Equatable {
             documentsRead = object.removeValue(forKey: Keys.documentsRead)?.intValue ?? 0
             documentsWritten = object.removeValue(forKey: Keys.documentsWritten)?.intValue ?? 0
             documentWriteFailures = object.removeValue(forKey: Keys.documentWriteFailures)?.intValue ?? 0
+            bulkGetDocuments = object.removeValue(forKey: Keys.bulkGetDocuments)?.intValue ?? 0
+            bulkGetAttempts = object.removeValue(forKey: Keys.bulkGetAttempts)?.intValue ?? 0
             otherFields = object
         }
 
@@ -49,6 +53,7 @@ package struct ReplicationCheckpoint: Sendable, Equatable {
                 Keys.missingFound: .integer(missingFound), Keys.documentsRead: .integer(documentsRead),
                 Keys.documentsWritten: .integer(documentsWritten),
                 Keys.documentWriteFailures: .integer(documentWriteFailures),
+                Keys.bulkGetDocuments: .integer(bulkGetDocuments), Keys.bulkGetAttempts: .integer(bulkGetAttempts),
             ]
             for (key, value) in otherFields where object[key] == nil { object[key] = value }
             return .object(object)
@@ -122,5 +127,7 @@ package struct ReplicationCheckpoint: Sendable, Equatable {
         static let documentsRead = "docs_read"
         static let documentsWritten = "docs_written"
         static let documentWriteFailures = "doc_write_failures"
+        static let bulkGetDocuments = "bulk_get_docs"
+        static let bulkGetAttempts = "bulk_get_attempts"
     }
 }

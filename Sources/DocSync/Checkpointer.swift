@@ -17,13 +17,28 @@ struct Checkpointer: Sendable {
         var revision: String
     }
 
-    /// Figures of this session, written into its history entry.
+    /// Figures of the replication, written into this session's history entry: as CouchDB's, they carry
+    /// on from the entry of the session it resumed from.
     struct Statistics: Sendable, Equatable {
         var missingChecked = 0
         var missingFound = 0
         var documentsRead = 0
         var documentsWritten = 0
         var documentWriteFailures = 0
+        var bulkGetDocuments = 0
+        var bulkGetAttempts = 0
+
+        init() {}
+
+        init(_ entry: ReplicationCheckpoint.Session) {
+            missingChecked = entry.missingChecked
+            missingFound = entry.missingFound
+            documentsRead = entry.documentsRead
+            documentsWritten = entry.documentsWritten
+            documentWriteFailures = entry.documentWriteFailures
+            bulkGetDocuments = entry.bulkGetDocuments
+            bulkGetAttempts = entry.bulkGetAttempts
+        }
     }
 
     let sessionID: String
@@ -38,6 +53,8 @@ struct Checkpointer: Sendable {
     /// target's is written, as CouchDB does.
     private(set) var sourceIsWritable: Bool
     var statistics = Statistics()
+    /// The figures this session started from: those of the session it resumed from (zero otherwise).
+    let earlier: Statistics
     private var history: [ReplicationCheckpoint.Session]
 
     /// - Parameters:
@@ -54,6 +71,9 @@ struct Checkpointer: Sendable {
         startSequence = start
         recordedSequence = start
         history = source?.checkpoint?.history ?? target?.checkpoint?.history ?? []
+        // Resuming, the figures go on from the newest session's (CouchDB's `init_state`).
+        if start != .integer(0), let newest = history.first { statistics = Statistics(newest) }
+        earlier = statistics
     }
 
     /// CouchDB's rule (see the type's documentation).
@@ -81,6 +101,8 @@ struct Checkpointer: Sendable {
         entry.documentsRead = statistics.documentsRead
         entry.documentsWritten = statistics.documentsWritten
         entry.documentWriteFailures = statistics.documentWriteFailures
+        entry.bulkGetDocuments = statistics.bulkGetDocuments
+        entry.bulkGetAttempts = statistics.bulkGetAttempts
         let older = history.filter { $0.sessionID != sessionID }
         return ReplicationCheckpoint(sessionID: sessionID, sourceLastSequence: sequence,
                                      history: Array(([entry] + older).prefix(ReplicationCheckpoint.historyLimit)))

@@ -117,7 +117,15 @@ struct ReplicationLoop {
         let session = Checkpointer(sessionID: UUID().uuidString.lowercased(), startTime: Date.now.checkpointTimestamp,
                                    source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord)
         checkpointer = session
-        replicator.startPosition(flow, from: session.startSequence)
+        var earlier = ReplicationTotals()
+        earlier.revisionsChecked = session.earlier.missingChecked
+        earlier.missingRevisionsFound = session.earlier.missingFound
+        earlier.documentsRead = session.earlier.documentsRead
+        earlier.documentsWritten = session.earlier.documentsWritten
+        earlier.documentWriteFailures = session.earlier.documentWriteFailures
+        earlier.bulkGetAttempts = session.earlier.bulkGetAttempts
+        earlier.bulkGetDocuments = session.earlier.bulkGetDocuments
+        replicator.startPosition(flow, from: session.startSequence, after: earlier)
         return .connected(since: session.startSequence)
     }
 
@@ -164,6 +172,8 @@ struct ReplicationLoop {
         var documents = try await fetchInParallel(requests, stagingInto: staging)
         let read = documents.count
         let bulkGetsAfter = source.bulkGetFigures
+        checkpointer?.statistics.bulkGetAttempts += bulkGetsAfter.attempts - bulkGetsBefore.attempts
+        checkpointer?.statistics.bulkGetDocuments += bulkGetsAfter.documents - bulkGetsBefore.documents
         checkpointer?.statistics.documentsRead += read
         if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
             documents = documents.filter { pushFilter($0, configuration.filterParameters) }

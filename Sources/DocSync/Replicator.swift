@@ -59,11 +59,27 @@ public struct ReplicatorStatus: Sendable {
 /// Which way a document moved.
 public enum ReplicationFlow: String, Sendable, Hashable { case push, pull }
 
+/// What earlier sessions of a replication did, as the checkpoint a run resumed from records it.
+/// CouchDB's figures (`_active_tasks`, `_scheduler`, `_replicator` documents) carry on from these.
+public struct ReplicationTotals: Sendable, Hashable {
+    public var revisionsChecked = 0
+    public var missingRevisionsFound = 0
+    public var documentsRead = 0
+    public var documentsWritten = 0
+    public var documentWriteFailures = 0
+    public var bulkGetAttempts = 0
+    public var bulkGetDocuments = 0
+
+    public init() {}
+}
+
 /// Where one direction of a replication stands in its source's changes. Sequences are the source's,
 /// opaque (an integer from DocStore, a string from CouchDB).
 public struct ReplicationPosition: Sendable, Hashable {
     /// The sequence this run started from: the checkpoint it resumed from (`0` without one).
     public var startedFrom: JSON
+    /// The figures of the sessions before this run, from that checkpoint (zero without one).
+    public var earlier = ReplicationTotals()
     /// The sequence last saved in the checkpoints (`startedFrom` until the first save).
     public var checkpointed: JSON
     /// The sequence of the last change transferred.
@@ -352,10 +368,10 @@ public final class Replicator: Sendable {
         }
     }
 
-    /// A direction connected and resumes from `sequence` (its checkpoint, or `0`).
-    func startPosition(_ flow: ReplicationFlow, from sequence: JSON) {
+    /// A direction connected and resumes from `sequence` (its checkpoint, or `0`) after `earlier`.
+    func startPosition(_ flow: ReplicationFlow, from sequence: JSON, after earlier: ReplicationTotals) {
         update { status, _ in
-            status.positions[flow] = ReplicationPosition(startedFrom: sequence, checkpointed: sequence, through: sequence)
+            status.positions[flow] = ReplicationPosition(startedFrom: sequence, earlier: earlier, checkpointed: sequence, through: sequence)
             return true
         }
     }

@@ -1,4 +1,6 @@
+@testable import DocServer
 import DocStore
+import DocSync
 import Foundation
 import XCTest
 
@@ -64,8 +66,12 @@ final class ReplicatorDatabaseTests: XCTestCase {
         for key in ["_replication_state", "_replication_state_time", "_replication_stats"] { edited.removeValue(forKey: key) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/one", json: .object(edited)).status, 201)
         try await eventually { try await server.request("GET", "/_replicator/one").json["_replication_state"] == "completed" }
+        // As CouchDB's, the figures go on from the checkpoint it resumed from: 3 + 1 (a run from the
+        // beginning would have found only the new document missing, and shown 1).
         let again = try await server.request("GET", "/_replicator/one").json["_replication_stats"]
-        XCTAssertEqual(again?["docs_written"], 1, "it resumed from its checkpoint: only the new document")
+        XCTAssertEqual(again?["docs_written"], 4, "\(again ?? .null)")
+        XCTAssertEqual(again?["missing_revisions_found"], 4)
+        XCTAssertEqual(again?["bulk_get_docs"], 4)
         await XCTAssertEqualAsync(try await rowCount(server, "b"), 4)
     }
 
@@ -112,9 +118,15 @@ final class ReplicatorDatabaseTests: XCTestCase {
             let info = try await second.request("GET", "/_scheduler/jobs/\(id)").json["info"]
             return info?["checkpointed_source_seq"] == 7
         }
+        // It started after sequence 5, and its figures go on from the checkpoint's, as CouchDB's (from
+        // the beginning it would have checked 7 revisions but found and written only 2).
+        let restarted = try XCTUnwrap(second.server.scheduler.job(id))
+        XCTAssertEqual(restarted.status.positions[.push]?.startedFrom, 5)
+        XCTAssertEqual(restarted.status.revisionsChecked, 2, "only the changes after the checkpoint were read")
         let info = try await second.request("GET", "/_scheduler/jobs/\(id)").json["info"]
-        XCTAssertEqual(info?["revisions_checked"], 2, "only the changes after the checkpoint were read: \(info ?? .null)")
-        XCTAssertEqual(info?["docs_written"], 2)
+        XCTAssertEqual(info?["revisions_checked"], 7, "\(info ?? .null)")
+        XCTAssertEqual(info?["missing_revisions_found"], 7)
+        XCTAssertEqual(info?["docs_written"], 7)
 
         // Deleting the document stops the job.
         let current = try await second.request("GET", "/_replicator/mirror").json

@@ -78,15 +78,28 @@ final class ReplicationScheduler: Sendable {
         fileprivate func update(_ change: (inout Progress) -> Void) { progress.withLock { change(&$0) } }
 
         /// The figures CouchDB shows as a job's `info`, `_active_tasks` fields and a completed
-        /// document's `_replication_stats`.
+        /// document's `_replication_stats`: as CouchDB's, they go on from those its checkpoint
+        /// recorded, across runs and restarts.
         var statistics: JSONObject {
             let status = status
             let position = status.positions[.push] ?? status.positions[.pull]
+            let earlier = status.positions.values.reduce(into: ReplicationTotals()) { sum, position in
+                sum.revisionsChecked += position.earlier.revisionsChecked
+                sum.missingRevisionsFound += position.earlier.missingRevisionsFound
+                sum.documentsRead += position.earlier.documentsRead
+                sum.documentsWritten += position.earlier.documentsWritten
+                sum.documentWriteFailures += position.earlier.documentWriteFailures
+                sum.bulkGetAttempts += position.earlier.bulkGetAttempts
+                sum.bulkGetDocuments += position.earlier.bulkGetDocuments
+            }
             return [
-                "revisions_checked": .integer(status.revisionsChecked), "missing_revisions_found": .integer(status.missingRevisionsFound),
-                "docs_read": .integer(status.documentsRead), "docs_written": .integer(status.documentsWritten),
-                "changes_pending": .null, "doc_write_failures": .integer(status.documentWriteFailures),
-                "bulk_get_docs": .integer(status.bulkGetDocuments), "bulk_get_attempts": .integer(status.bulkGetAttempts),
+                "revisions_checked": .integer(earlier.revisionsChecked + status.revisionsChecked),
+                "missing_revisions_found": .integer(earlier.missingRevisionsFound + status.missingRevisionsFound),
+                "docs_read": .integer(earlier.documentsRead + status.documentsRead),
+                "docs_written": .integer(earlier.documentsWritten + status.documentsWritten),
+                "changes_pending": .null, "doc_write_failures": .integer(earlier.documentWriteFailures + status.documentWriteFailures),
+                "bulk_get_docs": .integer(earlier.bulkGetDocuments + status.bulkGetDocuments),
+                "bulk_get_attempts": .integer(earlier.bulkGetAttempts + status.bulkGetAttempts),
                 "checkpointed_source_seq": position?.checkpointed ?? .null, "source_seq": position?.through ?? .null,
                 "through_seq": position?.through ?? .null,
             ]
