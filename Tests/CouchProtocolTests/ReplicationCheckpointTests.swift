@@ -9,12 +9,14 @@ final class ReplicationCheckpointTests: XCTestCase {
         session.startTime = "Mon, 23 Nov 2026 21:30:35 GMT"
         session.recordedSequence = "12-abc"
         session.documentsWritten = 3
-        session.otherFields = ["bulk_get_docs": 7]
+        session.bulkGetDocuments = 7
+        session.otherFields = ["another_replicators_figure": 7]
         let checkpoint = ReplicationCheckpoint(sessionID: "s1", sourceLastSequence: "12-abc", history: [session])
         let bytes = try JSON.object(checkpoint.json).serialized()
         guard case .object(let decoded) = try JSON(parsing: bytes) else { return XCTFail("not an object") }
         XCTAssertEqual(ReplicationCheckpoint(json: decoded), checkpoint)
-        XCTAssertEqual(decoded["history"]?[0]?["bulk_get_docs"], 7, "unknown fields survive")
+        XCTAssertEqual(decoded["history"]?[0]?["bulk_get_docs"], 7)
+        XCTAssertEqual(decoded["history"]?[0]?["another_replicators_figure"], 7, "unknown fields survive")
         XCTAssertNil(ReplicationCheckpoint(json: ["source_last_seq": 1]), "a session id is required")
         XCTAssertNil(ReplicationCheckpoint(json: ["session_id": "x"]), "a sequence is required")
     }
@@ -41,7 +43,8 @@ final class ReplicationCheckpointTests: XCTestCase {
             XCTAssertEqual(first.documentsWritten, body["history"]?[0]?["docs_written"]?.intValue)
             XCTAssertGreaterThan(first.documentsWritten, 0)
             XCTAssertTrue(first.startTime.hasSuffix(" GMT"))
-            XCTAssertNotNil(first.otherFields["bulk_get_docs"], "CouchDB's own figures are kept")
+            XCTAssertEqual(first.bulkGetDocuments, body["history"]?[0]?["bulk_get_docs"]?.intValue, "CouchDB's _bulk_get figures are read")
+            XCTAssertEqual(first.bulkGetAttempts, body["history"]?[0]?["bulk_get_attempts"]?.intValue)
             // Written back, every field CouchDB wrote is there with its value.
             let rewritten = checkpoint.json
             for (key, value) in body where key != "_id" {
