@@ -104,7 +104,11 @@ public final class DocServer: Sendable {
         // A service group of its own, so that `stop()` can shut the server down gracefully: it stops
         // accepting, ends open `_changes` feeds and lets the requests in flight finish.
         let group = serviceGroup(application, signals: [])
-        let task = Task { try await group.run() }
+        let task = Task {
+            // A server that ends without listening (its port taken) ends the wait for the port.
+            defer { continuation.finish() }
+            try await group.run()
+        }
         state.withLock {
             $0.task = task
             $0.group = group
@@ -113,8 +117,20 @@ public final class DocServer: Sendable {
             state.withLock { $0.port = port }
             return port
         }
+        state.withLock {
+            $0.task = nil
+            $0.group = nil
+        }
+        await closeEverything()
         _ = try await task.value
         throw CouchError(.internalServerError, "server_error", "The server stopped before listening")
+    }
+
+    /// Stops the replications, then closes the databases and the user store.
+    private func closeEverything() async {
+        await scheduler.stopAll()
+        await registry.closeAll()
+        await users.close()
     }
 
     /// Stops a server started with ``start()`` gracefully — no new connections, continuous and longpoll
@@ -129,9 +145,7 @@ public final class DocServer: Sendable {
         }
         await group?.triggerGracefulShutdown()
         _ = try? await task?.value
-        await scheduler.stopAll()
-        await registry.closeAll()
-        await users.close()
+        await closeEverything()
     }
 
     /// Serves until the process receives SIGINT or SIGTERM: then the server shuts down gracefully (open
@@ -142,10 +156,14 @@ public final class DocServer: Sendable {
             state.withLock { $0.port = port }
             onListening(port)
         }
-        try await serviceGroup(application, signals: [.sigterm, .sigint]).run()
-        await scheduler.stopAll()
-        await registry.closeAll()
-        await users.close()
+        do {
+            try await serviceGroup(application, signals: [.sigterm, .sigint]).run()
+        } catch {
+            // A server that could not listen (its port taken) leaves no replication running.
+            await closeEverything()
+            throw error
+        }
+        await closeEverything()
     }
 
     /// Opens the `_replicator` database — created, admins only, when missing, as CouchDB does at

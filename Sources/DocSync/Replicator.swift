@@ -409,7 +409,7 @@ public final class Replicator: Sendable {
         }
     }
 
-    /// What one batch did; a batch that failed midway reports what it got through.
+    /// What one batch did (a batch that failed reports nothing).
     struct TransferFigures {
         var changes = 0, written = 0, refused = 0, checked = 0, missing = 0, read = 0, bulkGetAttempts = 0, bulkGetDocuments = 0
         /// The source sequence of the batch's last change, once it is transferred.

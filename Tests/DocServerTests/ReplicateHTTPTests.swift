@@ -40,6 +40,11 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(missing.status, 404)
         XCTAssertEqual(missing.json["error"], "db_not_found")
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["target": "b"]).status, 400)
+        // DocSync sends one set of headers to both sides: one side's token must not reach the other.
+        let leaking = try await server.request("POST", "/_replicate", json: [
+            "source": ["url": "http://127.0.0.1:1/x", "headers": ["Authorization": "Bearer secret"]], "target": "http://127.0.0.1:2/y"])
+        XCTAssertEqual(leaking.status, 400)
+        XCTAssertEqual(leaking.json["reason"], "`headers` other than Basic `Authorization` must be the same for source and target")
         await XCTAssertEqualAsync(try await server.request("GET", "/_replicate").status, 405)
         let unreachable = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "http://127.0.0.1:1/none"])
         XCTAssertEqual(unreachable.status, 502)

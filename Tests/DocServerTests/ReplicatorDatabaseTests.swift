@@ -235,6 +235,20 @@ final class ReplicatorDatabaseTests: XCTestCase {
         }
         await XCTAssertEqualAsync(try await server.request("GET", "/_replicator/mine").status, 404)
 
+        // Opened to members by an admin, as CouchDB allows: a member writes in their own name only, and
+        // names databases by URL (with their own credentials), not this server's databases directly.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/_security", json: ["members": ["names": ["bob"]]]).status, 200)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:bob", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        let bob = TestServer.Credentials.user("bob", "pw")
+        let url = JSON.string("http://bob:pw@127.0.0.1:\(server.port)/a")
+        let foreign = try await server.request("PUT", "/_replicator/bobs", json: ["source": url, "target": "http://127.0.0.1:1/x", "owner": "admin"], as: bob)
+        XCTAssertEqual(foreign.json, ["error": "forbidden", "reason": "Can't update replication documents from other users."])
+        let local = try await server.request("PUT", "/_replicator/bobs", json: ["source": "a", "target": "http://127.0.0.1:1/x"], as: bob)
+        XCTAssertEqual(local.json, ["error": "forbidden", "reason": "local_endpoints_not_supported"])
+        let own = try await server.request("PUT", "/_replicator/bobs", json: ["source": url, "target": "http://127.0.0.1:1/x"], as: bob)
+        XCTAssertEqual(own.status, 201, own.text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_replicator/bobs").json["owner"], "bob")
+
         // Deleted, the database takes its jobs along; created again, it is the admins' and runs documents.
         await XCTAssertEqualAsync(try await server.request("DELETE", "/_replicator").status, 200)
         try await eventually { try await server.request("GET", "/_scheduler/jobs").json["total_rows"] == 0 }

@@ -57,4 +57,27 @@ final class ShutdownTests: XCTestCase {
 
         XCTAssertEqual(log.messages(atLeast: .error), [], "nothing logged as an error at the stop")
     }
+
+    func testAServerThatCannotListenThrowsAndLeavesNoReplicationRunning() async throws {
+        // A first server holds a port, with a persistent continuous replication in its folder.
+        let first = try await TestServer(self)
+        await XCTAssertEqualAsync(try await first.request("PUT", "/a").status, 201)
+        await XCTAssertEqualAsync(try await first.request("PUT", "/_replicator/keep", json: ["source": "a", "target": "b", "create_target": true, "continuous": true]).status, 201)
+        try await eventually { try await first.request("GET", "/_scheduler/docs/_replicator/keep").json["state"] == "running" }
+        await first.server.stop()
+
+        // A second server on the same folder cannot take the port a third holds: start() throws
+        // (it does not wait forever for a port), and the job it started from _replicator is stopped.
+        let holder = try await TestServer(self)
+        var configuration = ServerConfiguration(dataDirectory: first.directory)
+        configuration.port = holder.port
+        configuration.admin = TestServer.admin
+        configuration.passwordIterations = 1000
+        let second = try await DocServer(configuration: configuration)
+        do {
+            _ = try await second.start()
+            XCTFail("started on a port that is taken")
+        } catch {}
+        XCTAssertEqual(second.scheduler.allJobs.count, 0, "no replication outlives the failed start")
+    }
 }

@@ -14,15 +14,16 @@ struct ReplicationRequest: Sendable, Hashable {
     enum Endpoint: Sendable, Hashable {
         /// A database of this server.
         case local(String)
-        /// A database at a URL, credentials included.
-        case remote(URL)
+        /// A database at a URL, credentials included, and the headers to send it (but a Basic
+        /// `Authorization`, which becomes the URL's credentials).
+        case remote(URL, headers: [String: String] = [:])
 
         /// The endpoint as CouchDB shows it: the name, or the URL without credentials and with a
         /// trailing slash.
         var description: String {
             switch self {
             case .local(let name): return name
-            case .remote(let url):
+            case .remote(let url, _):
                 guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "" }
                 components.user = nil
                 components.password = nil
@@ -88,6 +89,19 @@ struct ReplicationRequest: Sendable, Hashable {
         }
         source = try ReplicationRequest.endpoint(body["source"])
         target = try ReplicationRequest.endpoint(body["target"])
+        if case .remote(_, let sourceHeaders) = source, case .remote(_, let targetHeaders) = target, sourceHeaders != targetHeaders {
+            // DocSync sends one set of headers to both sides; one side's must not reach the other.
+            throw .option("`headers` other than Basic `Authorization` must be the same for source and target")
+        }
+    }
+
+    /// The headers given with the remote endpoint(s), for every request of the replication.
+    var headers: [String: String] {
+        var headers: [String: String] = [:]
+        for endpoint in [source, target] {
+            if case .remote(_, let given) = endpoint { headers.merge(given) { first, _ in first } }
+        }
+        return headers
     }
 
     private static func endpoint(_ value: JSON?) throws(Invalid) -> Endpoint {
@@ -95,13 +109,22 @@ struct ReplicationRequest: Sendable, Hashable {
         var text = value?.stringValue
         var user: String?
         var password: String?
+        var headers: [String: String] = [:]
         if case .object(let object)? = value {
             text = object["url"]?.stringValue
-            if let header = object["headers"]?["Authorization"]?.stringValue, header.hasPrefix("Basic "),
+            if case .object(let given)? = object["headers"] {
+                for (name, value) in given {
+                    guard let value = value.stringValue else { throw .option("header `\(name)` must be a string") }
+                    headers[name] = value
+                }
+            }
+            if let name = headers.keys.first(where: { $0.lowercased() == "authorization" }), let header = headers[name],
+                header.hasPrefix("Basic "),
                 let decoded = Data(base64Encoded: String(header.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
                 let colon = decoded.firstIndex(of: ":") {
                 user = String(decoded[..<colon])
                 password = String(decoded[decoded.index(after: colon)...])
+                headers.removeValue(forKey: name)
             }
             if let basic = object["auth"]?["basic"], let name = basic["username"]?.stringValue, let secret = basic["password"]?.stringValue {
                 (user, password) = (name, secret)
@@ -120,7 +143,7 @@ struct ReplicationRequest: Sendable, Hashable {
             components.password = password
         }
         guard let url = components.url else { throw Invalid(message: "Invalid URL \(text)", documentReason: "Invalid URL \(text)") }
-        return .remote(url)
+        return .remote(url, headers: headers)
     }
 
     /// The replication's id, as CouchDB's: a digest of the server, the endpoints (without

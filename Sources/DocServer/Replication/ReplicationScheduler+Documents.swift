@@ -48,15 +48,28 @@ extension ReplicationScheduler {
         let task = Task {
             var since: Int64 = 0
             while !Task.isCancelled {
-                guard let page = try? await database.changes(since: since) else { break }
+                let page: ChangesPage
+                do {
+                    page = try await database.changes(since: since)
+                } catch {
+                    // Closed (deleted, or the server stopping): the end. Anything else is tried again.
+                    if (error as? DocStoreError)?.code == .databaseClosed || Task.isCancelled { break }
+                    logger.error("reading the changes of \(database.name) failed, trying again in 1 s: \(error)")
+                    try? await Task.sleep(for: .seconds(1))
+                    continue
+                }
                 for change in page.changes where !Task.isCancelled {
                     await process(change.id, in: database)
                 }
                 since = page.lastSequence
                 // Documents in `error` are looked at again when their time comes, by this same loop.
                 let now = ContinuousClock.now
-                let waiting = documents.withLock { $0.entries.compactMap { id, entry in entry.retryAt.map { (id, $0) } } }
-                for (id, time) in waiting where time <= now && !Task.isCancelled { await process(id, in: database) }
+                let due = documents.withLock { documents -> [String] in
+                    let ids = documents.entries.compactMap { id, entry in entry.retryAt.flatMap { $0 <= now ? id : nil } }
+                    for id in ids { documents.entries[id]?.retryAt = nil }
+                    return ids
+                }
+                for id in due.sorted() where !Task.isCancelled { await process(id, in: database) }
                 let next = documents.withLock { $0.entries.values.compactMap(\.retryAt).min() }
                 let wait = next.map { max(.milliseconds(10), min(.seconds(60), $0 - ContinuousClock.now)) } ?? .seconds(60)
                 _ = await database.waitForCommit(after: since, timeout: wait)
@@ -89,7 +102,15 @@ extension ReplicationScheduler {
     /// Brings a document's job in line with the document.
     private func process(_ id: String, in database: Database) async {
         guard !id.hasPrefix("_design/") else { return }
-        let current = try? await database.document(withID: id)
+        let current: Document?
+        do {
+            current = try await database.document(withID: id)
+        } catch {
+            // Not a deletion: the job is left as it is, and the document looked at again in a second.
+            logger.error("reading replication document \(id) failed: \(error)")
+            documents.withLock { $0.entries[id]?.retryAt = ContinuousClock.now + .seconds(1) }
+            return
+        }
         let previous = documents.withLock { $0.entries[id] }
         guard let document = current, !document.isDeleted else {
             documents.withLock { _ = $0.entries.removeValue(forKey: id) }
@@ -162,7 +183,16 @@ extension ReplicationScheduler {
                                                          "_replication_stats": .object(stats)], expecting: request)
             self.metrics.replicationDocumentState(completed: true)
         }
-        documents.withLock { $0.entries[id] = Entry(request: request, jobID: added?.id) }
+        guard let added else {
+            // A `_replicate` request started the same replication in between: as above, looked at again.
+            var entry = Entry(request: request, state: .error)
+            entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running")]
+            entry.errorCount = 1
+            entry.retryAt = ContinuousClock.now + .seconds(1)
+            documents.withLock { $0.entries[id] = entry }
+            return
+        }
+        documents.withLock { $0.entries[id] = Entry(request: request, jobID: added.id) }
     }
 
     /// Marks a document `failed` with `reason`, as CouchDB does with a document it cannot run.

@@ -155,28 +155,32 @@ final class ReplicationScheduler: Sendable {
              completion: @escaping @Sendable (Job, ReplicatorStatus) async -> Void = { _, _ in }) -> Job? {
         let job = Job(id: id, request: request, user: user, document: document,
                       serial: serials.wrappingAdd(1, ordering: .relaxed).newValue)
+        // The driver exists before the job is listed (so whoever finds the job can wait for it or stop
+        // it), and waits at the gate until it is.
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let driver = Task {
+            for await _ in gate { break }
+            let final = await self.drive(job, retrying: retrying)
+            // Still listed while its completion runs, so that a server stop waits for it too.
+            if !Task.isCancelled, self.job(id) === job { await completion(job, final) }
+            self.jobs.withLock { jobs in if jobs[id] === job { jobs.removeValue(forKey: id) } }
+            self.refreshGauges()
+            return final
+        }
+        job.update { $0.driver = driver }
         let added = jobs.withLock { jobs -> Bool in
             guard jobs[id] == nil else { return false }
             jobs[id] = job
             return true
         }
-        guard added else { return nil }
+        guard added else {
+            driver.cancel()
+            return nil
+        }
         metrics.replicationJobAdded()
         refreshGauges()
-        let driver = Task {
-            let final = await self.drive(job, retrying: retrying)
-            let ended = self.jobs.withLock { jobs -> Bool in
-                guard jobs[id] === job else { return false }
-                jobs.removeValue(forKey: id)
-                return true
-            }
-            self.refreshGauges()
-            if ended, !Task.isCancelled { await completion(job, final) }
-            return final
-        }
-        job.update { $0.driver = driver }
-        // Stopped between being listed and getting its driver: `halt` found no driver to cancel.
-        if jobs.withLock({ $0[id] !== job }) { driver.cancel() }
+        open.yield()
+        open.finish()
         return job
     }
 
@@ -237,16 +241,26 @@ final class ReplicationScheduler: Sendable {
             for await status in replicator.statusChanges() {
                 metrics.replicated(from: previous, to: status)
                 if let error = status.retryingAfter, previous.retryingAfter == nil {
+                    // DocSync waits before trying again. For a continuous job that is CouchDB's crash
+                    // (a lost peer); a one-shot job's run counts once, if it fails in the end.
+                    let counts = job.request.continuous
                     job.update {
                         $0.crashing = true
-                        $0.errorCount += 1
                         $0.lastError = error.description
+                        if counts { $0.errorCount += 1 }
                     }
-                    job.record("crashed", reason: error.description)
-                    metrics.replicationCrashed()
+                    if counts {
+                        job.record("crashed", reason: error.description)
+                        metrics.replicationCrashed()
+                    }
                     refreshGauges()
-                } else if status.retryingAfter == nil, previous.retryingAfter != nil {
-                    job.update { $0.crashing = false }
+                } else if status.retryingAfter == nil, previous.retryingAfter != nil || job.state == .crashing,
+                    status.activity == .busy || status.activity == .idle {
+                    // Healthy again: CouchDB's error count is of failures in a row.
+                    job.update {
+                        $0.crashing = false
+                        $0.errorCount = 0
+                    }
                     refreshGauges()
                 }
                 previous = status
@@ -268,6 +282,9 @@ final class ReplicationScheduler: Sendable {
             $0.crashing = true
             $0.errorCount += 1
             $0.lastError = reason
+            // The next run resolves the endpoints again: a database deleted and created anew since,
+            // or one that did not exist, is opened then.
+            $0.replicator = nil
         }
         job.record("crashed", reason: reason)
         metrics.replicationCrashed()
@@ -279,7 +296,6 @@ final class ReplicationScheduler: Sendable {
         } catch {
             return false
         }
-        job.update { $0.crashing = false }
         refreshGauges()
         return true
     }
@@ -298,6 +314,7 @@ final class ReplicationScheduler: Sendable {
         configuration.selector = request.selector
         configuration.filterName = request.filter
         configuration.filterParameters = request.queryParameters
+        configuration.headers = request.headers
         if !request.continuous && job.document == nil {
             // Its client waits for the answer: an unreachable peer is tried twice, not for minutes.
             configuration.retry.maximumAttempts = 2
@@ -310,7 +327,7 @@ final class ReplicationScheduler: Sendable {
     /// A replication endpoint: a URL, or one of this server's databases.
     func endpoint(_ endpoint: ReplicationRequest.Endpoint, create: Bool) async throws -> ReplicationEndpoint {
         switch endpoint {
-        case .remote(let url):
+        case .remote(let url, _):
             return .remote(url)
         case .local(let name):
             if !registry.exists(name) {

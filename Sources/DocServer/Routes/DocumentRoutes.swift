@@ -39,12 +39,21 @@ extension DocServer {
         guard !document.isDeleted, !document.id.hasPrefix("_design/") else { return }
         if document["owner"] == nil || document["owner"] == .null, let name = principal.name {
             document["owner"] = .string(name)
+        } else if !principal.isAdmin, document["owner"]?.stringValue != principal.name {
+            // Where admins open `_replicator` to members: nobody writes in another's name.
+            throw CouchError.forbidden("Can't update replication documents from other users.")
         }
         guard document["_replication_state"] != "failed" else { return }
+        let request: ReplicationRequest
         do {
-            _ = try ReplicationRequest(document.body)
+            request = try ReplicationRequest(document.body)
         } catch {
             throw CouchError.forbidden(error.documentReason)
+        }
+        // A job runs with the server's rights: only admins may name this server's databases directly
+        // (members give URLs with their own credentials, as CouchDB requires of everyone).
+        if !principal.isAdmin, [request.source, request.target].contains(where: { if case .local = $0 { true } else { false } }) {
+            throw CouchError.forbidden("local_endpoints_not_supported")
         }
     }
 

@@ -52,6 +52,9 @@ extension DocServer {
         if let error = status.error {
             throw CouchError(.badGateway, "replication_failed", error.description)
         }
+        guard status.activity != .stopped else {
+            throw CouchError(.badGateway, "replication_failed", "The replication was cancelled before it ended")
+        }
         if status.changesProcessed == 0 { return Response.json(["ok": true, "no_changes": true]) }
         let session = JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
         var history = job.statistics
