@@ -94,7 +94,7 @@ final class ServerMetrics: Sendable {
 
     /// Counts what a replication did between two of its statuses (of the same run).
     func replicated(from previous: ReplicatorStatus, to status: ReplicatorStatus) {
-        count("docstore_replication_docs_read_total", by: status.documentsRead - previous.documentsRead)
+        count("docstore_replication_docs_read_total", by: status.figures.documentsRead - previous.figures.documentsRead)
         count("docstore_replication_docs_written_total", by: status.documentsWritten - previous.documentsWritten)
         count("docstore_replication_doc_write_failures_total", by: status.documentWriteFailures - previous.documentWriteFailures)
         count("docstore_replication_changes_total", by: status.changesProcessed - previous.changesProcessed)

@@ -17,30 +17,6 @@ struct Checkpointer: Sendable {
         var revision: String
     }
 
-    /// Figures of the replication, written into this session's history entry: as CouchDB's, they carry
-    /// on from the entry of the session it resumed from.
-    struct Statistics: Sendable, Equatable {
-        var missingChecked = 0
-        var missingFound = 0
-        var documentsRead = 0
-        var documentsWritten = 0
-        var documentWriteFailures = 0
-        var bulkGetDocuments = 0
-        var bulkGetAttempts = 0
-
-        init() {}
-
-        init(_ entry: ReplicationCheckpoint.Session) {
-            missingChecked = entry.missingChecked
-            missingFound = entry.missingFound
-            documentsRead = entry.documentsRead
-            documentsWritten = entry.documentsWritten
-            documentWriteFailures = entry.documentWriteFailures
-            bulkGetDocuments = entry.bulkGetDocuments
-            bulkGetAttempts = entry.bulkGetAttempts
-        }
-    }
-
     let sessionID: String
     let startTime: String
     /// The source sequence this session starts after.
@@ -52,9 +28,11 @@ struct Checkpointer: Sendable {
     /// Whether the source accepts checkpoints; a read-only source (403/401) does not, and only the
     /// target's is written, as CouchDB does.
     private(set) var sourceIsWritable: Bool
-    var statistics = Statistics()
+    /// The replication's figures, written into this session's history entry: as CouchDB's, they carry
+    /// on from the entry of the session it resumed from.
+    var statistics = ReplicationFigures()
     /// The figures this session started from: those of the session it resumed from (zero otherwise).
-    let earlier: Statistics
+    let earlier: ReplicationFigures
     private var history: [ReplicationCheckpoint.Session]
 
     /// - Parameters:
@@ -72,7 +50,7 @@ struct Checkpointer: Sendable {
         recordedSequence = start
         history = source?.checkpoint?.history ?? target?.checkpoint?.history ?? []
         // Resuming, the figures go on from the newest session's (CouchDB's `init_state`).
-        if start != .integer(0), let newest = history.first { statistics = Statistics(newest) }
+        if start != .integer(0), let newest = history.first { statistics = ReplicationFigures(newest) }
         earlier = statistics
     }
 
@@ -96,13 +74,7 @@ struct Checkpointer: Sendable {
         entry.startSequence = startSequence
         entry.endSequence = sequence
         entry.recordedSequence = sequence
-        entry.missingChecked = statistics.missingChecked
-        entry.missingFound = statistics.missingFound
-        entry.documentsRead = statistics.documentsRead
-        entry.documentsWritten = statistics.documentsWritten
-        entry.documentWriteFailures = statistics.documentWriteFailures
-        entry.bulkGetDocuments = statistics.bulkGetDocuments
-        entry.bulkGetAttempts = statistics.bulkGetAttempts
+        statistics.record(into: &entry)
         let older = history.filter { $0.sessionID != sessionID }
         return ReplicationCheckpoint(sessionID: sessionID, sourceLastSequence: sequence,
                                      history: Array(([entry] + older).prefix(ReplicationCheckpoint.historyLimit)))
@@ -130,5 +102,30 @@ extension Date {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.string(from: self)
+    }
+}
+
+extension ReplicationFigures {
+    /// The figures a checkpoint's history entry records.
+    init(_ entry: ReplicationCheckpoint.Session) {
+        self.init()
+        revisionsChecked = entry.missingChecked
+        missingRevisionsFound = entry.missingFound
+        documentsRead = entry.documentsRead
+        documentsWritten = entry.documentsWritten
+        documentWriteFailures = entry.documentWriteFailures
+        bulkGetDocuments = entry.bulkGetDocuments
+        bulkGetAttempts = entry.bulkGetAttempts
+    }
+
+    /// Writes the figures into a checkpoint's history entry, under CouchDB's names.
+    func record(into entry: inout ReplicationCheckpoint.Session) {
+        entry.missingChecked = revisionsChecked
+        entry.missingFound = missingRevisionsFound
+        entry.documentsRead = documentsRead
+        entry.documentsWritten = documentsWritten
+        entry.documentWriteFailures = documentWriteFailures
+        entry.bulkGetDocuments = bulkGetDocuments
+        entry.bulkGetAttempts = bulkGetAttempts
     }
 }

@@ -117,15 +117,7 @@ struct ReplicationLoop {
         let session = Checkpointer(sessionID: UUID().uuidString.lowercased(), startTime: Date.now.checkpointTimestamp,
                                    source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord)
         checkpointer = session
-        var earlier = ReplicationTotals()
-        earlier.revisionsChecked = session.earlier.missingChecked
-        earlier.missingRevisionsFound = session.earlier.missingFound
-        earlier.documentsRead = session.earlier.documentsRead
-        earlier.documentsWritten = session.earlier.documentsWritten
-        earlier.documentWriteFailures = session.earlier.documentWriteFailures
-        earlier.bulkGetAttempts = session.earlier.bulkGetAttempts
-        earlier.bulkGetDocuments = session.earlier.bulkGetDocuments
-        replicator.startPosition(flow, from: session.startSequence, after: earlier)
+        replicator.startPosition(flow, from: session.startSequence, after: session.earlier)
         return .connected(since: session.startSequence)
     }
 
@@ -155,9 +147,9 @@ struct ReplicationLoop {
         replicator.startTransfer(flow)
         var figures = Replicator.TransferFigures()
         defer { replicator.endTransfer(flow, figures) }
+        var batch = ReplicationFigures()
         let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
-        let checked = offered.reduce(0) { $0 + $1.revisions.count }
-        checkpointer?.statistics.missingChecked += checked
+        batch.revisionsChecked = offered.reduce(0) { $0 + $1.revisions.count }
         let differences = try await target.missingRevisions(offered)
         var requests: [FetchRequest] = []
         for difference in differences {
@@ -165,16 +157,15 @@ struct ReplicationLoop {
                 requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
             }
         }
-        checkpointer?.statistics.missingFound += requests.count
+        batch.missingRevisionsFound = requests.count
         // A pull into a local database streams attachments straight into it.
         let staging: Database? = if case .local(let database) = receivingEndpoint { database } else { nil }
         let bulkGetsBefore = source.bulkGetFigures
         var documents = try await fetchInParallel(requests, stagingInto: staging)
-        let read = documents.count
         let bulkGetsAfter = source.bulkGetFigures
-        checkpointer?.statistics.bulkGetAttempts += bulkGetsAfter.attempts - bulkGetsBefore.attempts
-        checkpointer?.statistics.bulkGetDocuments += bulkGetsAfter.documents - bulkGetsBefore.documents
-        checkpointer?.statistics.documentsRead += read
+        batch.documentsRead = documents.count
+        batch.bulkGetAttempts = bulkGetsAfter.attempts - bulkGetsBefore.attempts
+        batch.bulkGetDocuments = bulkGetsAfter.documents - bulkGetsBefore.documents
         if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
             documents = documents.filter { pushFilter($0, configuration.filterParameters) }
         }
@@ -191,19 +182,16 @@ struct ReplicationLoop {
         }
         let refused = outcome.failures
         let refusedIDs = Dictionary(refused.map { (ExactString($0.id), $0.reason) }, uniquingKeysWith: { first, _ in first })
-        checkpointer?.statistics.documentWriteFailures += refused.count
-        checkpointer?.statistics.documentsWritten += documents.count - refused.count
+        batch.documentWriteFailures = refused.count
+        batch.documentsWritten = documents.count - refused.count
+        checkpointer?.statistics += batch
+        figures = Replicator.TransferFigures(changes: rows.count, figures: batch, through: rows.last?.sequence)
         replicator.publish(documents.map {
             ReplicatedDocument(id: $0.id, revision: $0.revision, flow: flow, error: refusedIDs[ExactString($0.id)])
         })
         if let resolver = configuration.conflictResolver, case .local(let database) = receivingEndpoint {
             try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
         }
-        figures = Replicator.TransferFigures(changes: rows.count, written: documents.count - refused.count, refused: refused.count,
-                                             checked: checked, missing: requests.count, read: read,
-                                             bulkGetAttempts: bulkGetsAfter.attempts - bulkGetsBefore.attempts,
-                                             bulkGetDocuments: bulkGetsAfter.documents - bulkGetsBefore.documents,
-                                             through: rows.last?.sequence)
         rows = []
         return .transferred
     }

@@ -24,23 +24,16 @@ public struct ReplicatorStatus: Sendable {
     public var activity: ReplicatorActivity = .idle
     /// Changes examined so far.
     public var changesProcessed = 0
-    /// Revisions written to a target.
-    public var documentsWritten = 0
-    /// Revisions a target refused.
-    public var documentWriteFailures = 0
-    /// Revisions offered to a target's `_revs_diff` (CouchDB's `revisions_checked`).
-    public var revisionsChecked = 0
-    /// Revisions a target lacked (CouchDB's `missing_revisions_found`).
-    public var missingRevisionsFound = 0
-    /// Revisions read from a source (CouchDB's `docs_read`).
-    public var documentsRead = 0
-    /// Revisions asked of a CouchDB-API source with `_bulk_get` (CouchDB's `bulk_get_attempts`).
-    public var bulkGetAttempts = 0
-    /// Revisions read from `_bulk_get` answers (CouchDB's `bulk_get_docs`); the others were read with
-    /// `open_revs`, with their attachments.
-    public var bulkGetDocuments = 0
+    /// What this run checked, found, read and wrote, as CouchDB counts it.
+    public var figures = ReplicationFigures()
     /// Where each running direction stands in its source's changes.
     public var positions: [ReplicationFlow: ReplicationPosition] = [:]
+    /// The directions moving a batch of documents right now (empty between batches).
+    public var transferring: Set<ReplicationFlow> = []
+    /// The error that stopped it, if any.
+    public var error: ReplicationError?
+    /// While ``activity`` is `offline`: the error it waits out before trying again.
+    public var retryingAfter: ReplicationError?
 
     /// The status of a replication that has done nothing yet.
     public init() {}
@@ -48,29 +41,59 @@ public struct ReplicatorStatus: Sendable {
     init(activity: ReplicatorActivity) {
         self.activity = activity
     }
-    /// The directions moving a batch of documents right now (empty between batches).
-    public var transferring: Set<ReplicationFlow> = []
-    /// The error that stopped it, if any.
-    public var error: ReplicationError?
-    /// While ``activity`` is `offline`: the error it waits out before trying again.
-    public var retryingAfter: ReplicationError?
+
+    /// Revisions written to a target (``figures``' `documentsWritten`).
+    public var documentsWritten: Int {
+        get { figures.documentsWritten }
+        set { figures.documentsWritten = newValue }
+    }
+
+    /// Revisions a target refused (``figures``' `documentWriteFailures`).
+    public var documentWriteFailures: Int {
+        get { figures.documentWriteFailures }
+        set { figures.documentWriteFailures = newValue }
+    }
 }
 
 /// Which way a document moved.
 public enum ReplicationFlow: String, Sendable, Hashable { case push, pull }
 
-/// What earlier sessions of a replication did, as the checkpoint a run resumed from records it.
-/// CouchDB's figures (`_active_tasks`, `_scheduler`, `_replicator` documents) carry on from these.
-public struct ReplicationTotals: Sendable, Hashable {
+/// CouchDB's figures of a replication, as `_active_tasks`, `_scheduler`, `_replicator` documents and
+/// checkpoint histories show them.
+public struct ReplicationFigures: Sendable, Hashable {
+    /// Revisions offered to a target's `_revs_diff` (`revisions_checked`, `missing_checked`).
     public var revisionsChecked = 0
+    /// Revisions a target lacked (`missing_revisions_found`, `missing_found`).
     public var missingRevisionsFound = 0
+    /// Revisions read from a source (`docs_read`).
     public var documentsRead = 0
+    /// Revisions written to a target (`docs_written`).
     public var documentsWritten = 0
+    /// Revisions a target refused (`doc_write_failures`).
     public var documentWriteFailures = 0
+    /// Revisions asked of a CouchDB-API source with `_bulk_get` (`bulk_get_attempts`).
     public var bulkGetAttempts = 0
+    /// Revisions read from `_bulk_get` answers (`bulk_get_docs`); the others were read with
+    /// `open_revs`, with their attachments.
     public var bulkGetDocuments = 0
 
     public init() {}
+
+    public static func + (left: ReplicationFigures, right: ReplicationFigures) -> ReplicationFigures {
+        var sum = left
+        sum += right
+        return sum
+    }
+
+    public static func += (left: inout ReplicationFigures, right: ReplicationFigures) {
+        left.revisionsChecked += right.revisionsChecked
+        left.missingRevisionsFound += right.missingRevisionsFound
+        left.documentsRead += right.documentsRead
+        left.documentsWritten += right.documentsWritten
+        left.documentWriteFailures += right.documentWriteFailures
+        left.bulkGetAttempts += right.bulkGetAttempts
+        left.bulkGetDocuments += right.bulkGetDocuments
+    }
 }
 
 /// Where one direction of a replication stands in its source's changes. Sequences are the source's,
@@ -78,8 +101,9 @@ public struct ReplicationTotals: Sendable, Hashable {
 public struct ReplicationPosition: Sendable, Hashable {
     /// The sequence this run started from: the checkpoint it resumed from (`0` without one).
     public var startedFrom: JSON
-    /// The figures of the sessions before this run, from that checkpoint (zero without one).
-    public var earlier = ReplicationTotals()
+    /// The figures of the sessions before this run, as that checkpoint records them (zero without
+    /// one). CouchDB's figures carry on from them: add them to ``ReplicatorStatus/figures``.
+    public var earlier = ReplicationFigures()
     /// The sequence last saved in the checkpoints (`startedFrom` until the first save).
     public var checkpointed: JSON
     /// The sequence of the last change transferred.
@@ -369,7 +393,7 @@ public final class Replicator: Sendable {
     }
 
     /// A direction connected and resumes from `sequence` (its checkpoint, or `0`) after `earlier`.
-    func startPosition(_ flow: ReplicationFlow, from sequence: JSON, after earlier: ReplicationTotals) {
+    func startPosition(_ flow: ReplicationFlow, from sequence: JSON, after earlier: ReplicationFigures) {
         update { status, _ in
             status.positions[flow] = ReplicationPosition(startedFrom: sequence, earlier: earlier, checkpointed: sequence, through: sequence)
             return true
@@ -392,18 +416,12 @@ public final class Replicator: Sendable {
     /// A direction stopped moving a batch: it finished (with its figures) or failed.
     func endTransfer(_ flow: ReplicationFlow, _ figures: TransferFigures) {
         if figures.changes > 0 {
-            configuration.logger.debug("\(flow.rawValue): \(figures.changes) changes, \(figures.written) written, \(figures.refused) refused")
+            configuration.logger.debug("\(flow.rawValue): \(figures.changes) changes, \(figures.figures.documentsWritten) written, \(figures.figures.documentWriteFailures) refused")
         }
         update { status, _ in
             status.transferring.remove(flow)
             status.changesProcessed += figures.changes
-            status.documentsWritten += figures.written
-            status.documentWriteFailures += figures.refused
-            status.revisionsChecked += figures.checked
-            status.missingRevisionsFound += figures.missing
-            status.documentsRead += figures.read
-            status.bulkGetAttempts += figures.bulkGetAttempts
-            status.bulkGetDocuments += figures.bulkGetDocuments
+            status.figures += figures.figures
             if let through = figures.through { status.positions[flow]?.through = through }
             return true
         }
@@ -411,7 +429,8 @@ public final class Replicator: Sendable {
 
     /// What one batch did (a batch that failed reports nothing).
     struct TransferFigures {
-        var changes = 0, written = 0, refused = 0, checked = 0, missing = 0, read = 0, bulkGetAttempts = 0, bulkGetDocuments = 0
+        var changes = 0
+        var figures = ReplicationFigures()
         /// The source sequence of the batch's last change, once it is transferred.
         var through: JSON?
     }

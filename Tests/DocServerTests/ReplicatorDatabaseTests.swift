@@ -122,7 +122,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         // the beginning it would have checked 7 revisions but found and written only 2).
         let restarted = try XCTUnwrap(second.server.scheduler.job(id))
         XCTAssertEqual(restarted.status.positions[.push]?.startedFrom, 5)
-        XCTAssertEqual(restarted.status.revisionsChecked, 2, "only the changes after the checkpoint were read")
+        XCTAssertEqual(restarted.status.figures.revisionsChecked, 2, "only the changes after the checkpoint were read")
         let info = try await second.request("GET", "/_scheduler/jobs/\(id)").json["info"]
         XCTAssertEqual(info?["revisions_checked"], 7, "\(info ?? .null)")
         XCTAssertEqual(info?["missing_revisions_found"], 7)

@@ -261,8 +261,8 @@ final class ReplicationTests: XCTestCase {
         let replicator = Replicator(configuration: ReplicationConfiguration(source: .local(database), target: .local(database)))
         let status = try await replicator.run()
         XCTAssertNil(status.error)
-        XCTAssertEqual(status.revisionsChecked, 4)
-        XCTAssertEqual(status.missingRevisionsFound, 0)
+        XCTAssertEqual(status.figures.revisionsChecked, 4)
+        XCTAssertEqual(status.figures.missingRevisionsFound, 0)
         XCTAssertEqual(status.documentsWritten, 0)
         let position = try XCTUnwrap(status.positions[.push])
         XCTAssertEqual(position.startedFrom, 0)
@@ -270,7 +270,7 @@ final class ReplicationTests: XCTestCase {
         XCTAssertEqual(position.through, 4)
         let again = try await replicator.run()
         XCTAssertEqual(again.positions[.push]?.startedFrom, 4, "the run resumes from the checkpoint it saved")
-        XCTAssertEqual(again.revisionsChecked, 0)
+        XCTAssertEqual(again.figures.revisionsChecked, 0)
     }
 
     func testReplicationIDsAndRetryDelays() {

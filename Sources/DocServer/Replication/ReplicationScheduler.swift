@@ -83,23 +83,12 @@ final class ReplicationScheduler: Sendable {
         var statistics: JSONObject {
             let status = status
             let position = status.positions[.push] ?? status.positions[.pull]
-            let earlier = status.positions.values.reduce(into: ReplicationTotals()) { sum, position in
-                sum.revisionsChecked += position.earlier.revisionsChecked
-                sum.missingRevisionsFound += position.earlier.missingRevisionsFound
-                sum.documentsRead += position.earlier.documentsRead
-                sum.documentsWritten += position.earlier.documentsWritten
-                sum.documentWriteFailures += position.earlier.documentWriteFailures
-                sum.bulkGetAttempts += position.earlier.bulkGetAttempts
-                sum.bulkGetDocuments += position.earlier.bulkGetDocuments
-            }
+            let total = status.positions.values.reduce(status.figures) { $0 + $1.earlier }
             return [
-                "revisions_checked": .integer(earlier.revisionsChecked + status.revisionsChecked),
-                "missing_revisions_found": .integer(earlier.missingRevisionsFound + status.missingRevisionsFound),
-                "docs_read": .integer(earlier.documentsRead + status.documentsRead),
-                "docs_written": .integer(earlier.documentsWritten + status.documentsWritten),
-                "changes_pending": .null, "doc_write_failures": .integer(earlier.documentWriteFailures + status.documentWriteFailures),
-                "bulk_get_docs": .integer(earlier.bulkGetDocuments + status.bulkGetDocuments),
-                "bulk_get_attempts": .integer(earlier.bulkGetAttempts + status.bulkGetAttempts),
+                "revisions_checked": .integer(total.revisionsChecked), "missing_revisions_found": .integer(total.missingRevisionsFound),
+                "docs_read": .integer(total.documentsRead), "docs_written": .integer(total.documentsWritten),
+                "changes_pending": .null, "doc_write_failures": .integer(total.documentWriteFailures),
+                "bulk_get_docs": .integer(total.bulkGetDocuments), "bulk_get_attempts": .integer(total.bulkGetAttempts),
                 "checkpointed_source_seq": position?.checkpointed ?? .null, "source_seq": position?.through ?? .null,
                 "through_seq": position?.through ?? .null,
             ]
