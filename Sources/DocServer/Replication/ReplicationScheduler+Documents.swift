@@ -108,7 +108,7 @@ extension ReplicationScheduler {
         } catch {
             // Not a deletion: the job is left as it is, and the document looked at again in a second.
             logger.error("reading replication document \(id) failed: \(error)")
-            documents.withLock { $0.entries[id]?.retryAt = ContinuousClock.now + .seconds(1) }
+            documents.withLock { $0.entries[id, default: Entry()].retryAt = ContinuousClock.now + .seconds(1) }
             return
         }
         let previous = documents.withLock { $0.entries[id] }
