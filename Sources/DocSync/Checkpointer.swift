@@ -118,8 +118,9 @@ extension ReplicationFigures {
         bulkGetAttempts = entry.bulkGetAttempts
     }
 
-    /// Writes the figures into a checkpoint's history entry, under CouchDB's names.
-    func record(into entry: inout ReplicationCheckpoint.Session) {
+    /// Writes the figures into a checkpoint's history entry, under CouchDB's names (also the history
+    /// of DocServer's `_replicate` answer, which has that shape).
+    package func record(into entry: inout ReplicationCheckpoint.Session) {
         entry.missingChecked = revisionsChecked
         entry.missingFound = missingRevisionsFound
         entry.documentsRead = documentsRead

@@ -155,17 +155,7 @@ extension ReplicationScheduler {
         let jobID = request.identifier(server: registry.serverUUID)
         if let previous, previous.jobID == jobID, previous.request == request, job(jobID) != nil { return }
         if let old = previous?.jobID { await stop(old) }
-        if let other = job(jobID) {
-            guard let origin = other.document else {
-                // As CouchDB: a transient replication runs it already, a temporary error; the document
-                // is looked at again after 1 s, 2 s, … up to 10 minutes.
-                var entry = Entry(request: request, state: .error)
-                entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running as a transient replication, started via `_replicate` API endpoint")]
-                entry.errorCount = (previous?.state == .error ? previous?.errorCount ?? 0 : 0) + 1
-                entry.retryAt = ContinuousClock.now + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
-                documents.withLock { $0.entries[id] = entry }
-                return
-            }
+        if let origin = job(jobID)?.document {
             documents.withLock { _ = $0.entries.removeValue(forKey: id) }
             await fail(id, in: database, reason: "Replication `\(jobID)` specified by document `\(id)` already started, triggered by document `\(origin.id)` from db `\(origin.database)`")
             return
@@ -175,20 +165,18 @@ extension ReplicationScheduler {
                         retrying: true) { [weak database] job, final in
             guard let database, !job.request.continuous, final.error == nil else { return }
             var stats = job.statistics
-            // As CouchDB's: the checkpointed sequence and the start, not the positions of the run.
-            stats.removeValue(forKey: "source_seq")
-            stats.removeValue(forKey: "through_seq")
             stats["start_time"] = .string(job.startTime.couchTimestamp)
             await self.updateState(of: id, in: database, ["_replication_state": "completed", "_replication_state_reason": nil,
                                                          "_replication_stats": .object(stats)], expecting: request)
             self.metrics.replicationDocumentState(completed: true)
         }
         guard let added else {
-            // A `_replicate` request started the same replication in between: as above, looked at again.
+            // Only this loop adds document jobs: the one running is a transient `_replicate` job. As
+            // CouchDB, a temporary error; the document is looked at again after 1 s, 2 s, … up to 10 minutes.
             var entry = Entry(request: request, state: .error)
-            entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running")]
-            entry.errorCount = 1
-            entry.retryAt = ContinuousClock.now + .seconds(1)
+            entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running as a transient replication, started via `_replicate` API endpoint")]
+            entry.errorCount = (previous?.state == .error ? previous?.errorCount ?? 0 : 0) + 1
+            entry.retryAt = ContinuousClock.now + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
             documents.withLock { $0.entries[id] = entry }
             return
         }

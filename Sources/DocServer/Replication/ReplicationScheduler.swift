@@ -77,27 +77,45 @@ final class ReplicationScheduler: Sendable {
 
         fileprivate func update(_ change: (inout Progress) -> Void) { progress.withLock { change(&$0) } }
 
-        /// The figures CouchDB shows as a job's `info`, `_active_tasks` fields and a completed
-        /// document's `_replication_stats`: as CouchDB's, they go on from those its checkpoint
-        /// recorded, across runs and restarts.
-        var statistics: JSONObject {
+        /// The job's figures, as CouchDB's going on from those its checkpoint recorded, across runs
+        /// and restarts.
+        var figures: ReplicationFigures {
             let status = status
-            let position = status.positions[.push] ?? status.positions[.pull]
-            let total = status.positions.values.reduce(status.figures) { $0 + $1.earlier }
+            return status.positions.values.reduce(status.figures) { $0 + $1.earlier }
+        }
+
+        /// The position of the job's direction in its source's changes.
+        private var position: ReplicationPosition? {
+            let positions = status.positions
+            return positions[.push] ?? positions[.pull]
+        }
+
+        /// The figures as a completed document's `_replication_stats` holds them (without its
+        /// `start_time`).
+        var statistics: JSONObject {
+            let total = figures
             return [
                 "revisions_checked": .integer(total.revisionsChecked), "missing_revisions_found": .integer(total.missingRevisionsFound),
                 "docs_read": .integer(total.documentsRead), "docs_written": .integer(total.documentsWritten),
                 "changes_pending": .null, "doc_write_failures": .integer(total.documentWriteFailures),
                 "bulk_get_docs": .integer(total.bulkGetDocuments), "bulk_get_attempts": .integer(total.bulkGetAttempts),
-                "checkpointed_source_seq": position?.checkpointed ?? .null, "source_seq": position?.through ?? .null,
-                "through_seq": position?.through ?? .null,
+                "checkpointed_source_seq": position?.checkpointed ?? .null,
             ]
         }
 
-        /// The job's `info` in `_scheduler`: its figures, or the error it is crashing with.
+        /// The figures with the run's position, as a job's `info` and `_active_tasks` show them.
+        var report: JSONObject {
+            var object = statistics
+            let through = position?.through ?? .null
+            object["source_seq"] = through
+            object["through_seq"] = through
+            return object
+        }
+
+        /// The job's `info` in `_scheduler`: its progress, or the error it is crashing with.
         var info: JSON {
             if state == .crashing, let error = lastError { return ["error": .string(error)] }
-            return .object(statistics)
+            return .object(report)
         }
 
         var historyJSON: JSON {
@@ -338,7 +356,7 @@ final class ReplicationScheduler: Sendable {
     func activeTasks() -> [JSON] {
         let now = Int(Date().timeIntervalSince1970)
         return allJobs.filter { $0.state == .running }.map { job in
-            var task = job.statistics
+            var task = job.report
             task["type"] = "replication"
             task["replication_id"] = .string(job.id)
             task["continuous"] = .bool(job.request.continuous)

@@ -56,22 +56,17 @@ extension DocServer {
             throw CouchError(.badGateway, "replication_failed", "The replication was cancelled before it ended")
         }
         if status.changesProcessed == 0 { return Response.json(["ok": true, "no_changes": true]) }
-        let session = JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
-        var history = job.statistics
-        history["session_id"] = session
-        history["start_time"] = .string(job.startTime.checkpointTimestamp)
-        history["end_time"] = .string(Date.now.checkpointTimestamp)
-        history["missing_checked"] = history["revisions_checked"]
-        history["missing_found"] = history["missing_revisions_found"]
-        for key in ["changes_pending", "checkpointed_source_seq", "source_seq", "through_seq", "revisions_checked", "missing_revisions_found"] {
-            history.removeValue(forKey: key)
-        }
+        // The history entry has the shape of a checkpoint's, as CouchDB's answer does.
         let position = job.status.positions.values.first
-        history["start_last_seq"] = position?.startedFrom ?? .null
-        history["end_last_seq"] = position?.checkpointed ?? .null
-        history["recorded_seq"] = position?.checkpointed ?? .null
-        return Response.json(["ok": true, "session_id": session, "source_last_seq": position?.checkpointed ?? .null,
-                              "replication_id_version": 4, "history": [.object(history)]])
+        var entry = ReplicationCheckpoint.Session(sessionID: UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
+        entry.startTime = job.startTime.checkpointTimestamp
+        entry.endTime = Date.now.checkpointTimestamp
+        entry.startSequence = position?.startedFrom ?? 0
+        entry.endSequence = position?.checkpointed ?? 0
+        entry.recordedSequence = entry.endSequence
+        job.figures.record(into: &entry)
+        return Response.json(["ok": true, "session_id": .string(entry.sessionID), "source_last_seq": entry.endSequence,
+                              "replication_id_version": 4, "history": [entry.json]])
     }
 
     /// `GET /_active_tasks` (admins): the replications running, in CouchDB's form.
