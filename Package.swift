@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DocStore", targets: ["DocStore"]),
         .library(name: "DocServer", targets: ["DocServer"]),
         .library(name: "DocSync", targets: ["DocSync"]),
+        .library(name: "DocStoreJavaScript", targets: ["DocStoreJavaScript"]),
         .executable(name: "docstore", targets: ["docstore"]),
         .executable(name: "docstore-bench", targets: ["DocStoreBenchmarks"]),
     ],
@@ -34,6 +35,11 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        .systemLibrary(
+            name: "CJavaScriptCore",
+            pkgConfig: "javascriptcoregtk-4.1",
+            providers: [.apt(["libjavascriptcoregtk-4.1-dev"])]
+        ),
         .target(
             name: "CICUCollation",
             linkerSettings: [
@@ -51,6 +57,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .target(
+            name: "DocStoreJavaScript",
+            dependencies: [
+                "DocStore",
+                "CJavaScriptCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            linkerSettings: [.linkedFramework("JavaScriptCore", .when(platforms: [.macOS, .iOS]))]
         ),
         .target(
             name: "CouchProtocol",
@@ -115,6 +131,10 @@ let package = Package(
         .testTarget(
             name: "DocStoreTests",
             dependencies: ["DocStore", "TestSupport"]
+        ),
+        .testTarget(
+            name: "DocStoreJavaScriptTests",
+            dependencies: ["DocStore", "DocStoreJavaScript", "TestSupport"]
         ),
         .testTarget(
             name: "DocServerTests",

@@ -30,6 +30,8 @@ actor DatabaseWriter {
     /// Held whenever `connection` is in use: by the actor for each transaction, and by a point read
     /// that borrows the idle connection (``readIfIdle(_:)``).
     private let access = NSLock()
+    /// The database's write validator and the design documents it runs.
+    nonisolated let validation = WriteValidation()
 
     init(configuration: DatabaseConfiguration, notifier: ChangeNotifier) throws {
         let connection = try SQLiteConnection(path: configuration.fileURL.path)
@@ -143,7 +145,7 @@ actor DatabaseWriter {
             defer { pipeline?.finish() }
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
-                                       now: Date.now.timeIntervalSince1970, source: source)
+                                       now: Date.now.timeIntervalSince1970, source: source, validation: validation)
             defer { lastSequence = steps.lastSequence }
             var results: [SaveResult] = []
             results.reserveCapacity(documents.count)
@@ -214,7 +216,7 @@ actor DatabaseWriter {
         try transaction { records, changes in
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
-                                       now: Date.now.timeIntervalSince1970, source: .local)
+                                       now: Date.now.timeIntervalSince1970, source: .local, validation: validation)
             defer { lastSequence = steps.lastSequence }
             return try body(&steps, records, &changes)
         }

@@ -21,6 +21,8 @@ struct RevisionWriter {
     /// The documents to which a replicated revision added a conflict (a second live leaf), in order:
     /// those a property-history merge may resolve.
     var conflicted: [String] = []
+    /// The database's validator (CouchDB's `validate_doc_update`) and the design documents it runs.
+    let validation: WriteValidation
 
     /// A local edit: the new revision is a child of the given (leaf) revision.
     mutating func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy) throws -> (Document, DocumentChange?) {
@@ -33,6 +35,7 @@ struct RevisionWriter {
         let parent = try EditDecision.parent(
             stored: existing.map { EditDecision.Stored(tree: $0.tree, winner: $0.winner, isDeleted: $0.isDeleted) },
             named: document.revision, policy: policy)
+        try validate(document, replacing: parent, of: existing, replicated: false)
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
             ?? StoredBody.encode(&document, generation: generation, newEdits: true) {
@@ -69,6 +72,7 @@ struct RevisionWriter {
             return (document, nil)
         }
         let ancestry = document.revisionHistory ?? []
+        try validate(document, replacing: ancestry.first { existing?.tree.contains($0) ?? false }, of: existing, replicated: true)
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
             ?? StoredBody.encode(&document, generation: revision.generation, newEdits: false) {
                 // Stubs name attachments of the nearest ancestor, in the revision's history, whose body
@@ -120,6 +124,31 @@ struct RevisionWriter {
             if let change = try applyEdit(edit, prepared: nil, policy: .save).1 { changes.append(change) }
         }
         return changes
+    }
+
+    /// Asks the database's validator whether `document` may replace revision `old` of `existing`.
+    /// Without a validator, or without a design document that validates, it costs nothing. A design
+    /// document is always shown to the validator (which may check that its functions compile), and
+    /// makes the validating design documents be read again.
+    private func validate(_ document: Document, replacing old: RevisionID?, of existing: DocumentRecord?,
+                          replicated: Bool) throws {
+        let isDesign = document.id.hasPrefix("_design/")
+        if isDesign { validation.designDocumentWritten() }
+        guard let validator = validation.validator else { return }
+        let designs = isDesign ? [] : try validation.designDocuments { try records.validatingDesignDocuments() }
+        guard isDesign || !designs.isEmpty else { return }
+        var oldDocument: Document? = nil
+        if let old, let existing {
+            if old == existing.winner {
+                oldDocument = try Database.makeDocument(id: existing.id, revision: old, isDeleted: existing.isDeleted,
+                                                        body: existing.body, record: existing)
+            } else if let stored = try records.revisionBody(id: existing.id, revision: old) {
+                oldDocument = try Database.makeDocument(id: existing.id, revision: old, isDeleted: stored.isDeleted,
+                                                        body: stored.body, record: existing)
+            }
+        }
+        try validator(ValidatedWrite(newDocument: document, oldDocument: oldDocument, isReplicated: replicated,
+                                     context: WriteContext.current, validatingDesignDocuments: designs))
     }
 
     /// Checks the body's members, or takes the pipeline's verdict on them.

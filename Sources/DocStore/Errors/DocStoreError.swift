@@ -124,6 +124,26 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidImport = Code("invalidImport", couchDB: "bad_request", status: 400)
         /// An index map function failed.
         public static let indexFailure = Code("indexFailure", couchDB: "index_failure", status: 500)
+        /// A write was refused by a validation function (CouchDB's `validate_doc_update` throwing
+        /// `{forbidden: …}`), or by the server's access rules.
+        public static let forbidden = Code("forbidden", couchDB: "forbidden", status: 403)
+        /// A write was refused by a validation function throwing `{unauthorized: …}`: the user must
+        /// authenticate (or be someone else).
+        public static let unauthorized = Code("unauthorized", couchDB: "unauthorized", status: 401)
+        /// A design document's function does not compile (CouchDB `compilation_error`).
+        public static let compilationError = Code("compilationError", couchDB: "compilation_error", status: 400)
+        /// A design document's `require()` names a module that is not there (CouchDB `invalid_require_path`).
+        public static let invalidRequirePath = Code("invalidRequirePath", couchDB: "invalid_require_path", status: 500)
+        /// A design document's function failed when it ran (CouchDB `os_process_error`).
+        public static let scriptFailure = Code("scriptFailure", couchDB: "os_process_error", status: 500)
+        /// A design document's function ran over its time limit and was stopped (CouchDB answers
+        /// `os_process_error` for its `os_process_timeout`).
+        public static let scriptTimeout = Code("scriptTimeout", couchDB: "os_process_error", status: 500)
+        /// A show or list function answered with something CouchDB cannot send (CouchDB `render_error`).
+        public static let renderError = Code("renderError", couchDB: "render_error", status: 500)
+        /// A design document is malformed: an unknown `language`, a view without `map`, a function that
+        /// is not a string (CouchDB `invalid_design_doc`).
+        public static let invalidDesignDocument = Code("invalidDesignDocument", couchDB: "invalid_design_doc", status: 400)
 
         public var description: String { name }
     }

@@ -13,6 +13,10 @@ public enum ReduceFunction: Sendable {
     case sum
     /// `{"sum","count","min","max","sumsqr"}` of the numeric values (CouchDB `_stats`).
     case stats
+    /// The number of distinct keys among the rows (CouchDB `_approx_count_distinct`, which estimates
+    /// it with HyperLogLog; here it is counted exactly, which is what CouchDB's estimate gives for all
+    /// but very large counts).
+    case approximateCountDistinct
     /// A custom reduce, as in CouchDB: called with `keys` (each `[key, documentID]`) and `values` of a
     /// chunk of rows with `rereduce == false`, then with `keys == nil` and the chunk results as
     /// `values` with `rereduce == true`. It must give the same answer however the rows are chunked.
@@ -69,6 +73,7 @@ public struct IndexDefinition: Sendable {
         case .count?: reduceName = "count"
         case .sum?: reduceName = "sum"
         case .stats?: reduceName = "stats"
+        case .approximateCountDistinct?: reduceName = "approx_count_distinct"
         case .custom?: reduceName = "custom"
         }
         let version = "field:\(path)|value:\(valuePath ?? "")|reduce:\(reduceName)"

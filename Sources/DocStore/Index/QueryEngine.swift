@@ -241,6 +241,7 @@ struct QueryEngine {
         let aggregates: String
         switch reduce {
         case .count: aggregates = "count(*), 0, 0, 0, 0, 0, 1"
+        case .approximateCountDistinct: aggregates = "count(*), count(DISTINCT key), 0, 0, 0, 0, 1"
         case .sum: aggregates = "count(*), count(value_num), total(value_num), 0, 0, 0, min(value_is_int)"
         default: aggregates = "count(*), count(value_num), total(value_num), min(value_num), max(value_num), total(value_num * value_num), min(value_is_int)"
         }
@@ -336,13 +337,17 @@ struct QueryEngine {
                     let value = try statement.withBlob(1) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
                     try custom.add(key: [key, .string(statement.text(2))], value: value, function)
                 } else {
-                    builtin.add(number: statement.isNull(3) ? nil : statement.double(3), isInteger: statement.int(4) == 1)
+                    if case .approximateCountDistinct = reduce {
+                        statement.withBlob(5) { builtin.add(key: $0) }
+                    } else {
+                        builtin.add(number: statement.isNull(3) ? nil : statement.double(3), isInteger: statement.int(4) == 1)
+                    }
                 }
             }
             return true
         }
 
-        let columns = "key_json, value_json, doc_id, value_num, value_is_int"
+        let columns = "key_json, value_json, doc_id, value_num, value_is_int, key"
         if let keys = query.keys {
             let statement = try connection.prepare("SELECT \(columns) FROM \(table) WHERE key = ? \(order)")
             for key in keys {
@@ -373,6 +378,18 @@ struct BuiltinAccumulator {
     var sumOfSquares = 0.0
     var allIntegers = true
 
+    /// The encoded key of the last row added, for counting distinct keys of rows that come in key order.
+    private var lastKey: [UInt8]?
+
+    /// Counts a row's key for ``ReduceFunction/approximateCountDistinct``: rows come in key order, so
+    /// a key unlike the previous one is a new distinct key.
+    mutating func add(key: UnsafeRawBufferPointer) {
+        count += 1
+        if let lastKey, lastKey.elementsEqual(key) { return }
+        lastKey = Array(key)
+        numericCount += 1
+    }
+
     mutating func add(number: Double?, isInteger: Bool) {
         count += 1
         guard let number else { return }
@@ -393,6 +410,9 @@ struct BuiltinAccumulator {
         switch reduce {
         case .count:
             return .integer(count)
+        case .approximateCountDistinct:
+            // `numericCount` holds the number of distinct keys (see `add(key:)` and the SQL aggregate).
+            return .integer(numericCount)
         case .sum, .stats:
             guard numericCount == count else {
                 let name = { if case .sum = reduce { return "_sum" } else { return "_stats" } }()

@@ -164,6 +164,20 @@ struct DocumentRecords {
         return try DocumentRecords.record(from: statement)
     }
 
+    /// The live design documents whose body has a `validate_doc_update` member, in id order (the ids
+    /// between `_design/` and `_design0`, the next string after the `/`).
+    func validatingDesignDocuments() throws -> [Document] {
+        let statement = try connection.prepare(
+            "SELECT id, \(Self.currentColumns()) FROM docs WHERE id >= '_design/' AND id < '_design0' AND deleted = 0 ORDER BY id")
+        defer { statement.reset() }
+        var documents: [Document] = []
+        while try statement.step() {
+            let document = try Self.currentDocument(statement, id: statement.text(0), from: 1)
+            if document.body["validate_doc_update"] != nil { documents.append(document) }
+        }
+        return documents
+    }
+
     /// The current revision of a live document, parsed straight from SQLite's buffer, without
     /// decoding the revision tree (the common read).
     func fetchCurrentDocument(id: String) throws -> Document? {

@@ -1,0 +1,91 @@
+import Synchronization
+
+/// Who is writing, as CouchDB's validation functions see it: the `userCtx` and the database's
+/// `_security` object. A server sets it for the writes it makes on a user's behalf with
+/// `WriteContext.$current.withValue(…)`; writes made without one are validated with `nil`.
+public struct WriteContext: Sendable {
+    /// CouchDB's `userCtx`: `{"db": …, "name": … | null, "roles": […]}`.
+    public var userContext: JSON
+    /// The database's `_security` object.
+    public var securityObject: JSON
+
+    public init(userContext: JSON, securityObject: JSON = [:]) {
+        self.userContext = userContext
+        self.securityObject = securityObject
+    }
+
+    /// The writer of the current task, if a server set one.
+    @TaskLocal public static var current: WriteContext?
+}
+
+/// One write, as a ``WriteValidator`` is asked about it: CouchDB's `validate_doc_update(newDoc,
+/// oldDoc, userCtx, secObj)`.
+public struct ValidatedWrite: Sendable {
+    /// The document being written (a deletion has ``Document/isDeleted``), with the revision it was
+    /// given (`nil` for a new document).
+    public let newDocument: Document
+    /// The revision it replaces: for an edit, the revision it names; for a replicated revision, its
+    /// nearest ancestor this database holds; `nil` when there is none.
+    public let oldDocument: Document?
+    /// Whether the revision arrived by replication (`new_edits=false`).
+    public let isReplicated: Bool
+    /// Who writes it, when known.
+    public let context: WriteContext?
+    /// The live design documents of the database that have a `validate_doc_update` member, in id order.
+    public let validatingDesignDocuments: [Document]
+}
+
+/// Decides whether a write may be stored: returns to accept it, throws a ``DocStoreError`` to refuse it
+/// (``DocStoreError/Code/forbidden``, ``DocStoreError/Code/unauthorized``, …). It runs inside the write
+/// transaction, for every document of every write path (single, bulk, replicated, imported), and must
+/// not write to the database itself. A refused document is reported as that document's failure.
+public typealias WriteValidator = @Sendable (_ write: ValidatedWrite) throws -> Void
+
+/// The validator of a database and the design documents it needs, cached by the writer.
+final class WriteValidation: Sendable {
+    private struct State {
+        var validator: WriteValidator?
+        /// The validating design documents; `nil` once a design document was written.
+        var designDocuments: [Document]?
+    }
+    private let state = Mutex(State())
+
+    var validator: WriteValidator? {
+        get { state.withLock { $0.validator } }
+        set { state.withLock { $0.validator = newValue } }
+    }
+
+    /// The validating design documents, read with `load` when not known.
+    func designDocuments(_ load: () throws -> [Document]) rethrows -> [Document] {
+        if let known = state.withLock({ $0.designDocuments }) { return known }
+        let loaded = try load()
+        state.withLock { $0.designDocuments = loaded }
+        return loaded
+    }
+
+    /// Forgets the design documents: one is being written.
+    func designDocumentWritten() {
+        state.withLock { $0.designDocuments = nil }
+    }
+}
+
+extension Database {
+    /// The function that decides whether each write may be stored (CouchDB's `validate_doc_update`),
+    /// or `nil` for none. `DocStoreJavaScript` sets one that runs the database's JavaScript design
+    /// documents; set your own to enforce rules in Swift.
+    ///
+    /// ```swift
+    /// db.writeValidator = { write in
+    ///     if write.newDocument["total"]?.doubleValue ?? 0 < 0 {
+    ///         throw DocStoreError(.forbidden, "totals cannot be negative")
+    ///     }
+    /// }
+    /// ```
+    public var writeValidator: WriteValidator? {
+        get { writer.validation.validator }
+        set {
+            writer.validation.validator = newValue
+            writer.validation.designDocumentWritten()
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import DocStore
+import Foundation
+
+extension Database {
+    /// Queries a JavaScript view of a design document stored in this database (saved here or arrived
+    /// by replication), with every option of a native index query.
+    ///
+    /// The view becomes a DocStore index the first time it is queried; when the design document's view
+    /// code changes (its map, reduce, `views.lib` or `options`), the next query rebuilds it. As in
+    /// CouchDB, a map function that throws for a document leaves that document out of the view, and
+    /// design documents are mapped only with the `include_design` option.
+    ///
+    /// ```swift
+    /// var query = IndexQuery()
+    /// query.group = true
+    /// for row in try await db.query(designDocument: "app", view: "by_type", query) {
+    ///     print(row.key, row.value)
+    /// }
+    /// ```
+    /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/notFound`` for a missing design document or
+    ///   view, ``DocStoreError/Code/compilationError`` when its functions do not compile,
+    ///   ``DocStoreError/Code/scriptTimeout`` when its map function runs over the engine's time limit
+    ///   for a document, and what ``query(_:_:)`` throws.
+    public func query(designDocument name: String, view: String, _ query: IndexQuery = IndexQuery(),
+                      engine: JavaScriptEngine = .shared) async throws -> QueryResult {
+        let (design, indexName) = try await javaScriptView(designDocument: name, view: view, engine: engine)
+        let result = try await self.query(indexName, query)
+        if let stopped = result.mapErrors.first(where: { $0.reason.hasPrefix(JavaScriptViews.timeoutMarker) }) {
+            throw DocStoreError(.scriptTimeout, "The map function of \(design.id)/_view/\(view) ran over its time limit for document \(stopped.documentID)")
+        }
+        return result
+    }
+
+    /// The design document and the registered index of view `view` of `_design/<name>`, registered (or
+    /// registered again, which rebuilds it) when its code is new.
+    func javaScriptView(designDocument name: String, view: String, engine: JavaScriptEngine) async throws -> (DesignDocument, String) {
+        let design = try await designDocument(named: name)
+        guard design.isJavaScript else {
+            throw DocStoreError(.invalidDesignDocument, "Design document \(design.id) is not in JavaScript (language \(design.language))")
+        }
+        guard design.views[view] != nil, let version = design.version(of: view) else {
+            throw DocStoreError(.notFound, "missing_named_view")
+        }
+        let indexName = JavaScriptViews.indexName(designDocument: design.name, view: view)
+        if try await indexDefinition(named: indexName)?.version != version {
+            let definition = try await JavaScriptViews.definition(design, view: view, engine: engine)
+            try await register(definition)
+        }
+        return (design, indexName)
+    }
+
+    /// The design document `_design/<name>`, read as a ``DesignDocument``.
+    /// - Throws: ``DocStoreError/Code/notFound`` (`missing` or `deleted`, as CouchDB says).
+    public func designDocument(named name: String) async throws -> DesignDocument {
+        let id = name.hasPrefix(DesignDocument.prefix) ? name : DesignDocument.prefix + name
+        guard let document = try await document(withID: id) else {
+            throw DocStoreError(.notFound, "missing")
+        }
+        if document.isDeleted { throw DocStoreError(.notFound, "deleted") }
+        return try DesignDocument(document)
+    }
+}
+
+/// JavaScript views as DocStore indexes.
+enum JavaScriptViews {
+    /// How the map errors of a stopped runaway function begin.
+    static let timeoutMarker = "timeout:"
+
+    /// The DocStore index name of a view.
+    static func indexName(designDocument: String, view: String) -> String {
+        "javascript:\(designDocument)/\(view)"
+    }
+
+    /// The index of one view: its map (and reduce) run in `engine`'s contexts. Compiles the functions
+    /// first, so that a syntax error fails here, and only this view.
+    static func definition(_ design: DesignDocument, view name: String, engine: JavaScriptEngine) async throws -> IndexDefinition {
+        guard let view = design.views[name], let version = design.version(of: name) else {
+            throw DocStoreError(.notFound, "missing_named_view")
+        }
+        let map = JavaScriptContext.FunctionReference(design: design, path: "views.\(name).map", source: view.map, forMap: true)
+        let reduce = try reduceFunction(design, view: name, engine: engine)
+        try await engine.run { context in
+            do {
+                _ = try context.function(map)
+            } catch let error as DocStoreError where error.code == .compilationError {
+                throw DocStoreError(.compilationError, "Compilation of the map function in the '\(name)' view failed: \(error.reason)")
+            }
+            if let source = view.reduce, !source.hasPrefix("_") {
+                do {
+                    _ = try context.function(.init(design: design, path: "views.\(name).reduce", source: source))
+                } catch let error as DocStoreError where error.code == .compilationError {
+                    throw DocStoreError(.compilationError, "Compilation of the reduce function in the '\(name)' view failed: \(error.reason)")
+                }
+            }
+        }
+        let includeDesign = design.includesDesignDocuments
+        let localSequence = design.includesLocalSequence
+        return IndexDefinition(name: indexName(designDocument: design.name, view: name), version: version,
+                               collation: design.collation, reduce: reduce) { document, emit in
+            if !includeDesign && document.id.hasPrefix(DesignDocument.prefix) { return }
+            var json = document.json()
+            if localSequence, case .object(var members) = json, let sequence = document.sequence {
+                members["_local_seq"] = .integer(Int(sequence))
+                json = .object(members)
+            }
+            let text = try json.serializedString()
+            let rows: [(JSON, JSON)]
+            do {
+                rows = try engine.withContext { try $0.map(map, documentJSON: text) }
+            } catch let error as DocStoreError where error.code == .scriptTimeout {
+                throw DocStoreError(.indexFailure, timeoutMarker + " " + error.reason)
+            }
+            for (key, value) in rows { emit(key, value) }
+        }
+    }
+
+    /// The reduce of a view: CouchDB's built-ins as DocStore's, a JavaScript function in the engine.
+    static func reduceFunction(_ design: DesignDocument, view name: String, engine: JavaScriptEngine) throws -> ReduceFunction? {
+        guard let source = design.views[name]?.reduce else { return nil }
+        if source.hasPrefix("_") {
+            guard let builtin = builtinReduce(source) else {
+                throw DocStoreError(.invalidDesignDocument, "`\(source)` is not a supported reduce function.")
+            }
+            return builtin
+        }
+        let reference = JavaScriptContext.FunctionReference(design: design, path: "views.\(name).reduce", source: source)
+        return .custom { keys, values, rereduce in
+            try engine.withContext { try $0.reduce(reference, keys: keys, values: values, rereduce: rereduce) }
+        }
+    }
+
+    /// CouchDB's built-in reduce a source names: like CouchDB, it goes by the start of the text
+    /// (`"_sum"`, `"_sum\n"` and `"_summary"` are all `_sum`).
+    static func builtinReduce(_ source: String) -> ReduceFunction? {
+        if source.hasPrefix("_count") { return .count }
+        if source.hasPrefix("_sum") { return .sum }
+        if source.hasPrefix("_stats") { return .stats }
+        if source.hasPrefix("_approx_count_distinct") { return .approximateCountDistinct }
+        return nil
+    }
+}

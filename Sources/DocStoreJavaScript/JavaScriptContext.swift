@@ -1,0 +1,240 @@
+import CJavaScriptCore
+import DocStore
+import Foundation
+import Logging
+
+/// One JavaScriptCore context with CouchDB's query-server runtime (``JavaScriptRuntime``) loaded: the
+/// functions of design documents compiled in it, cached, and called with JSON in and JSON out.
+///
+/// Not `Sendable`: a context belongs to the thread that made it (``JavaScriptEngine`` keeps one per
+/// thread) and is only ever used there. Its context group is its own, so its watchdog
+/// (``JavaScriptEngine/timeLimit``) stops only its own runaway scripts.
+final class JavaScriptContext {
+    let group: JSContextGroupRef
+    let context: JSGlobalContextRef
+    /// Compiled functions and design-document objects, by ``cacheKey``; protected from collection.
+    private var cache: [String: JSObjectRef] = [:]
+    /// The runtime's entry points.
+    private let entry: [String: JSObjectRef]
+    /// Calls since the last garbage collection.
+    private var callsSinceCollection = 0
+    static let cacheLimit = 512
+
+    init(timeLimit: Double) throws {
+        group = JSContextGroupCreate()
+        context = JSGlobalContextCreateInGroup(group, nil)
+        if timeLimit > 0 {
+            JSContextGroupSetExecutionTimeLimit(group, timeLimit, cjsc_always_terminate, nil)
+        }
+        let global = JSContextGetGlobalObject(context)!
+        JavaScriptContext.installNativeLog(in: context, global: global)
+        var exception: JSValueRef?
+        let script = JSStringCreateWithUTF8CString(JavaScriptRuntime.source)
+        defer { JSStringRelease(script) }
+        JSEvaluateScript(context, script, nil, nil, 1, &exception)
+        if let exception {
+            let message = JavaScriptContext.describe(exception, in: context)
+            JSGlobalContextRelease(context)
+            JSContextGroupRelease(group)
+            throw DocStoreError(.scriptFailure, "The JavaScript runtime did not load: \(message)")
+        }
+        var entry: [String: JSObjectRef] = [:]
+        for name in JavaScriptRuntime.entryPoints {
+            let key = JSStringCreateWithUTF8CString(name)
+            defer { JSStringRelease(key) }
+            let value = JSObjectGetProperty(context, global, key, nil)
+            guard let value, let object = JSValueToObject(context, value, nil), JSObjectIsFunction(context, object) else {
+                JSGlobalContextRelease(context)
+                JSContextGroupRelease(group)
+                throw DocStoreError(.scriptFailure, "The JavaScript runtime lacks \(name)")
+            }
+            JSValueProtect(context, object)
+            entry[name] = object
+        }
+        self.entry = entry
+    }
+
+    deinit {
+        for object in cache.values { JSValueUnprotect(context, object) }
+        for object in entry.values { JSValueUnprotect(context, object) }
+        JSGlobalContextRelease(context)
+        JSContextGroupRelease(group)
+    }
+
+    // MARK: Values
+
+    /// A JavaScript value parsed from JSON text (`undefined` for `nil`).
+    func value(json: String?) throws -> JSValueRef {
+        guard let json else { return JSValueMakeUndefined(context)! }
+        let string = JSStringCreateWithUTF8CString(json)
+        defer { JSStringRelease(string) }
+        guard let value = JSValueMakeFromJSONString(context, string) else {
+            throw DocStoreError(.scriptFailure, "JavaScriptCore could not read JSON")
+        }
+        return value
+    }
+
+    /// A JavaScript value for a JSON value.
+    func value(_ json: JSON) throws -> JSValueRef {
+        try value(json: try json.serializedString())
+    }
+
+    /// A JavaScript string.
+    func string(_ text: String) -> JSValueRef {
+        let string = JSStringCreateWithUTF8CString(text)
+        defer { JSStringRelease(string) }
+        return JSValueMakeString(context, string)!
+    }
+
+    /// The text of a JavaScript string value, or `nil` when it is not a string.
+    func text(of value: JSValueRef) -> String? {
+        guard JSValueIsString(context, value), let string = JSValueToStringCopy(context, value, nil) else { return nil }
+        defer { JSStringRelease(string) }
+        return JavaScriptContext.swiftString(string)
+    }
+
+    /// JSON text of a JavaScript value (`nil` for `undefined` or a function, as `JSON.stringify`).
+    func jsonText(of value: JSValueRef) throws -> String? {
+        var exception: JSValueRef?
+        guard let string = JSValueCreateJSONString(context, value, 0, &exception) else {
+            if let exception { throw failure(exception) }
+            return nil
+        }
+        defer { JSStringRelease(string) }
+        return JavaScriptContext.swiftString(string)
+    }
+
+    /// A JavaScript value as a ``JSON`` value (`undefined` becomes `null`).
+    func json(of value: JSValueRef) throws -> JSON {
+        guard let text = try jsonText(of: value) else { return .null }
+        return try JSON(parsing: text)
+    }
+
+    static func swiftString(_ string: JSStringRef) -> String {
+        let length = JSStringGetLength(string)
+        guard length > 0, let characters = JSStringGetCharactersPtr(string) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: characters, count: length), as: UTF16.self)
+    }
+
+    // MARK: Calls
+
+    /// Calls runtime entry point `name` with `arguments`; a JavaScript exception becomes an error
+    /// (``failure(_:)``).
+    func call(_ name: String, _ arguments: [JSValueRef?]) throws -> JSValueRef {
+        guard let function = entry[name] else { preconditionFailure("no runtime entry point \(name)") }
+        var exception: JSValueRef?
+        let result = arguments.withUnsafeBufferPointer { buffer in
+            JSObjectCallAsFunction(context, function, nil, buffer.count, buffer.baseAddress, &exception)
+        }
+        collectGarbageNowAndThen()
+        if let exception { throw failure(exception) }
+        return result ?? JSValueMakeUndefined(context)!
+    }
+
+    /// A cached object (a compiled function or a design document), made by `make` the first time.
+    func cached(_ key: String, _ make: () throws -> JSValueRef) throws -> JSObjectRef {
+        if let object = cache[key] { return object }
+        let value = try make()
+        guard let object = JSValueToObject(context, value, nil) else {
+            throw DocStoreError(.scriptFailure, "not an object: \(key)")
+        }
+        if cache.count >= JavaScriptContext.cacheLimit {
+            for object in cache.values { JSValueUnprotect(context, object) }
+            cache.removeAll()
+        }
+        JSValueProtect(context, object)
+        cache[key] = object
+        return object
+    }
+
+    /// Collects garbage every few thousand calls, bounding the memory a long view build holds.
+    private func collectGarbageNowAndThen() {
+        callsSinceCollection += 1
+        if callsSinceCollection >= 20_000 {
+            callsSinceCollection = 0
+            JSGarbageCollect(context)
+        }
+    }
+
+    // MARK: Errors
+
+    /// The error for a JavaScript exception: CouchDB's `forbidden`/`unauthorized` objects, the
+    /// runtime's `["error", name, reason]` triples, the watchdog's termination, or a thrown error.
+    func failure(_ exception: JSValueRef) -> DocStoreError {
+        if let object = JSValueToObject(context, exception, nil), !JSValueIsString(context, exception) {
+            if let json = try? self.json(of: exception) {
+                switch json {
+                case .object(let members):
+                    if let reason = members["forbidden"] {
+                        return DocStoreError(.forbidden, reason.stringValue ?? reason.description)
+                    }
+                    if let reason = members["unauthorized"] {
+                        return DocStoreError(.unauthorized, reason.stringValue ?? reason.description)
+                    }
+                case .array(let items) where items.count == 3 && items[0] == "error":
+                    let name = items[1].stringValue ?? "error"
+                    let reason = items[2].stringValue ?? items[2].description
+                    switch name {
+                    case "compilation_error": return DocStoreError(.compilationError, reason)
+                    case "invalid_require_path": return DocStoreError(.invalidRequirePath, reason)
+                    case "not_found": return DocStoreError(.notFound, reason)
+                    case "render_error": return DocStoreError(.renderError, reason)
+                    default: return DocStoreError(.scriptFailure, "\(name): \(reason)")
+                    }
+                default:
+                    break
+                }
+            }
+            _ = object
+        }
+        let message = JavaScriptContext.describe(exception, in: context)
+        if message.contains("JavaScript execution terminated") || message.contains("execution terminated") {
+            return DocStoreError(.scriptTimeout, "The JavaScript function ran over its time limit and was stopped")
+        }
+        return DocStoreError(.scriptFailure, message)
+    }
+
+    /// A thrown value as text: an error's name, message and line, or the value's JSON.
+    static func describe(_ value: JSValueRef, in context: JSContextRef) -> String {
+        if let object = JSValueToObject(context, value, nil) {
+            func property(_ name: String) -> String? {
+                let key = JSStringCreateWithUTF8CString(name)
+                defer { JSStringRelease(key) }
+                guard let value = JSObjectGetProperty(context, object, key, nil), !JSValueIsUndefined(context, value),
+                      let string = JSValueToStringCopy(context, value, nil) else { return nil }
+                defer { JSStringRelease(string) }
+                return swiftString(string)
+            }
+            if let message = property("message") {
+                let name = property("name") ?? "Error"
+                return "\(name): \(message)" + (property("line").map { " (line \($0))" } ?? "")
+            }
+            if let string = JSValueCreateJSONString(context, value, 0, nil) {
+                defer { JSStringRelease(string) }
+                return swiftString(string)
+            }
+        }
+        guard let string = JSValueToStringCopy(context, value, nil) else { return "unknown JavaScript error" }
+        defer { JSStringRelease(string) }
+        return swiftString(string)
+    }
+
+    // MARK: log()
+
+    static let logger = Logger(label: "docstore.javascript")
+
+    /// `__log(message)`: CouchDB's `log()`, to the `docstore.javascript` logger.
+    private static func installNativeLog(in context: JSContextRef, global: JSObjectRef) {
+        let name = JSStringCreateWithUTF8CString("__log")
+        defer { JSStringRelease(name) }
+        let function = JSObjectMakeFunctionWithCallback(context, name) { context, _, _, count, arguments, _ in
+            if let context, count > 0, let arguments, let value = arguments[0],
+               let string = JSValueToStringCopy(context, value, nil) {
+                defer { JSStringRelease(string) }
+                JavaScriptContext.logger.info("\(JavaScriptContext.swiftString(string))")
+            }
+            return JSValueMakeUndefined(context)
+        }
+        JSObjectSetProperty(context, global, name, function, JSPropertyAttributes(kJSPropertyAttributeDontEnum), nil)
+    }
+}

@@ -1,0 +1,129 @@
+import DocStore
+import Foundation
+import Synchronization
+
+/// Runs design-document JavaScript on JavaScriptCore: one context per thread, never shared, and a few
+/// dedicated threads of its own for callers in `async` code, so that JavaScript never runs on Swift's
+/// cooperative thread pool when an `async` caller waits for it (DESIGN.md §6).
+///
+/// Synchronous callers (a view's map function, called by the index writer while it maps a window of
+/// documents on its own threads) use the context of the thread they run on. Every context has a
+/// watchdog: a function that runs longer than ``timeLimit`` is stopped with
+/// ``DocStoreError/Code/scriptTimeout`` (CouchDB's `os_process_timeout`), and the thread goes on.
+///
+/// ```swift
+/// let engine = JavaScriptEngine(timeLimit: .seconds(5))
+/// let design = try await db.enableJavaScript(engine: engine)
+/// ```
+public final class JavaScriptEngine: Sendable {
+    /// The engine most programs need: CouchDB's default 5 s limit per function call.
+    public static let shared = JavaScriptEngine()
+
+    /// How long one call into JavaScript may run before it is stopped (CouchDB's
+    /// `os_process_timeout`, 5 s by default).
+    public let timeLimit: Duration
+
+    private let contexts: ThreadContexts
+    private let workers: Workers
+
+    /// An engine whose functions may each run for `timeLimit`, with `threads` threads for `async`
+    /// callers.
+    public init(timeLimit: Duration = .seconds(5), threads: Int = 2) {
+        self.timeLimit = timeLimit
+        let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
+        contexts = ThreadContexts(timeLimit: seconds)
+        workers = Workers(count: max(1, threads), name: "docstore.javascript")
+    }
+
+    /// Runs `body` with this thread's context, made on first use.
+    func withContext<T>(_ body: (JavaScriptContext) throws -> T) throws -> T {
+        try body(try contexts.current())
+    }
+
+    /// Runs `body` with a context on one of the engine's own threads; the caller's task waits without
+    /// holding a thread.
+    func run<T: Sendable>(_ body: @escaping @Sendable (JavaScriptContext) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            workers.submit { [contexts] in
+                continuation.resume(with: Result { try body(try contexts.current()) })
+            }
+        }
+    }
+}
+
+/// One ``JavaScriptContext`` per thread, in a thread-specific slot that releases it when its thread ends.
+final class ThreadContexts: Sendable {
+    private let key: pthread_key_t
+    private let timeLimit: Double
+
+    init(timeLimit: Double) {
+        self.timeLimit = timeLimit
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            #if canImport(Glibc) || canImport(Musl)
+            guard let pointer else { return }
+            #endif
+            Unmanaged<JavaScriptContext>.fromOpaque(pointer).release()
+        }
+        self.key = key
+    }
+
+    /// This thread's context. The slot is per thread, so no other thread ever sees it.
+    func current() throws -> JavaScriptContext {
+        if let pointer = pthread_getspecific(key) {
+            return Unmanaged<JavaScriptContext>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let context = try JavaScriptContext(timeLimit: timeLimit)
+        pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
+        return context
+    }
+}
+
+/// A few threads that run submitted jobs in order of submission, waiting on a condition when idle.
+final class Workers: Sendable {
+    private struct Queue {
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+    }
+    private let queue = Mutex(Queue())
+    private let condition = NSCondition()
+
+    init(count: Int, name: String) {
+        for index in 0..<count {
+            let thread = Thread { [self] in self.loop() }
+            thread.name = "\(name).\(index)"
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        queue.withLock { $0.jobs.append(job) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Takes jobs for ever: the engine's threads live as long as the process (engines are few and long-lived).
+    private func loop() {
+        while true {
+            condition.lock()
+            var job: (@Sendable () -> Void)?
+            while job == nil {
+                job = queue.withLock { queue in
+                    guard queue.head < queue.jobs.count else { return nil }
+                    let job = queue.jobs[queue.head]
+                    queue.head += 1
+                    if queue.head > 64, queue.head * 2 > queue.jobs.count {
+                        queue.jobs.removeFirst(queue.head)
+                        queue.head = 0
+                    }
+                    return job
+                }
+                if job == nil { condition.wait() }
+            }
+            condition.unlock()
+            job?()
+        }
+    }
+}
