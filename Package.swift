@@ -76,6 +76,7 @@ let package = Package(
             name: "DocServer",
             dependencies: [
                 "DocStore",
+                "DocStoreJavaScript",
                 "DocSync",
                 "CouchProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -116,6 +117,7 @@ let package = Package(
             name: "DocStoreBenchmarks",
             dependencies: [
                 "DocStore",
+                "DocStoreJavaScript",
                 "DocSync",
                 "DocServer",
                 "CSQLite",
@@ -142,7 +144,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DocSyncTests",
-            dependencies: ["DocStore", "CouchProtocol", "DocServer", "DocSync", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+            dependencies: ["DocStore", "CouchProtocol", "DocServer", "DocSync", "DocStoreJavaScript", "TestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import DocStore
+import DocStoreJavaScript
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -31,6 +32,8 @@ public final class DocServer: Sendable {
     let authenticator: Authenticator
     /// `_changes` filter functions registered in Swift, by name (`design/name`).
     let filters: [String: ChangesFilterFunction]
+    /// Runs design documents' JavaScript; `nil` when ``ServerConfiguration/javaScript`` is off.
+    let javaScript: JavaScriptEngine?
     let logger: Logger
     let metrics: ServerMetrics
     /// The replications running: started by `POST /_replicate` or by `_replicator` documents.
@@ -50,7 +53,10 @@ public final class DocServer: Sendable {
         self.configuration = configuration
         self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
         self.metrics = ServerMetrics()
-        let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, metrics: metrics, logger: logger)
+        let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit) : nil
+        self.javaScript = engine
+        let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, javaScript: engine,
+                                        metrics: metrics, logger: logger)
         self.registry = registry
         let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host)
         self.scheduler = scheduler
@@ -314,8 +320,18 @@ public final class DocServer: Sendable {
         let name = segments[0]
         if segments.count == 1 { return try await databaseRoute(name: name, request, principal: principal) }
         let db = try await registry.database(named: name)
-        try await registry.security(of: name, db).authorize(principal)
-        let rest = Array(segments.dropFirst())
+        let security = try await registry.security(of: name, db)
+        try security.authorize(principal)
+        // Who writes, for the validation functions of the database's design documents.
+        let writer = WriteContext(userContext: principal.userContext(database: name), securityObject: .object(security.json))
+        return try await WriteContext.$current.withValue(writer) {
+            try await databaseItemRoute(db, name: name, Array(segments.dropFirst()), request, principal: principal)
+        }
+    }
+
+    /// A route below `/{db}/`.
+    private func databaseItemRoute(_ db: Database, name: String, _ rest: [String], _ request: CouchRequest,
+                                   principal: Principal) async throws -> Response {
         switch rest[0] {
         case "_security" where rest.count == 1: return try await security(db, name: name, request, principal: principal)
         case "_all_docs": return try await allDocuments(db, request, principal: principal)
@@ -343,11 +359,10 @@ public final class DocServer: Sendable {
             return try await localDocument(db, id: rest[1...].joined(separator: "/"), request)
         case "_design":
             guard rest.count >= 2 else { throw CouchError.notFound() }
-            if rest.count == 4, rest[2] == "_view" {
-                return try await view(db, name: "\(rest[1])/\(rest[3])", request, principal: principal)
-            }
             if rest.count == 2 { return try await documentRoute(db, id: "_design/\(rest[1])", request, principal: principal) }
-            throw CouchError.notFound()
+            return try await designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: principal)
+        case "_view_cleanup" where rest.count == 1:
+            return try await viewCleanup(db, request, principal: principal)
         default:
             if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
             if rest.count == 1 { return try await documentRoute(db, id: rest[0], request, principal: principal) }
@@ -379,6 +394,7 @@ public typealias ChangesFilterFunction = @Sendable (_ document: Document, _ para
 final class DatabaseRegistry: Sendable {
     let directory: URL
     let indexes: @Sendable (String) -> [IndexDefinition]
+    let javaScript: JavaScriptEngine?
     let serverUUID: String
     let metrics: ServerMetrics
     let logger: Logger
@@ -388,9 +404,11 @@ final class DatabaseRegistry: Sendable {
     /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
     private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
 
-    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], metrics: ServerMetrics, logger: Logger) {
+    init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], javaScript: JavaScriptEngine?,
+         metrics: ServerMetrics, logger: Logger) {
         self.directory = directory
         self.indexes = indexes
+        self.javaScript = javaScript
         self.metrics = metrics
         self.logger = logger
         let uuidFile = UserStore.directory(for: directory).appendingPathComponent("server-uuid")
@@ -445,6 +463,7 @@ final class DatabaseRegistry: Sendable {
             return (isNew, opened.count)
         }
         if isNew {
+            if let javaScript { database.enableJavaScript(engine: javaScript) }
             metrics.databasesOpen(count)
             // Every revision the database stores, from any route or replication, counts as a write.
             let batches = database.changeBatches()

@@ -28,6 +28,14 @@ public struct ServerConfiguration: Sendable {
     /// How long a `_session` cookie stays valid.
     public var sessionLifetime: Duration = .seconds(600)
 
+    /// Runs the JavaScript of design documents (views, filters, `validate_doc_update`, shows, lists,
+    /// update handlers) as CouchDB does; on by default. When off, their routes answer as for a
+    /// design document without them and writes are not validated.
+    public var javaScript = true
+    /// How long one call of a design document's function may run before it is stopped (CouchDB's
+    /// `os_process_timeout`, 5 s).
+    public var javaScriptTimeLimit: Duration = .seconds(5)
+
     /// A configuration serving the databases in `dataDirectory`.
     /// Cross-origin requests from browsers (CouchDB's `[cors]`); `nil`, the default, answers none.
     public var cors: CORSConfiguration?

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DocServer
 import DocStore
+import DocStoreJavaScript
 import DocSync
 import Foundation
 import Logging
@@ -26,7 +27,7 @@ struct Benchmark: AsyncParsableCommand {
     var repetitions: Int = 3
 
     static let allOperations = ["insert_bulk", "insert_single", "get", "update", "scan", "changes",
-                                "index_build", "index_build_mango", "find_indexed", "find_scan", "range_query", "reduce_sum", "replicate_local", "replicate_http",
+                                "index_build", "js_index_build", "index_build_mango", "find_indexed", "find_scan", "range_query", "reduce_sum", "replicate_local", "replicate_http",
                                 "replicate_attachments", "attachment_stream", "fts_build", "fts_update", "fts_query"]
 
     @Option(help: "Megabytes of attachments for attachment_stream.")
@@ -126,6 +127,32 @@ struct Benchmark: AsyncParsableCommand {
                 }
                 if selected.contains("index_build") { record("index_build", count: n, ours: ours, baseline: baseline) }
                 try await db.checkpoint()
+            }
+            if selected.contains("js_index_build") {
+                // The same view as index_build's, as a CouchDB design document: JavaScript in JavaScriptCore.
+                let baseline = time { raw.buildIndex() }
+                let swiftMap = IndexDefinition(name: "by-score-swift", version: "1") { doc, emit in
+                    if let score = doc["score"] { emit(score, doc["name"]) }
+                }
+                let swift = try await timeAsync {
+                    try await db.register(swiftMap)
+                    var query = IndexQuery()
+                    query.limit = 0
+                    _ = try await db.query("by-score-swift", query)
+                }
+                try await db.dropIndex(named: "by-score-swift")
+                if try await db.document(withID: "_design/bench") == nil {
+                    _ = try await db.save(Document(id: "_design/bench", body: ["views": ["by_score": [
+                        "map": "function(doc) { if (doc.score !== undefined) emit(doc.score, doc.name); }"]]]))
+                }
+                let ours = try await timeAsync {
+                    var query = IndexQuery()
+                    query.limit = 0
+                    _ = try await db.query(designDocument: "bench", view: "by_score", query)
+                }
+                try await db.dropIndex(named: "javascript:bench/by_score")
+                record("js_index_build", count: n, ours: ours, baseline: baseline)
+                print("info js_index_build_vs_swift_map ratio=\(String(format: "%.2f", swift / ours)) (JavaScript view build rate / the same map in Swift)")
             }
             if selected.contains("index_build_mango") {
                 let baseline = time { raw.buildTwoFieldIndex() }

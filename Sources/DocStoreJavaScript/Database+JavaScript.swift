@@ -20,6 +20,32 @@ extension Database {
     /// ```
     public func enableJavaScript(engine: JavaScriptEngine = .shared) {
         writeValidator = JavaScriptValidation.validator(database: name, engine: engine)
+        namedFilterResolver = { [weak self] name, parameters in
+            guard let self else { throw DocStoreError(.databaseClosed, "The database is closed") }
+            return try await self.javaScriptFilter(named: name, parameters: parameters, request: nil, engine: engine)
+        }
+    }
+
+    /// The filter a name stands for, as CouchDB's `_changes?filter=`: `design/name` (a filter
+    /// function, called with `request`, or a request whose `query` holds `parameters`), or `_view`
+    /// with the view in `parameters["view"]` (`design/view`).
+    /// - Throws: ``DocStoreError/Code/badRequest`` for a name that is neither.
+    public func javaScriptFilter(named name: String, parameters: [String: String], request: JSON?,
+                                 engine: JavaScriptEngine = .shared) async throws -> ChangesFilter {
+        if name == "_view" {
+            let parts = (parameters["view"] ?? "").split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else {
+                throw DocStoreError(.badRequest, "`view` filter parameter is not provided.")
+            }
+            return try await changesFilter(designDocument: parts[0], view: parts[1], engine: engine)
+        }
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            throw DocStoreError(.badRequest, "`filter` parameter is not correct: \(name)")
+        }
+        return try await changesFilter(designDocument: parts[0], filter: parts[1],
+                                       request: request ?? JavaScriptRequest.make(database: self.name, query: parameters),
+                                       engine: engine)
     }
 
     /// A filter for ``changes(since:limit:filter:includeDocuments:descending:)`` (and a replication

@@ -139,3 +139,16 @@ enum JavaScriptViews {
         return nil
     }
 }
+
+extension Database {
+    /// Drops the indexes of JavaScript views whose design document, or view, no longer exists
+    /// (CouchDB's `_view_cleanup`). A view whose code changed is rebuilt in place when next queried.
+    public func dropStaleJavaScriptViews() async throws {
+        for name in await indexNames where name.hasPrefix("javascript:") {
+            let parts = name.dropFirst("javascript:".count).split(separator: "/", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            let design = try? await designDocument(named: parts[0])
+            if design?.views[parts[1]] == nil { try await dropIndex(named: name) }
+        }
+    }
+}

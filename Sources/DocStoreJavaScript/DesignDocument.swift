@@ -64,8 +64,10 @@ public struct DesignDocument: Sendable {
         case .string(let name)?: language = name
         case let other?: throw DocStoreError(.invalidDesignDocument, "`language` must be a string, not \(other)")
         }
+        // Another language's functions (a Mango index's `{"fields": …}` maps, Erlang) are not ours to read.
+        let javaScript = language == "javascript"
         func functions(_ member: String) throws -> [String: String] {
-            guard let value = body[member], !value.isNull else { return [:] }
+            guard javaScript, let value = body[member], !value.isNull else { return [:] }
             guard case .object(let object) = value else {
                 throw DocStoreError(.invalidDesignDocument, "`\(member)` is not an object")
             }
@@ -80,7 +82,7 @@ public struct DesignDocument: Sendable {
         }
         var views: [String: View] = [:]
         var library: JSON? = nil
-        if let value = body["views"], !value.isNull {
+        if javaScript, let value = body["views"], !value.isNull {
             guard case .object(let object) = value else { throw DocStoreError(.invalidDesignDocument, "`views` is not an object") }
             for (name, view) in object {
                 if name == "lib" { library = view; continue }
@@ -107,7 +109,7 @@ public struct DesignDocument: Sendable {
         shows = try functions("shows")
         lists = try functions("lists")
         switch body["validate_doc_update"] {
-        case nil, .null?: validateDocUpdate = nil
+        case _ where !javaScript, nil, .null?: validateDocUpdate = nil
         case .string(let text)?: validateDocUpdate = text
         default: throw DocStoreError(.invalidDesignDocument, "`validate_doc_update` must be a string")
         }

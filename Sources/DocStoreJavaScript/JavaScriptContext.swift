@@ -161,6 +161,10 @@ final class JavaScriptContext {
     /// The error for a JavaScript exception: CouchDB's `forbidden`/`unauthorized` objects, the
     /// runtime's `["error", name, reason]` triples, the watchdog's termination, or a thrown error.
     func failure(_ exception: JSValueRef) -> DocStoreError {
+        let message = JavaScriptContext.describe(exception, in: context)
+        if message.contains("JavaScript execution terminated") {
+            return DocStoreError(.scriptTimeout, "The JavaScript function ran over its time limit and was stopped")
+        }
         if let object = JSValueToObject(context, exception, nil), !JSValueIsString(context, exception) {
             if let json = try? self.json(of: exception) {
                 switch json {
@@ -171,6 +175,15 @@ final class JavaScriptContext {
                     if let reason = members["unauthorized"] {
                         return DocStoreError(.unauthorized, reason.stringValue ?? reason.description)
                     }
+                    if let error = members["error"]?.stringValue, let reason = members["reason"] {
+                        // `throw({error: …, reason: …})`: CouchDB answers with that name.
+                        var failure = DocStoreError(error == "not_found" ? .notFound : .scriptFailure, reason.stringValue ?? reason.description)
+                        failure.errorName = error
+                        return failure
+                    }
+                    if members.count == 1, let (_, reason) = members.first(where: { _ in true }) {
+                        return DocStoreError(.unknownError, reason.stringValue ?? reason.description)
+                    }
                 case .array(let items) where items.count == 3 && items[0] == "error":
                     let name = items[1].stringValue ?? "error"
                     let reason = items[2].stringValue ?? items[2].description
@@ -179,7 +192,10 @@ final class JavaScriptContext {
                     case "invalid_require_path": return DocStoreError(.invalidRequirePath, reason)
                     case "not_found": return DocStoreError(.notFound, reason)
                     case "render_error": return DocStoreError(.renderError, reason)
-                    default: return DocStoreError(.scriptFailure, "\(name): \(reason)")
+                    default:
+                        var failure = DocStoreError(.scriptFailure, reason)
+                        failure.errorName = name
+                        return failure
                     }
                 default:
                     break
@@ -187,9 +203,11 @@ final class JavaScriptContext {
             }
             _ = object
         }
-        let message = JavaScriptContext.describe(exception, in: context)
-        if message.contains("JavaScript execution terminated") || message.contains("execution terminated") {
-            return DocStoreError(.scriptTimeout, "The JavaScript function ran over its time limit and was stopped")
+        if JSValueIsString(context, exception), let text = text(of: exception) {
+            return DocStoreError(.unknownError, text)
+        }
+        if JSValueIsString(context, exception), let text = text(of: exception) {
+            return DocStoreError(.unknownError, text)
         }
         return DocStoreError(.scriptFailure, message)
     }

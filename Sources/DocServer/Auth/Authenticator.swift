@@ -43,6 +43,14 @@ enum Principal: Sendable {
         }
     }
 
+    /// CouchDB's `userCtx` in database `database`, as validation, filter and show functions see it.
+    func userContext(database: String) -> JSON {
+        switch self {
+        case .admin(let name): return ["db": .string(database), "name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
+        case .user(let user): return ["db": .string(database), "name": .string(user.name), "roles": []]
+        }
+    }
+
     var userContext: JSON {
         switch self {
         case .admin(let name): return ["name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]

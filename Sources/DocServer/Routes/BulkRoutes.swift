@@ -48,7 +48,12 @@ extension DocServer {
         if let missing = results.lazy.compactMap(\.error).first(where: { $0.code == .missingStub }) {
             throw CouchError(missing)
         }
-        for (position, result) in zip(positions, results) { rows[position] = WriteResult(result) }
+        for (index, (position, result)) in zip(positions, results).enumerated() {
+            var row = WriteResult(result)
+            // A refused replicated revision is named with its revision, as CouchDB names it.
+            if !newEdits, result.error != nil { row.revision = documents[index].revision?.description }
+            rows[position] = row
+        }
         return Response.json(BulkDocsRequest.answer(rows.compactMap { $0 }, newEdits: newEdits), status: .created)
     }
 
@@ -202,13 +207,21 @@ extension DocServer {
         return Response.json(RevsDiff.Response(differences).json)
     }
 
-    /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`; with
-    /// `full_text`, a full-text search of it or of the Mango text index `b` of `_design/a`.
+    /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`, else view `b` of the
+    /// JavaScript design document `_design/a`; with `full_text`, a full-text search of it or of the
+    /// Mango text index `b` of `_design/a`.
     func view(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
         if let fullText = request.query["full_text"] {
             return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
         }
+        let query = try viewQuery(request)
+        let answer = try await viewAnswer(db, name: name, query, principal: principal)
+        return Response.json(answer.json)
+    }
+
+    /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.
+    func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
         var query = IndexQuery()
         query.includeOffset = true
         query.key = try request.json("key")
@@ -235,8 +248,32 @@ extension DocServer {
                 query.keys = array
             }
         }
+        return query
+    }
+
+    /// The answer of view `name` (`a/b`) to `query`, narrowed to what `principal` may read: rows of
+    /// documents outside the user's channels are left out, and reduced answers (which would mix them
+    /// in) refused.
+    func viewAnswer(_ db: Database, name: String, _ query: IndexQuery, principal: Principal) async throws -> ViewResponse {
+        var query = query
+        let native = try await db.indexDefinition(named: name)
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        let javaScript = native == nil && parts.count == 2 ? self.javaScript : nil
+        let reduces: Bool
+        if native != nil {
+            reduces = native?.reduce != nil
+        } else if javaScript != nil {
+            do {
+                let design = try await db.designDocument(named: parts[0])
+                reduces = design.views[parts[1]]?.reduce != nil
+            } catch let error as DocStoreError where error.code == .notFound || error.code == .invalidDesignDocument {
+                throw CouchError.notFound(error.code == .notFound ? error.reason : "missing_named_view")
+            }
+        } else {
+            throw CouchError.notFound("missing_named_view")
+        }
         let filtering = !principal.readsEverything
-        if filtering, query.reduce != false, try await db.indexDefinition(named: name)?.reduce != nil {
+        if filtering, query.reduce != false, reduces {
             // A reduced value would mix in documents the user cannot read.
             throw CouchError.forbidden("Reduced views are only available to users who can read every document; use reduce=false.")
         }
@@ -244,9 +281,13 @@ extension DocServer {
         if filtering { query.includeDocuments = true }
         var result: QueryResult
         do {
-            result = try await db.query(name, query)
+            if let javaScript {
+                result = try await db.query(designDocument: parts[0], view: parts[1], query, engine: javaScript)
+            } else {
+                result = try await db.query(name, query)
+            }
         } catch let error as DocStoreError where error.code == .notFound {
-            throw CouchError.notFound("missing_named_view")
+            throw CouchError.notFound(javaScript == nil ? "missing_named_view" : error.reason)
         }
         var answer = ViewResponse(result, includeDocuments: requestedDocs)
         if filtering {
@@ -255,7 +296,7 @@ extension DocServer {
                 return json
             }
         }
-        return Response.json(answer.json)
+        return answer
     }
 
     /// `…/_view/{b}?full_text="query"&snippets=true&limit=L&skip=S&include_docs=true`: a full-text

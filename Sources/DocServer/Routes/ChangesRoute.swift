@@ -1,5 +1,6 @@
 import CouchProtocol
 import DocStore
+import DocStoreJavaScript
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -29,6 +30,10 @@ struct ChangesRequest: Sendable {
     var designOnly = false
     /// A filter function registered in Swift, with the request's parameters.
     var function: (filter: ChangesFilterFunction, parameters: [String: String])?
+    /// A design document's filter (`design/name`) or `_view`, with the request's parameters.
+    var script: (name: String, parameters: [String: String])?
+    /// The predicate of ``script``, once its design document was read.
+    var scriptPredicate: (@Sendable (Document) -> Bool)?
 
     init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
         if let text = request.query["feed"] {
@@ -109,8 +114,14 @@ struct ChangesRequest: Sendable {
             var parameters = request.query
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
             function = (filters[name]!, parameters)
+        case let name? where name == "_view" || (name.contains("/") && !name.hasPrefix("_")):
+            var parameters = request.query
+            for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
+            script = (name, parameters)
+        case let other? where !other.hasPrefix("_"):
+            throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
         case let other?:
-            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, _design, sync_gateway/bychannel and the registered filters")
+            throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, _design, _view, sync_gateway/bychannel, design document filters and the registered filters")
         }
         if feed == .continuous || feed == .eventsource { descending = false }
     }
@@ -121,10 +132,12 @@ struct ChangesRequest: Sendable {
         let readsEverything = principal.readsEverything
         let function: ChangesFilterFunction? = self.function?.filter
         let parameters = self.function?.parameters ?? [:]
-        if !readsEverything || function != nil {
+        let script = scriptPredicate
+        if !readsEverything || function != nil || script != nil {
             filter.predicate = { document in
                 if !readsEverything, !principal.canRead(document.channels) { return false }
                 if let function, !function(document, parameters) { return false }
+                if let script, !script(document) { return false }
                 return true
             }
         }
@@ -137,7 +150,18 @@ extension DocServer {
     func changes(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
         if request.method == .post { try request.requireJSONContentType() }
-        let parameters = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
+        var parsed = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
+        if let script = parsed.script {
+            guard let javaScript else { throw CouchError.notFound("JavaScript design documents are turned off on this server") }
+            let req = try await scriptRequest(db, request, principal: principal, id: nil)
+            do {
+                parsed.scriptPredicate = try await db.javaScriptFilter(named: script.name, parameters: script.parameters,
+                                                                           request: req, engine: javaScript).predicate
+            } catch let error as DocStoreError where error.code == .notFound {
+                throw CouchError.notFound(error.reason)
+            }
+        }
+        let parameters = parsed
         switch parameters.feed {
         case .normal:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)

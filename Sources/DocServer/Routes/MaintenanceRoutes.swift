@@ -92,7 +92,11 @@ struct SecurityObject: Sendable {
 
     init() {}
 
+    /// The object as stored: validation functions see it as `secObj`.
+    var json: JSONObject = [:]
+
     init(json object: JSONObject) throws {
+        json = object
         admins = try Group(json: object["admins"], member: "admins")
         members = try Group(json: object["members"], member: "members")
     }

@@ -33,6 +33,24 @@ public final class Database: Sendable {
         var isClosed = false
         var delegate = WeakDelegate()
         var deliveryStarted = false
+        var namedFilterResolver: NamedFilterResolver?
+    }
+
+    /// What turns a filter name (`design/name`, CouchDB's `_changes?filter=`) into a ``ChangesFilter``
+    /// for this database: set by `DocStoreJavaScript`'s `enableJavaScript()`, or by you. A replication
+    /// from this database with ``ChangesFilter``-less named filters (`filterName`) asks it.
+    public var namedFilterResolver: NamedFilterResolver? {
+        get { state.withLock { $0.namedFilterResolver } }
+        set { state.withLock { $0.namedFilterResolver = newValue } }
+    }
+
+    /// The filter named `name` with `parameters`, from ``namedFilterResolver``.
+    /// - Throws: ``DocStoreError/Code/notFound`` when no resolver is set or it knows no such filter.
+    public func changesFilter(named name: String, parameters: [String: String]) async throws -> ChangesFilter {
+        guard let resolver = namedFilterResolver else {
+            throw DocStoreError(.notFound, "The filter \(name) is unknown: no filter functions are enabled on \(self.name)")
+        }
+        return try await resolver(name, parameters)
     }
 
     private struct WeakDelegate {

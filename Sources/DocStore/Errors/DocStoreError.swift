@@ -141,6 +141,9 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let scriptTimeout = Code("scriptTimeout", couchDB: "os_process_error", status: 500)
         /// A show or list function answered with something CouchDB cannot send (CouchDB `render_error`).
         public static let renderError = Code("renderError", couchDB: "render_error", status: 500)
+        /// A validation function threw something other than `{forbidden}` or `{unauthorized}` (CouchDB
+        /// `unknown_error`).
+        public static let unknownError = Code("unknownError", couchDB: "unknown_error", status: 500)
         /// A design document is malformed: an unknown `language`, a view without `map`, a function that
         /// is not a string (CouchDB `invalid_design_doc`).
         public static let invalidDesignDocument = Code("invalidDesignDocument", couchDB: "invalid_design_doc", status: 400)
@@ -171,7 +174,11 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// The CouchDB error name, e.g. `"not_found"` or `"conflict"`.
-    public var couchDBError: String { code.couchDB }
+    public var couchDBError: String { errorName ?? code.couchDB }
+
+    /// The CouchDB error name when it is not the code's: an error a design document's function
+    /// raised itself (`["error", "name", "reason"]`, `throw({name: reason})`) keeps its name.
+    package var errorName: String?
 
     /// The HTTP status CouchDB answers with for this error.
     public var httpStatus: Int { code.status }

@@ -15,11 +15,20 @@ struct LocalPeer: ReplicationPeer {
     }
 
     func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
-        if filter.named != nil {
-            throw ReplicationError(.invalidConfiguration, "Server filter functions need a remote source")
-        }
         let start = sequenceNumber(since) ?? 0
-        let changesFilter = filter.changesFilter
+        var changesFilter = filter.changesFilter
+        if let named = filter.named {
+            // The database's own filter functions (its JavaScript design documents, when enabled).
+            do {
+                let function = try await database.changesFilter(named: named.name, parameters: named.parameters)
+                changesFilter.predicate = function.predicate
+                if let ids = function.documentIDs { changesFilter.documentIDs = ids }
+                if let selector = function.selector { changesFilter.selector = selector }
+                if let channels = function.channels { changesFilter.channels = channels }
+            } catch let error as DocStoreError {
+                throw ReplicationError(.invalidConfiguration, "Filter \(named.name) of the source: \(error.reason)")
+            }
+        }
         var page = try await database.changes(since: start, limit: limit, filter: changesFilter)
         if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait) {
             page = try await database.changes(since: page.lastSequence, limit: limit, filter: changesFilter)

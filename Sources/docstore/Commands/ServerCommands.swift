@@ -40,12 +40,24 @@ struct Serve: AsyncParsableCommand {
                                valueName: "origin"))
     var corsOrigins: [String] = []
 
+    @Flag(name: .customLong("no-javascript"),
+          help: "Do not run design documents' JavaScript (views, filters, validate_doc_update, shows, lists, updates).")
+    var noJavaScript = false
+
+    @Option(name: .customLong("javascript-timeout"),
+            help: ArgumentHelp("Seconds one call of a design document's function may run before it is stopped (CouchDB's os_process_timeout).",
+                               valueName: "seconds"))
+    var javaScriptTimeout: Double = 5
+
     @Option(name: .customLong("log-level"),
             help: ArgumentHelp("What is logged to standard error: trace, debug, info (one line per request), notice, warning, error or critical. Default: DOCSTORE_LOG_LEVEL, else info.",
                                valueName: "level"))
     var logLevel: String?
 
     func validate() throws {
+        guard javaScriptTimeout > 0, javaScriptTimeout <= 3600 else {
+            throw ValidationError("--javascript-timeout must be a number of seconds above 0, at most 3600")
+        }
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -66,6 +78,8 @@ struct Serve: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.allowAnonymous = allowAnonymous
+        configuration.javaScript = !noJavaScript
+        configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
         configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
         if !corsOrigins.isEmpty { configuration.cors = CORSConfiguration(origins: corsOrigins) }
