@@ -62,7 +62,8 @@ final class JavaScriptHTTPTests: XCTestCase {
         XCTAssertEqual(range.json["rows"]?[0]?["doc"]?["n"], 5)
         XCTAssertNotNil(range.json["update_seq"])
         let post = try await server.request("POST", "/db/_design/app/_view/by_n?descending=true&limit=1", json: ["keys": [["veg", 2], ["fruit", 3]]])
-        XCTAssertEqual(post.json["rows"]?.arrayValue?.map { $0["id"]! }, ["c"])
+        // CouchDB 3.3.3 reads the keys from the last when descending.
+        XCTAssertEqual(post.json["rows"]?.arrayValue?.map { $0["id"]! }, ["a"])
         let counted = try await server.request("GET", "/db/_design/app/_view/js_count?group_level=0")
         XCTAssertEqual(counted.json["rows"]?[0]?["value"], 4, "design documents are not mapped")
 

@@ -216,7 +216,12 @@ extension DocServer {
             return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
         }
         let query = try viewQuery(request)
-        let answer = try await viewAnswer(db, name: name, query, principal: principal)
+        var answer = try await viewAnswer(db, name: name, query, principal: principal)
+        if request.query["sorted"] == "false" {
+            // CouchDB 3.3 answers an unsorted query (mostly) without the figures of a sorted one.
+            answer.totalRows = nil
+            answer.offset = nil
+        }
         return Response.json(answer.json)
     }
 
@@ -224,6 +229,7 @@ extension DocServer {
     func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
         var query = IndexQuery()
         query.includeOffset = true
+        query.reduceFailuresAsValues = true
         query.key = try request.json("key")
         query.keys = try request.json("keys")?.arrayValue
         query.startKey = try request.json("startkey") ?? request.json("start_key")
@@ -345,11 +351,19 @@ extension DocServer {
     /// A view's `stale` (or `update`): `ok`/`false` reads the index as it is, `update_after`/`lazy`
     /// updates it afterwards; by default it is updated first.
     private func staleness(_ request: CouchRequest) throws -> IndexQuery.Staleness {
-        switch request.query["stale"] ?? request.query["update"] {
-        case "ok", "false": return .ok
-        case "update_after", "lazy": return .updateAfter
-        case nil, "true": return .updateBefore
-        case let other?: throw CouchError(.badRequest, "query_parse_error", "Invalid value for stale/update: \(other)")
+        // As CouchDB 3.3: `stale` takes `ok` and `update_after`; `update` takes `true`, `false` and `lazy`.
+        if let stale = request.query["stale"] {
+            switch stale {
+            case "ok": return .ok
+            case "update_after": return .updateAfter
+            default: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `stale`.")
+            }
+        }
+        switch request.query["update"] {
+        case nil, "true"?: return .updateBefore
+        case "false"?: return .ok
+        case "lazy"?: return .updateAfter
+        default: throw CouchError(.badRequest, "query_parse_error", "Invalid value for `update`.")
         }
     }
 }

@@ -66,8 +66,9 @@ struct QueryEngine {
         }
         if reduces {
             if query.includeDocuments { throw invalid("`include_docs` is invalid for reduce") }
-            if query.keys != nil && grouping == .all {
-                throw invalid("Multi-key fetches for reduce views must use `group=true`")
+            if query.keys != nil && grouping != .exact {
+                // CouchDB 3.3's words, spelling included.
+                throw invalid("Multi-key fetchs for reduce views must use `group=true`")
             }
         } else if query.group || query.groupLevel != nil {
             throw invalid("Invalid use of grouping on a map view.")
@@ -102,7 +103,8 @@ struct QueryEngine {
         let end = (query.key ?? query.endKey).map { CollationKey.encode($0, collation: collation) }
         let startDocument = query.startKeyDocID.map { CollationKey.encodeDocumentID($0, collation: collation) }
         let endDocument = query.endKeyDocID.map { CollationKey.encodeDocumentID($0, collation: collation) }
-        let inclusiveEnd = query.key != nil || query.inclusiveEnd
+        // As CouchDB: `key` is a range from the key to itself, so `inclusive_end=false` leaves nothing.
+        let inclusiveEnd = query.inclusiveEnd
         let first = start.map { Bound(key: $0, documentKey: startDocument, inclusive: true) }
         let last = end.map { Bound(key: $0, documentKey: endDocument, inclusive: inclusiveEnd) }
         return query.descending ? (last, first) : (first, last)
@@ -174,8 +176,11 @@ struct QueryEngine {
         }
         if let keys = query.keys {
             var skipped = 0
+            // Each key is a range from itself to itself: `inclusive_end=false` leaves nothing, as in CouchDB.
+            let keys = query.inclusiveEnd ? keys : []
             let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE key = ? \(order)")
-            outer: for key in keys {
+            // CouchDB reads the keys from the last one when descending.
+            outer: for key in query.descending ? keys.reversed() : keys {
                 statement.reset()
                 try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
                 while try statement.step() {
@@ -211,11 +216,17 @@ struct QueryEngine {
     // MARK: Reduce
 
     private func reduceRows() throws -> [(key: JSON, value: JSON, documentID: String?)] {
-        guard let reduce = state.definition.reduce else { return [] }
+        guard let reduce = state.definition.reduce, query.limit != 0 else { return [] }
+        // Each key is a range from itself to itself: `inclusive_end=false` leaves nothing, as in CouchDB.
+        if query.keys != nil && !query.inclusiveEnd { return [] }
         let builtin: Bool
         if case .custom = reduce { builtin = false } else { builtin = true }
         if builtin && (grouping == .all || grouping == .exact) {
-            return try sqlReduce(reduce)
+            do {
+                return try sqlReduce(reduce)
+            } catch is NonNumericValues {
+                // Arrays, objects or other values among a _sum's or _stats' values: reduced from their JSON.
+            }
         }
         return try streamingReduce(reduce)
     }
@@ -260,6 +271,10 @@ struct QueryEngine {
                 accumulator.maximum = statement.double(offset + 4)
                 accumulator.sumOfSquares = statement.double(offset + 5)
                 accumulator.allIntegers = statement.int(offset + 6) == 1
+                if accumulator.numericCount != count, reduce.needsNumbers {
+                    statement.reset()
+                    throw NonNumericValues()
+                }
                 let key = keyColumn ? try statement.withBlob(0) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) } : .null
                 results.append((key, try accumulator.result(reduce), nil))
             }
@@ -305,7 +320,11 @@ struct QueryEngine {
             if case .custom(let function) = reduce {
                 value = try custom.finish(function)
             } else {
-                value = try builtin.result(reduce)
+                do {
+                    value = try builtin.result(reduce)
+                } catch let error as DocStoreError where error.code == .reduceFailure && query.reduceFailuresAsValues {
+                    value = ["error": "builtin_reduce_error", "reason": .string(error.reason), "caused_by": builtin.unreducible ?? .null]
+                }
             }
             builtin = BuiltinAccumulator()
             custom = CustomAccumulator(chunkSize: chunkSize)
@@ -340,7 +359,11 @@ struct QueryEngine {
                     if case .approximateCountDistinct = reduce {
                         statement.withBlob(5) { builtin.add(key: $0) }
                     } else {
-                        builtin.add(number: statement.isNull(3) ? nil : statement.double(3), isInteger: statement.int(4) == 1)
+                        if statement.isNull(3), reduce.needsNumbers {
+                            builtin.add(value: try statement.withBlob(1) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) })
+                        } else {
+                            builtin.add(number: statement.isNull(3) ? nil : statement.double(3), isInteger: statement.int(4) == 1)
+                        }
                     }
                 }
             }
@@ -390,7 +413,86 @@ struct BuiltinAccumulator {
         numericCount += 1
     }
 
+    /// For `_sum`: CouchDB's sum of every value so far once one was not a number (arrays add up element
+    /// by element, objects member by member); `nil` while all are numbers.
+    private var jsonSum: JSON?
+    /// The first value that `_sum` or `_stats` cannot reduce.
+    private(set) var unreducible: JSON?
+
+    /// Adds a value that is not a number (a `_sum` of arrays or objects, or a value neither can reduce).
+    mutating func add(value: JSON) {
+        count += 1
+        guard unreducible == nil else { return }
+        let numbers: JSON = allIntegers && abs(sum) <= 9_007_199_254_740_992 ? .integer(Int(sum)) : .double(sum)
+        if let total = BuiltinAccumulator.couchSum(value, jsonSum ?? (numericCount > 0 ? numbers : .integer(0))) {
+            jsonSum = total
+        } else {
+            unreducible = value
+        }
+    }
+
+    /// CouchDB's `_sum` of `value` into `total`: numbers add, arrays add element by element (numbers
+    /// only; the longer keeps its tail), a number and an array add to the array's first element,
+    /// objects add member by member (recursively, members in name order); `nil` for anything else.
+    static func couchSum(_ value: JSON, _ total: JSON) -> JSON? {
+        func number(_ json: JSON) -> Double? {
+            switch json {
+            case .integer(let n): return Double(n)
+            case .double(let d): return d
+            default: return nil
+            }
+        }
+        func add(_ a: JSON, _ b: JSON) -> JSON? {
+            if case .integer(let x) = a, case .integer(let y) = b {
+                let (sum, overflow) = x.addingReportingOverflow(y)
+                return overflow ? .double(Double(x) + Double(y)) : .integer(sum)
+            }
+            guard let x = number(a), let y = number(b) else { return nil }
+            return .double(x + y)
+        }
+        func arrays(_ a: [JSON], _ b: [JSON]) -> JSON? {
+            var result: [JSON] = []
+            for index in 0..<max(a.count, b.count) {
+                if index >= a.count { guard number(b[index]) != nil else { return nil }; result.append(b[index]); continue }
+                if index >= b.count { guard number(a[index]) != nil else { return nil }; result.append(a[index]); continue }
+                guard let sum = add(a[index], b[index]) else { return nil }
+                result.append(sum)
+            }
+            return .array(result)
+        }
+        switch (value, total) {
+        case (.object(let members), .integer(0)):
+            return .object(members)
+        case (.object(let members), .object(let totals)):
+            var merged: [String: JSON] = [:]
+            for (key, item) in totals { merged[key] = item }
+            for (key, item) in members {
+                if let existing = merged[key] {
+                    guard let sum = couchSum(item, existing) else { return nil }
+                    merged[key] = sum
+                } else {
+                    merged[key] = item
+                }
+            }
+            return .object(JSONObject(merged.keys.sorted().map { ($0, merged[$0]!) }))
+        case (.array(let a), .array(let b)): return arrays(b, a)
+        case (.array(let a), _) where number(total) != nil: return arrays([total], a)
+        case (_, .array(let b)) where number(value) != nil: return arrays(b, [value])
+        default:
+            if number(value) != nil, number(total) != nil { return add(total, value) }
+            if case .object = total, number(value) != nil { return nil }
+            return nil
+        }
+    }
+
     mutating func add(number: Double?, isInteger: Bool) {
+        if let jsonSum, let number {
+            // Numbers after an array or object: added to it, as CouchDB adds them.
+            count += 1
+            let value: JSON = isInteger && abs(number) <= 9_007_199_254_740_992 ? .integer(Int(number)) : .double(number)
+            if let total = BuiltinAccumulator.couchSum(value, jsonSum) { self.jsonSum = total } else if unreducible == nil { unreducible = value }
+            return
+        }
         count += 1
         guard let number else { return }
         numericCount += 1
@@ -413,12 +515,17 @@ struct BuiltinAccumulator {
         case .approximateCountDistinct:
             // `numericCount` holds the number of distinct keys (see `add(key:)` and the SQL aggregate).
             return .integer(numericCount)
-        case .sum, .stats:
+        case .sum where unreducible == nil && jsonSum != nil:
+            return jsonSum!
+        case .sum:
             guard numericCount == count else {
-                let name = { if case .sum = reduce { return "_sum" } else { return "_stats" } }()
-                throw DocStoreError(.reduceFailure, "The \(name) function requires that map values be numbers")
+                throw DocStoreError(.reduceFailure, "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be mixed with other data structures. Objects can be arbitrarily nested, provided that the values for all fields are themselves numbers, arrays of numbers, or objects.")
             }
-            if case .sum = reduce { return number(sum) }
+            return number(sum)
+        case .stats:
+            guard numericCount == count else {
+                throw DocStoreError(.reduceFailure, "The _stats function requires that map values be numbers or arrays of numbers, not '\((unreducible ?? .null).description)'")
+            }
             return ["sum": number(sum), "count": .integer(count), "min": number(minimum), "max": number(maximum),
                     "sumsqr": number(sumOfSquares)]
         case .custom:
@@ -479,4 +586,17 @@ struct CustomAccumulator {
 func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
     if a == b { return 0 }
     return a.lexicographicallyPrecedes(b) ? -1 : 1
+}
+
+/// A built-in reduce met values that are not numbers: reduced again from the rows' JSON.
+private struct NonNumericValues: Error {}
+
+extension ReduceFunction {
+    /// Whether the built-in reduces numbers (and so must look at values that are not).
+    var needsNumbers: Bool {
+        switch self {
+        case .sum, .stats: return true
+        default: return false
+        }
+    }
 }
