@@ -9,8 +9,10 @@ package struct ViewRow: Sendable, Hashable {
     package var value: JSON
     /// The document (`include_docs=true`); `.null` when it is included but there is none.
     package var document: JSON?
-    /// `not_found` for an `_all_docs` key with no document.
+    /// `not_found` for an `_all_docs` key with no document; a reduce error (`reduce_overflow_error`).
     package var error: String?
+    /// The reason of a reduce row's ``error``, written after it.
+    package var reason: String?
 
     package init(id: String?, key: JSON, value: JSON, document: JSON? = nil, error: String? = nil) {
         self.id = id
@@ -59,7 +61,10 @@ package struct ViewRow: Sendable, Hashable {
     }
 
     package var json: JSON {
-        if let error { return [Keys.key: key, Keys.error: .string(error)] }
+        if let error {
+            if let reason { return [Keys.key: key, Keys.error: .string(error), "reason": .string(reason)] }
+            return [Keys.key: key, Keys.error: .string(error)]
+        }
         var object = JSONObject()
         if let id { object[Keys.id] = .string(id) }
         object[Keys.key] = key

@@ -197,6 +197,7 @@ public final class DocServer: Sendable {
         do {
             var couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
                                          headers: request.headers, body: [])
+            couch.authority = request.head.authority
             if DocServer.streamsBody(couch) {
                 streaming = true
                 couch.bodyStream = request.body
@@ -361,6 +362,8 @@ public final class DocServer: Sendable {
             guard rest.count >= 2 else { throw CouchError.notFound() }
             if rest.count == 2 { return try await documentRoute(db, id: "_design/\(rest[1])", request, principal: principal) }
             return try await designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: principal)
+        case "_temp_view" where rest.count == 1:
+            throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
         case "_view_cleanup" where rest.count == 1:
             return try await viewCleanup(db, request, principal: principal)
         default:

@@ -62,7 +62,7 @@ extension Database {
 }
 
 /// JavaScript views as DocStore indexes.
-enum JavaScriptViews {
+public enum JavaScriptViews {
     /// How the map errors of a stopped runaway function begin.
     static let timeoutMarker = "timeout:"
 
@@ -95,15 +95,19 @@ enum JavaScriptViews {
         }
         let includeDesign = design.includesDesignDocuments
         let localSequence = design.includesLocalSequence
-        return IndexDefinition(name: indexName(designDocument: design.name, view: name), version: version,
-                               collation: design.collation, reduce: reduce) { document, emit in
-            if !includeDesign && document.id.hasPrefix(DesignDocument.prefix) { return }
+        // The document as CouchDB hands it to map functions.
+        @Sendable func mapped(_ document: Document) -> JSON {
             var json = document.json()
             if localSequence, case .object(var members) = json, let sequence = document.sequence {
                 members["_local_seq"] = .integer(Int(sequence))
                 json = .object(members)
             }
-            let text = try json.serializedString()
+            return json
+        }
+        var definition = IndexDefinition(name: indexName(designDocument: design.name, view: name), version: version,
+                                         collation: design.collation, reduce: reduce) { document, emit in
+            if !includeDesign && document.id.hasPrefix(DesignDocument.prefix) { return }
+            let text = try mapped(document).serializedString()
             let rows: [(JSON, JSON)]
             do {
                 rows = try engine.withContext { try $0.map(map, documentJSON: text) }
@@ -112,6 +116,30 @@ enum JavaScriptViews {
             }
             for (key, value) in rows { emit(key, value) }
         }
+        // CouchDB's map functions see `_conflicts`.
+        definition.includesConflicts = true
+        // A window of documents goes into JavaScript in one call; one that runs over the time limit is
+        // mapped again document by document, to find (and skip) the one that does.
+        let single = definition.map
+        definition.batchMap = { documents in
+            let mappable = documents.map { includeDesign || !$0.id.hasPrefix(DesignDocument.prefix) }
+            // (Filtered, then mapped: `nil` in a JSON context would be JSON's null.)
+            let json = JSON.array(zip(documents, mappable).filter(\.1).map { mapped($0.0) })
+            func oneByOne() -> [Result<[(key: JSON, value: JSON?)], any Error>] {
+                documents.map { document in
+                    Result {
+                        var rows: [(key: JSON, value: JSON?)] = []
+                        try single(document) { rows.append(($0, $1)) }
+                        return rows
+                    }
+                }
+            }
+            guard let text = try? json.serializedString(),
+                  let results = try? engine.withContext({ try $0.mapBatch(map, documentsJSON: text) }) else { return oneByOne() }
+            var iterator = results.makeIterator()
+            return mappable.map { $0 ? (iterator.next() ?? .success([])) : .success([]) }
+        }
+        return definition
     }
 
     /// The reduce of a view: CouchDB's built-ins as DocStore's, a JavaScript function in the engine.
@@ -125,8 +153,25 @@ enum JavaScriptViews {
         }
         let reference = JavaScriptContext.FunctionReference(design: design, path: "views.\(name).reduce", source: source)
         return .custom { keys, values, rereduce in
-            try engine.withContext { try $0.reduce(reference, keys: keys, values: values, rereduce: rereduce) }
+            // An overflow stays the group's value through rereduces, as CouchDB reports it per row.
+            if rereduce, let overflow = values.first(where: { JavaScriptViews.reduceError(in: $0) != nil }) { return overflow }
+            do {
+                return try engine.withContext { try $0.reduce(reference, keys: keys, values: values, rereduce: rereduce) }
+            } catch let error as DocStoreError where error.couchDBError == "reduce_overflow_error" {
+                return [JavaScriptViews.reduceErrorMember: ["error": "reduce_overflow_error", "reason": .string(error.reason)]]
+            }
         }
+    }
+
+    /// The member of the value that stands for a group's reduce error (CouchDB's `reduce_overflow_error`
+    /// row): a name no JSON a reduce function makes by accident has.
+    static let reduceErrorMember = "\u{1}docstore.reduce_error"
+
+    /// The `error` and `reason` of a reduced value that stands for an error.
+    public static func reduceError(in value: JSON) -> (error: String, reason: String)? {
+        guard case .object(let members) = value, members.count == 1, case .object(let error)? = members[reduceErrorMember],
+              let name = error["error"]?.stringValue else { return nil }
+        return (name, error["reason"]?.stringValue ?? "")
     }
 
     /// CouchDB's built-in reduce a source names: like CouchDB, it goes by the start of the text

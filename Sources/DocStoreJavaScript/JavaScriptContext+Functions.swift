@@ -38,6 +38,29 @@ extension JavaScriptContext {
         }
     }
 
+    /// Runs a map function over many documents (a JSON array of them) in one call: for each, its rows
+    /// or the error it threw.
+    func mapBatch(_ reference: FunctionReference, documentsJSON: String) throws -> [Result<[(key: JSON, value: JSON?)], any Error>] {
+        let function = try function(reference)
+        let emitted = try call("__mapBatch", [function, try value(json: documentsJSON)])
+        guard case .array(let documents) = try json(of: emitted) else {
+            throw DocStoreError(.scriptFailure, "the map batch answered no array")
+        }
+        return documents.map { outcome in
+            switch outcome {
+            case .array(let rows):
+                return .success(rows.map { row in
+                    guard case .array(let pair) = row, pair.count == 2 else { return (.null, .null) }
+                    return (pair[0], pair[1])
+                })
+            case .object(let members):
+                return .failure(DocStoreError(.scriptFailure, members["error"]?.stringValue ?? "map function failed"))
+            default:
+                return .failure(DocStoreError(.scriptFailure, "map function failed"))
+            }
+        }
+    }
+
     /// Runs a reduce function (CouchDB's `reduce(keys, values, rereduce)`).
     func reduce(_ reference: FunctionReference, keys: [JSON]?, values: [JSON], rereduce: Bool) throws -> JSON {
         let function = try function(reference)

@@ -7,7 +7,7 @@
 /// ``JavaScriptContext/failure(_:)`` turns into typed errors.
 enum JavaScriptRuntime {
     /// The functions Swift calls, looked up once per context.
-    static let entryPoints = ["__compile", "__map", "__reduce", "__filter", "__filterView", "__validate",
+    static let entryPoints = ["__compile", "__map", "__mapBatch", "__reduce", "__filter", "__filterView", "__validate",
                               "__show", "__list", "__update"]
 
     static let source = #"""
@@ -121,9 +121,35 @@ enum JavaScriptRuntime {
         __emits = null;
       }
     }
+    // CouchDB's reduce_limit: an output over 4 KiB that does not shrink to less than half its input
+    // is an error (the input measured as the JSON of the keys and values).
+    // Many documents in one call: each one's rows, or {error} for one whose map threw.
+    function __mapBatch(fn, docs) {
+      var out = new Array(docs.length);
+      for (var i = 0; i < docs.length; i++) {
+        try {
+          out[i] = __map(fn, docs[i]);
+        } catch (e) {
+          var text;
+          if (e && e.name && e.message !== undefined) { text = e.name + ": " + e.message; }
+          else { try { text = JSON.stringify(e); } catch (_) { text = String(e); } }
+          out[i] = { error: text === undefined ? String(e) : text };
+        }
+      }
+      return out;
+    }
     function __reduce(fn, keys, values, rereduce) {
       var result = fn(keys, values, rereduce);
-      return result === undefined ? null : result;
+      if (result === undefined) { result = null; }
+      var output = JSON.stringify(result);
+      if (output !== undefined && output.length > 4096) {
+        var input = JSON.stringify([keys, values]).length;
+        if (output.length * 2 > input) {
+          throw ["error", "reduce_overflow_error",
+                 "Reduce output must shrink more rapidly: input size: " + input + " output size: " + output.length];
+        }
+      }
+      return result;
     }
     function __filter(fn, ddoc, doc, req) {
       __freeze(doc);
@@ -322,5 +348,13 @@ enum JavaScriptRuntime {
         __renderError(e);
       }
     }
+
+    // As CouchDB's sandbox: functions cannot make code from strings through a function's constructor
+    // or eval (the runtime itself compiles with the Function it keeps).
+    (function () {
+      function refuse() { throw new EvalError("Code generation from strings is not allowed in design document functions"); }
+      Object.defineProperty(Function.prototype, "constructor", { value: refuse, writable: false, configurable: false, enumerable: false });
+      Object.defineProperty(globalThis, "eval", { value: refuse, writable: false, configurable: false, enumerable: false });
+    })();
     """#
 }

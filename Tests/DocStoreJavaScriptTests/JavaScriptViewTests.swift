@@ -153,3 +153,16 @@ final class JavaScriptViewTests: XCTestCase {
         XCTAssertEqual(plain.rows.map(\.key), ["a", "B", "c"])
     }
 }
+
+/// Documents written after the design document, in one batch, are all mapped (the design document
+/// shares their window but is not mapped).
+final class JavaScriptBatchMapTests: XCTestCase {
+    func testAWindowWithTheDesignDocumentFirst() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.save(Document(id: "_design/app", body: ["views": ["ids": ["map": "function(doc) { emit(doc._id, doc.n); }"]]]))
+        _ = try await db.save((0..<5).map { Document(id: "d\($0)", body: ["n": .integer($0)]) })
+        let rows = try await db.query(designDocument: "app", view: "ids")
+        XCTAssertEqual(rows.rows.map(\.documentID), ["d0", "d1", "d2", "d3", "d4"])
+        XCTAssertEqual(rows.rows.map(\.value), [0, 1, 2, 3, 4])
+    }
+}

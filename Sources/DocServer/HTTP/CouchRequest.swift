@@ -11,8 +11,10 @@ struct CouchRequest: Sendable {
     let method: HTTPRequest.Method
     /// Path segments, percent-decoded; `/db/a%2Fb` is `["db", "a/b"]`.
     let segments: [String]
-    let query: [String: String]
+    var query: [String: String]
     let headers: HTTPFields
+    /// The request's authority (HTTP/1's `Host`), which HTTP types keep apart from the header fields.
+    var authority: String?
     /// The collected body (empty when ``bodyStream`` is set).
     var body: [UInt8]
     /// The body, not yet read, for the routes that stream it.

@@ -1,5 +1,6 @@
 import CouchProtocol
 import DocStore
+import DocStoreJavaScript
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -217,6 +218,16 @@ extension DocServer {
         }
         let query = try viewQuery(request)
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
+        if query.includeDocuments, try request.bool("conflicts") {
+            // Included documents with their conflicting leaves (CouchDB's `conflicts=true`).
+            for index in answer.rows.indices {
+                guard case .object(let members)? = answer.rows[index].document, let id = members["_id"]?.stringValue else { continue }
+                let revision = members["_rev"]?.stringValue.flatMap(RevisionID.init)
+                if let document = try await db.document(withID: id, revision: revision, includeConflicts: true) {
+                    answer.rows[index].document = document.json()
+                }
+            }
+        }
         if request.query["sorted"] == "false" {
             // CouchDB 3.3 answers an unsorted query (mostly) without the figures of a sorted one.
             answer.totalRows = nil
@@ -227,6 +238,19 @@ extension DocServer {
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.
     func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
+        var request = request
+        if request.method == .post {
+            // A POST body may carry every view parameter besides `keys`; the query string wins.
+            try request.requireJSONContentType()
+            for (name, value) in try request.jsonObjectBody() where name != "keys" && request.query[name] == nil {
+                switch value {
+                case .string(let text) where name.hasSuffix("docid") || name.hasSuffix("doc_id") || name == "stale" || name == "update":
+                    request.query[name] = text
+                default:
+                    request.query[name] = try value.serializedString()
+                }
+            }
+        }
         var query = IndexQuery()
         query.includeOffset = true
         query.reduceFailuresAsValues = true
@@ -247,10 +271,9 @@ extension DocServer {
         query.updateSeq = try request.bool("update_seq")
         query.stale = try staleness(request)
         if request.method == .post {
-            try request.requireJSONContentType()
             let body = try request.jsonObjectBody()
             if let keys = body["keys"] {
-                guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
+                guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
                 query.keys = array
             }
         }
@@ -296,6 +319,14 @@ extension DocServer {
             throw CouchError.notFound(javaScript == nil ? "missing_named_view" : error.reason)
         }
         var answer = ViewResponse(result, includeDocuments: requestedDocs)
+        if javaScript != nil {
+            // A group whose JavaScript reduce overflowed is an error row, as CouchDB writes it.
+            for index in answer.rows.indices where answer.rows[index].id == nil {
+                guard let (error, reason) = JavaScriptViews.reduceError(in: answer.rows[index].value) else { continue }
+                answer.rows[index] = ViewRow(id: nil, key: .null, value: .null, error: error)
+                answer.rows[index].reason = reason
+            }
+        }
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
                 guard let document = row.document, principal.canRead(document.channels) else { return nil }

@@ -31,6 +31,8 @@ extension DocServer {
         case "_update" where rest.count >= 2:
             let id = rest.count > 2 ? rest[2...].joined(separator: "/") : nil
             return try await update(db, design: design, name: rest[1], id: id, request, principal: principal)
+        case "_show", "_list", "_update":
+            throw CouchError.notFound("Invalid path.")
         case let name where !name.hasPrefix("_"):
             return try await attachmentRoute(db, id: "_design/\(design)", name: rest.joined(separator: "/"), request,
                                              principal: principal)
@@ -80,10 +82,17 @@ extension DocServer {
             "update_seq": .integer(Int(seq)),
             "sizes": ["file": 0, "external": 0, "active": 0],
             "signature": .string(design.signature), "purge_seq": 0, "language": .string(design.language),
-            "compact_running": false, "collator_versions": [],
+            "compact_running": false, "collator_versions": JSON(Self.collatorVersions),
         ]
         return Response.json(["name": .string(design.name), "view_index": .object(index)])
     }
+
+    /// The ICU collator version views are ordered by, as CouchDB reports it (`"153.120"`).
+    static let collatorVersions: [String] = {
+        guard let range = CollationKey.unicodeVersion.range(of: "collator-") else { return [] }
+        let version = String(CollationKey.unicodeVersion[range.upperBound...])
+        return version.isEmpty ? [] : [version]
+    }()
 
     /// `POST /{db}/_view_cleanup` (admins): drops the indexes of JavaScript views whose design
     /// document or view is gone.
@@ -101,6 +110,8 @@ extension DocServer {
     func scriptRequest(_ db: Database, _ request: CouchRequest, principal: Principal, id: String?) async throws -> JSON {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.rawName] = field.value }
+        // HTTP/1's Host travels as the request's authority, not as a header field.
+        if headers["Host"] == nil, let authority = request.authority { headers["Host"] = authority }
         var path = [db.name]
         path += request.segments.dropFirst()
         let body: String? = request.method == .get || request.method == .head || request.body.isEmpty && request.method == .delete

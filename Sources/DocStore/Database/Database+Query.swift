@@ -43,8 +43,10 @@ extension Database {
         for (position, row) in output.rows.enumerated() {
             var document: Document? = nil
             if query.includeDocuments, let documentID = row.documentID {
-                if case .object(let object) = row.value, case .string(let linked)? = object["_id"] {
-                    // A row may name another document (and revision) than the one that emitted it.
+                if case .object(let object) = row.value, object["_id"]?.stringValue != nil || object["_rev"]?.stringValue != nil {
+                    // A row may name another document (`_id`), or a revision (`_rev`), than the one that
+                    // emitted it, as CouchDB's linked documents.
+                    let linked = object["_id"]?.stringValue ?? documentID
                     let revision = object["_rev"]?.stringValue.flatMap(RevisionID.init)
                     document = try await self.document(withID: linked, revision: revision)
                 } else if position < output.documents.count {

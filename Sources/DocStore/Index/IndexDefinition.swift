@@ -5,6 +5,11 @@ public typealias Emit = (_ key: JSON, _ value: JSON?) -> Void
 /// document then has no rows and the failure is reported in ``QueryResult/mapErrors``.
 public typealias MapFunction = @Sendable (_ document: Document, _ emit: Emit) throws -> Void
 
+/// A map function over many documents at once (one call into a script engine for a window of
+/// documents, where a call costs more than the mapping): for each document, in order, the rows it
+/// emitted, or the error it failed with (that document then has no rows, as with ``MapFunction``).
+public typealias BatchMapFunction = @Sendable (_ documents: [Document]) -> [Result<[(key: JSON, value: JSON?)], any Error>]
+
 /// How an index's rows are reduced to one value (per group).
 public enum ReduceFunction: Sendable {
     /// The number of rows (CouchDB `_count`).
@@ -52,6 +57,12 @@ public struct IndexDefinition: Sendable {
     /// words are reduced to their English stem ("searching" matches "search"). Changing it rebuilds
     /// the index.
     public var fullTextStemming: FullTextSearch.Stemming = .none
+    /// When set, documents are mapped by this function, a window at a time, instead of one by one by
+    /// ``map`` (which must give the same rows: it serves the rest).
+    public var batchMap: BatchMapFunction?
+    /// Whether the map function sees each document's ``Document/conflicts`` (CouchDB gives map functions
+    /// `_conflicts`). Reading them decodes every document's revision tree, so it is off by default.
+    public var includesConflicts = false
 
     /// Defines an index.
     public init(name: String, version: String, collation: Collation = .unicode, reduce: ReduceFunction? = nil,

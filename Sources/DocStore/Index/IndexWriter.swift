@@ -249,7 +249,7 @@ actor IndexWriter {
         var window = try documents.readConsistently { connection in
             var window = Window()
             let statement = try connection.prepare(
-                "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated, d.doc FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
+                "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated, d.doc\(definition.includesConflicts ? ", d.tree" : "") FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
             try statement.bind(sequence, at: 1)
             try statement.bind(IndexWriter.batchSize, at: 2)
             while try statement.step() {
@@ -260,6 +260,10 @@ actor IndexWriter {
                     document = try? statement.withBlob(4) { body in
                         try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
                                                   created: statement.double(5), updated: statement.double(6))
+                    }
+                    if definition.includesConflicts,
+                       let tree = try? statement.withBlob(8, { try RevisionTree(decoding: $0) }) {
+                        document?.conflicts = tree.conflicts
                     }
                 }
                 window.documents.append((seq, document, id, statement.int64(7)))
@@ -277,7 +281,16 @@ actor IndexWriter {
             }
             return window
         }
-        window.mapped = window.documents.map { entry in map(entry.document, id: entry.id, definition: definition) }
+        if let batchMap = definition.batchMap {
+            let live = window.documents.compactMap(\.document)
+            var results = batchMap(live).makeIterator()
+            window.mapped = window.documents.map { entry in
+                guard entry.document != nil, let result = results.next() else { return MappedDocument(id: entry.id, rows: [], failure: nil) }
+                return encode(result.map { $0.map { ($0.key, $0.value) } }, id: entry.id, definition: definition)
+            }
+        } else {
+            window.mapped = window.documents.map { entry in map(entry.document, id: entry.id, definition: definition) }
+        }
         return window
     }
 
@@ -285,8 +298,17 @@ actor IndexWriter {
     private static func map(_ document: Document?, id: String, definition: IndexDefinition) -> MappedDocument {
         guard let document else { return MappedDocument(id: id, rows: [], failure: nil) }
         var emitted: [(JSON, JSON?)] = []
-        do {
+        let outcome = Result<[(JSON, JSON?)], any Error> {
             try definition.map(document) { key, value in emitted.append((key, value)) }
+            return emitted
+        }
+        return encode(outcome, id: id, definition: definition)
+    }
+
+    /// A document's emitted rows, validated and encoded, or its failure.
+    private static func encode(_ outcome: Result<[(JSON, JSON?)], any Error>, id: String, definition: IndexDefinition) -> MappedDocument {
+        do {
+            let emitted = try outcome.get()
             var rows: [EncodedRow] = []
             rows.reserveCapacity(emitted.count)
             var texts: [(text: String, valueJSON: [UInt8])] = []

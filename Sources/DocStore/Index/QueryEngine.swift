@@ -176,13 +176,27 @@ struct QueryEngine {
         }
         if let keys = query.keys {
             var skipped = 0
-            // Each key is a range from itself to itself: `inclusive_end=false` leaves nothing, as in CouchDB.
-            let keys = query.inclusiveEnd ? keys : []
-            let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE key = ? \(order)")
+            // Each key is a range from itself to itself — narrowed by `startkey_docid` and
+            // `endkey_docid` as CouchDB narrows it — so `inclusive_end=false` leaves nothing without an
+            // end document id.
+            let keys = query.inclusiveEnd || query.endKeyDocID != nil ? keys : []
+            var conditions = ["key = ?"]
+            var documentBounds: [[UInt8]] = []
+            let (lowerID, upperID) = query.descending ? (query.endKeyDocID, query.startKeyDocID) : (query.startKeyDocID, query.endKeyDocID)
+            if let lowerID {
+                conditions.append(query.descending && !query.inclusiveEnd ? "doc_key > ?" : "doc_key >= ?")
+                documentBounds.append(CollationKey.encodeDocumentID(lowerID, collation: collation))
+            }
+            if let upperID {
+                conditions.append(!query.descending && !query.inclusiveEnd ? "doc_key < ?" : "doc_key <= ?")
+                documentBounds.append(CollationKey.encodeDocumentID(upperID, collation: collation))
+            }
+            let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE \(conditions.joined(separator: " AND ")) \(order)")
             // CouchDB reads the keys from the last one when descending.
             outer: for key in query.descending ? keys.reversed() : keys {
                 statement.reset()
                 try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
+                for (position, bound) in documentBounds.enumerated() { try statement.bind(blob: bound, at: Int32(position + 2)) }
                 while try statement.step() {
                     if skipped < query.skip {
                         skipped += 1
