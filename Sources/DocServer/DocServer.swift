@@ -279,7 +279,8 @@ public final class DocServer: Sendable {
         case .put:
             guard segments.count >= 2, !segments[1].hasPrefix("_") || segments[1] == "_design" else { return false }
             let documentSegments = segments[1] == "_design" ? 3 : 2
-            if segments.count > documentSegments { return !(segments[1] == "_design" && segments[3] == "_view") }
+            // Below a design document, `_update`, `_show`, `_view`… are functions, not attachments.
+            if segments.count > documentSegments { return !(segments[1] == "_design" && segments[3].hasPrefix("_")) }
             return segments.count == documentSegments && isMultipart
         case .post:
             return segments.count == 1 && isMultipart

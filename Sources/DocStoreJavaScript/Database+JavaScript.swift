@@ -100,7 +100,7 @@ public enum JavaScriptRequest {
     public static func make(database: String, method: String = "GET", path: [String] = [], query: [String: String] = [:],
                             headers: [String: String] = [:], body: String? = nil, id: String? = nil,
                             userContext: JSON? = nil, securityObject: JSON = [:], peer: String = "127.0.0.1",
-                            info: JSON = [:]) -> JSON {
+                            info: JSON = [:], rawPath: String? = nil) -> JSON {
         var queryObject = JSONObject()
         for name in query.keys.sorted() { queryObject[name] = .string(query[name]!) }
         var headerObject = JSONObject()
@@ -119,7 +119,7 @@ public enum JavaScriptRequest {
             "method": .string(method),
             "requested_path": .array(path.map(JSON.string)),
             "path": .array(path.map(JSON.string)),
-            "raw_path": .string("/" + path.joined(separator: "/")),
+            "raw_path": .string(rawPath ?? "/" + path.joined(separator: "/")),
             "query": .object(queryObject),
             "headers": .object(headerObject),
             "body": body.map(JSON.string) ?? .string("undefined"),

@@ -105,7 +105,7 @@ public enum JavaScriptViews {
             return json
         }
         var definition = IndexDefinition(name: indexName(designDocument: design.name, view: name), version: version,
-                                         collation: design.collation, reduce: reduce) { document, emit in
+                                         collation: design.collation(of: name), reduce: reduce) { document, emit in
             if !includeDesign && document.id.hasPrefix(DesignDocument.prefix) { return }
             let text = try mapped(document).serializedString()
             let rows: [(JSON, JSON)]

@@ -16,6 +16,8 @@ public struct DesignDocument: Sendable {
     public struct View: Sendable, Hashable {
         public let map: String
         public let reduce: String?
+        /// The view's own `options` (`collation: "raw"`), over the design document's.
+        public var options: JSONObject = [:]
     }
 
     /// The document id, `_design/…`.
@@ -98,7 +100,9 @@ public struct DesignDocument: Sendable {
                 case .string(let text)?: reduce = text
                 default: throw DocStoreError(.invalidDesignDocument, "Reduce function of view \(name) must be a string")
                 }
-                views[name] = View(map: map, reduce: reduce)
+                var parsed = View(map: map, reduce: reduce)
+                if case .object(let options)? = members["options"] { parsed.options = options }
+                views[name] = parsed
             }
         }
         self.views = views
@@ -124,8 +128,11 @@ public struct DesignDocument: Sendable {
     var includesDesignDocuments: Bool { options["include_design"]?.boolValue ?? false }
     /// Whether `local_seq` adds `_local_seq` to the documents views map.
     var includesLocalSequence: Bool { options["local_seq"]?.boolValue ?? false }
-    /// The view collation the options ask for.
-    var collation: Collation { options["collation"]?.stringValue == "raw" ? .raw : .unicode }
+    /// The collation of view `name`: its own options', else the design document's.
+    func collation(of name: String) -> Collation {
+        let asked = views[name]?.options["collation"]?.stringValue ?? options["collation"]?.stringValue
+        return asked == "raw" ? .raw : .unicode
+    }
 
     /// CouchDB's view-group signature: a digest of everything that decides the views' rows (the
     /// language, views, `views.lib` and options), as hex.
@@ -135,7 +142,7 @@ public struct DesignDocument: Sendable {
         var viewMembers = JSONObject()
         for name in views.keys.sorted() {
             let view = views[name]!
-            viewMembers[name] = ["map": .string(view.map), "reduce": view.reduce.map(JSON.string) ?? .null]
+            viewMembers[name] = ["map": .string(view.map), "reduce": view.reduce.map(JSON.string) ?? .null, "options": .object(view.options)]
         }
         members["views"] = .object(viewMembers)
         members["lib"] = viewLibrary ?? .null
@@ -148,7 +155,7 @@ public struct DesignDocument: Sendable {
         guard let view = views[viewName] else { return nil }
         let parts: [JSON] = [.string(view.map), view.reduce.map(JSON.string) ?? .null, viewLibrary ?? .null,
                              .bool(includesDesignDocuments), .bool(includesLocalSequence),
-                             .string(collation == .raw ? "raw" : "unicode")]
+                             .string(collation(of: viewName) == .raw ? "raw" : "unicode")]
         return "js:" + Insecure.MD5.hex((try? JSON.array(parts).serializedString()) ?? "")
     }
 }

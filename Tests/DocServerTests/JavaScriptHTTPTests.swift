@@ -294,4 +294,59 @@ final class JavaScriptHTTPTests: XCTestCase {
         XCTAssertEqual(view.status, 500)
         XCTAssertEqual(view.json["error"], "os_process_error")
     }
+
+    /// Details CouchDB 3.3.3's own test suite checks (test/elixir: view_conflicts, view_errors,
+    /// view_sandboxing, view_include_docs, view_test, show_documents, list_views), each as CouchDB answered.
+    func testDetailsCouchDBsSuiteChecks() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/t", json: [
+            "views": [
+                "conflicts": ["map": "function(doc) { if (doc._conflicts) emit(doc._id, doc._conflicts); }"],
+                "escape": ["map": "function(doc) { var glob = emit.constructor('return this')(); emit(doc._id, null); }"],
+                "big": ["map": "function(doc) { emit(doc._id, 1); }",
+                        "reduce": "function(k, v) { var c = []; for (var i = 0; i < 1000; i++) c.push('wazzap'); return c; }"],
+                "prev": ["map": "function(doc) { emit(doc._id, {_rev: doc.first}); }"],
+            ],
+            "lists": ["req": "function(head, req) { return JSON.stringify(req.headers); }"],
+        ]).status, 201)
+        let first = try await server.request("PUT", "/db/a", json: ["v": 1])
+        let firstRev = try XCTUnwrap(first.json["rev"]?.stringValue)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/a", json: ["_rev": .string(firstRev), "v": 2, "first": .string(firstRev)]).status, 201)
+        let branch: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "2-ffff", "v": 3,
+                                                          "_revisions": ["start": 2, "ids": ["ffff", .string(String(firstRev.dropFirst(2)))]]]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branch).status, 201)
+
+        // Map functions see `_conflicts` (view_conflicts_test).
+        let conflicts = try await server.request("GET", "/db/_design/t/_view/conflicts")
+        XCTAssertEqual(conflicts.json["rows"]?[0]?["value"]?.arrayValue?.count, 1)
+        // No code from strings (view_sandboxing_test): the document is left out.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/t/_view/escape").json["total_rows"], 0)
+        // {"key":null,"error":"reduce_overflow_error","reason":"Reduce output must shrink more rapidly: …"}
+        let big = try await server.request("GET", "/db/_design/t/_view/big")
+        XCTAssertEqual(big.status, 200)
+        XCTAssertEqual(big.json["rows"]?[0]?["error"], "reduce_overflow_error")
+        XCTAssertEqual(big.json["rows"]?[0]?["key"], .null)
+        XCTAssertTrue(big.json["rows"]?[0]?["reason"]?.stringValue?.hasPrefix("Reduce output must shrink more rapidly") == true)
+        // A value {_rev} includes that revision of the emitting document (view_include_docs_test).
+        let linked = try await server.request("GET", "/db/_design/t/_view/prev?include_docs=true&conflicts=true")
+        XCTAssertEqual(linked.json["rows"]?[0]?["doc"]?["_rev"]?.stringValue, firstRev)
+        // View parameters in a POST body (view_test): {"keys": […], "limit": 1}.
+        let posted = try await server.request("POST", "/db/_design/t/_view/conflicts", json: ["keys": ["a", "b"], "limit": 0])
+        XCTAssertEqual(posted.json["rows"]?.arrayValue?.count, 0)
+        // {"error":"bad_request","reason":"`keys` member must be an array."}
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_design/t/_view/conflicts", json: ["keys": 1]).json["reason"],
+                                  "`keys` member must be an array.")
+        // 410 {"error":"gone","reason":"Temporary views are not supported in CouchDB"}
+        let temp = try await server.request("POST", "/db/_temp_view", json: ["map": "function(doc) { emit(1); }"])
+        XCTAssertEqual(temp.status, 410)
+        XCTAssertEqual(temp.json, ["error": "gone", "reason": "Temporary views are not supported in CouchDB"])
+        // 404 {"error":"not_found","reason":"Invalid path."} (show_documents_test, update_documents_test)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/t/_show/").json, ["error": "not_found", "reason": "Invalid path."])
+        // req.headers has the Host (list_views_test).
+        let headers = try await server.request("GET", "/db/_design/t/_list/req/conflicts")
+        XCTAssertEqual(headers.json["Host"]?.stringValue, "127.0.0.1:\(server.port)")
+        // collator_versions in _info (design_docs_test).
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/t/_info").json["view_index"]?["collator_versions"]?.arrayValue?.count, 1)
+    }
 }

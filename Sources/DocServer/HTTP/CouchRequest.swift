@@ -29,7 +29,11 @@ struct CouchRequest: Sendable {
         }
     }
 
+    /// The query string as it arrived (percent-encoded), for `req.raw_path`.
+    var rawQuery: String?
+
     init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8]) throws {
+        self.rawQuery = rawQuery
         self.method = method
         self.headers = headers
         self.body = body

@@ -1,4 +1,5 @@
 import CouchProtocol
+import Crypto
 import DocStore
 import DocStoreJavaScript
 import Foundation
@@ -126,7 +127,9 @@ extension DocServer {
                                           headers: headers, body: body, id: id,
                                           userContext: principal.userContext(database: db.name),
                                           securityObject: .object(security.json),
-                                          info: (try? await db.info().couchDBJSON) ?? [:])
+                                          info: (try? await db.info().couchDBJSON) ?? [:],
+                                          rawPath: "/" + path.map { $0.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? $0 }
+                                            .joined(separator: "/") + (request.rawQuery.map { "?" + $0 } ?? ""))
         if case .object(var members) = json {
             members["cookie"] = .object(cookies)
             json = .object(members)
@@ -143,16 +146,28 @@ extension DocServer {
         let design = try await design(db, name)
         guard design.shows[show] != nil else { throw CouchError.notFound("missing json key: \(show)") }
         var documentJSON: String? = nil
+        var documentRevision = "none"
         if let id {
             let revision = try request.query["rev"].map { try parseRevision($0) }
             if let document = try await db.document(withID: id, revision: revision), !document.isDeleted {
                 try checkRead(document, principal)
                 documentJSON = try document.json().serializedString()
+                documentRevision = document.revision?.description ?? "none"
             }
+        }
+        // As CouchDB: the answer's ETag depends on the design document, the document, what the client
+        // accepts, the user and the query, and the function cannot set another.
+        let tagParts: [String] = [design.revision?.description ?? "", documentRevision, request.header(.accept) ?? "",
+                                  principal.userContext(database: db.name).description, request.rawQuery ?? ""]
+        let etag = "\"" + Insecure.MD5.hash(data: Array(tagParts.joined(separator: "\u{0}").utf8)).map { String(format: "%02X", $0) }.joined() + "\""
+        if id != nil, documentJSON != nil, request.header(.ifNoneMatch) == etag {
+            return Response(status: .notModified, headers: [.eTag: etag])
         }
         let req = try await scriptRequest(db, request, principal: principal, id: id)
         let response = try await engine.show(show, of: design, documentJSON: documentJSON, request: req, documentPath: id != nil)
-        return try externalResponse(response, status: 200)
+        var answer = try externalResponse(response, status: 200)
+        if id != nil, documentJSON != nil { answer.headers[.eTag] = etag }
+        return answer
     }
 
     // MARK: Lists
@@ -201,7 +216,10 @@ extension DocServer {
         } catch let error as DocStoreError {
             throw CouchError(error)
         }
-        guard document.hasID else { throw CouchError(.badRequest, "illegal_docid", "Document id must be a string") }
+        guard document.hasID, !document.id.isEmpty else {
+            let empty = pair[0]["_id"]?.stringValue?.isEmpty == true
+            throw CouchError(.badRequest, "illegal_docid", empty ? "Document id must not be empty" : "Document id must be a string")
+        }
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         var extra = HTTPFields()
