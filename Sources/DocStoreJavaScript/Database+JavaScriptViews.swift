@@ -118,28 +118,72 @@ public enum JavaScriptViews {
         }
         // CouchDB's map functions see `_conflicts`.
         definition.includesConflicts = true
-        // A window of documents goes into JavaScript in one call; one that runs over the time limit is
-        // mapped again document by document, to find (and skip) the one that does.
+        // A window of documents goes into JavaScript in one call, as JSON spliced from the stored bodies
+        // (parsed only when attachment stubs must be written as CouchDB writes them); a window that runs
+        // over the time limit is mapped again document by document, to find (and skip) the one that does.
         let single = definition.map
         definition.batchMap = { documents in
             let mappable = documents.map { includeDesign || !$0.id.hasPrefix(DesignDocument.prefix) }
-            // (Filtered, then mapped: `nil` in a JSON context would be JSON's null.)
-            let json = JSON.array(zip(documents, mappable).filter(\.1).map { mapped($0.0) })
             func oneByOne() -> [Result<[(key: JSON, value: JSON?)], any Error>] {
-                documents.map { document in
+                documents.map { raw in
                     Result {
                         var rows: [(key: JSON, value: JSON?)] = []
-                        try single(document) { rows.append(($0, $1)) }
+                        try single(try raw.document()) { rows.append(($0, $1)) }
                         return rows
                     }
                 }
             }
-            guard let text = try? json.serializedString(),
-                  let results = try? engine.withContext({ try $0.mapBatch(map, documentsJSON: text) }) else { return oneByOne() }
+            var text: [UInt8] = [UInt8(ascii: "[")]
+            text.reserveCapacity(documents.reduce(2) { $0 + $1.body.count + 96 })
+            do {
+                var first = true
+                for (raw, mapping) in zip(documents, mappable) where mapping {
+                    if !first { text.append(UInt8(ascii: ",")) }
+                    first = false
+                    if raw.mayHaveAttachments {
+                        text += try mapped(try raw.document()).serialized()
+                    } else {
+                        splice(raw, localSequence: localSequence, into: &text)
+                    }
+                }
+            } catch {
+                return oneByOne()
+            }
+            text.append(UInt8(ascii: "]"))
+            guard let results = try? engine.withContext({ try $0.mapBatch(map, documentsJSON: text) }) else { return oneByOne() }
             var iterator = results.makeIterator()
             return mappable.map { $0 ? (iterator.next() ?? .success([])) : .success([]) }
         }
         return definition
+    }
+
+    /// The document as CouchDB gives it to map functions, written from its stored body (which has no
+    /// attachment stubs): `_id`, `_rev`, the members, `_conflicts` and `_local_seq` when there are.
+    static func splice(_ raw: RawDocument, localSequence: Bool, into text: inout [UInt8]) {
+        text += Array(#"{"_id":"#.utf8)
+        text += (try? JSON.string(raw.id).serialized()) ?? Array("\"\"".utf8)
+        text += Array(#","_rev":""#.utf8)
+        text += Array(raw.revision.description.utf8)
+        text.append(UInt8(ascii: "\""))
+        // The body's members, without its braces.
+        if raw.body.count > 2 {
+            text.append(UInt8(ascii: ","))
+            text += raw.body[1..<(raw.body.count - 1)]
+        }
+        if !raw.conflicts.isEmpty {
+            text += Array(#","_conflicts":["#.utf8)
+            for (index, revision) in raw.conflicts.enumerated() {
+                if index > 0 { text.append(UInt8(ascii: ",")) }
+                text.append(UInt8(ascii: "\""))
+                text += Array(revision.description.utf8)
+                text.append(UInt8(ascii: "\""))
+            }
+            text.append(UInt8(ascii: "]"))
+        }
+        if localSequence {
+            text += Array(#","_local_seq":\#(raw.sequence)"#.utf8)
+        }
+        text.append(UInt8(ascii: "}"))
     }
 
     /// The reduce of a view: CouchDB's built-ins as DocStore's, a JavaScript function in the engine.

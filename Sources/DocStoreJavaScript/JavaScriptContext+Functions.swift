@@ -40,9 +40,9 @@ extension JavaScriptContext {
 
     /// Runs a map function over many documents (a JSON array of them) in one call: for each, its rows
     /// or the error it threw.
-    func mapBatch(_ reference: FunctionReference, documentsJSON: String) throws -> [Result<[(key: JSON, value: JSON?)], any Error>] {
+    func mapBatch(_ reference: FunctionReference, documentsJSON: [UInt8]) throws -> [Result<[(key: JSON, value: JSON?)], any Error>] {
         let function = try function(reference)
-        let emitted = try call("__mapBatch", [function, try value(json: documentsJSON)])
+        let emitted = try call("__mapBatch", [function, try value(jsonBytes: documentsJSON)])
         guard case .array(let documents) = try json(of: emitted) else {
             throw DocStoreError(.scriptFailure, "the map batch answered no array")
         }

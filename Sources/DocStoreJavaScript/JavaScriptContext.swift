@@ -74,6 +74,20 @@ final class JavaScriptContext {
         return value
     }
 
+    /// A JavaScript value parsed from JSON text in UTF-8 bytes.
+    func value(jsonBytes bytes: [UInt8]) throws -> JSValueRef {
+        var terminated = bytes
+        terminated.append(0)
+        let string = terminated.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { JSStringCreateWithUTF8CString($0.baseAddress) }
+        }
+        defer { JSStringRelease(string) }
+        guard let value = JSValueMakeFromJSONString(context, string) else {
+            throw DocStoreError(.scriptFailure, "JavaScriptCore could not read JSON")
+        }
+        return value
+    }
+
     /// A JavaScript value for a JSON value.
     func value(_ json: JSON) throws -> JSValueRef {
         try value(json: try json.serializedString())

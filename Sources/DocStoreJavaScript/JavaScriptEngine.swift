@@ -58,6 +58,7 @@ final class ThreadContexts: Sendable {
 
     init(timeLimit: Double) {
         self.timeLimit = timeLimit
+        ThreadContexts.configureJavaScriptCore
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
             #if canImport(Glibc) || canImport(Musl)
@@ -67,6 +68,16 @@ final class ThreadContexts: Sendable {
         }
         self.key = key
     }
+
+    /// JavaScriptCore's options, set once before its first context: its VM traps (how the watchdog stops
+    /// a runaway script) poll instead of suspending the running thread with a signal. With contexts on
+    /// several threads, a thread suspended while it held the allocator's lock deadlocked the process
+    /// (seen here: one thread in `Thread::resume` from the trap's signal sender, another waiting in
+    /// `pas_thread_local_cache_for_all`). JavaScriptCore reads `JSC_<option>` environment variables
+    /// when it initialises; one the process already set is left as it is.
+    static let configureJavaScriptCore: Void = {
+        setenv("JSC_usePollingTraps", "true", 0)
+    }()
 
     /// This thread's context. The slot is per thread, so no other thread ever sees it.
     func current() throws -> JavaScriptContext {

@@ -6,9 +6,36 @@ public typealias Emit = (_ key: JSON, _ value: JSON?) -> Void
 public typealias MapFunction = @Sendable (_ document: Document, _ emit: Emit) throws -> Void
 
 /// A map function over many documents at once (one call into a script engine for a window of
-/// documents, where a call costs more than the mapping): for each document, in order, the rows it
-/// emitted, or the error it failed with (that document then has no rows, as with ``MapFunction``).
-public typealias BatchMapFunction = @Sendable (_ documents: [Document]) -> [Result<[(key: JSON, value: JSON?)], any Error>]
+/// documents, where a call costs more than the mapping), given their stored JSON unparsed: for each
+/// document, in order, the rows it emitted, or the error it failed with (that document then has no
+/// rows, as with ``MapFunction``).
+public typealias BatchMapFunction = @Sendable (_ documents: [RawDocument]) -> [Result<[(key: JSON, value: JSON?)], any Error>]
+
+/// A live document as its database stores it, not parsed: what a ``BatchMapFunction`` is given.
+public struct RawDocument: Sendable {
+    public let id: String
+    public let revision: RevisionID
+    /// The sequence of its latest change.
+    public let sequence: Int64
+    /// Its other live leaves (only when the index asks for them: ``IndexDefinition/includesConflicts``).
+    public var conflicts: [RevisionID] = []
+    /// The body as stored: a JSON object of its members, then `_attachments` stubs (with their
+    /// `encoding` and `encoded_length` when they are stored compressed).
+    public let body: [UInt8]
+    let created: Double
+    let updated: Double
+
+    /// Whether ``body`` may hold attachment stubs (false only when it certainly does not).
+    public var mayHaveAttachments: Bool { StoredBody.mayHaveAttachmentStubs(body) }
+
+    /// The document, parsed.
+    public func document() throws -> Document {
+        var document = try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: sequence,
+                                                 created: created, updated: updated)
+        document.conflicts = conflicts
+        return document
+    }
+}
 
 /// How an index's rows are reduced to one value (per group).
 public enum ReduceFunction: Sendable {

@@ -189,6 +189,9 @@ actor IndexWriter {
         /// Each changed document: its sequence, its current revision (`nil` when deleted), its id and
         /// its row in the database file.
         var documents: [(sequence: Int64, document: Document?, id: String, row: Int64)] = []
+        /// For a ``IndexDefinition/batchMap``: the live documents unparsed (``documents`` then holds
+        /// bodiless stand-ins for them).
+        var raw: [RawDocument] = []
         /// What the map function emitted for each of ``documents``.
         var mapped: [MappedDocument] = []
         var purged: [String] = []
@@ -256,7 +259,15 @@ actor IndexWriter {
                 let seq = statement.int64(0)
                 let id = statement.text(1)
                 var document: Document? = nil
-                if statement.int64(3) == 0, let revision = statement.revision(2) {
+                if definition.batchMap != nil, statement.int64(3) == 0, let revision = statement.revision(2) {
+                    var raw = RawDocument(id: id, revision: revision, sequence: seq, body: statement.blob(4),
+                                          created: statement.double(5), updated: statement.double(6))
+                    if definition.includesConflicts, let tree = try? statement.withBlob(8, { try RevisionTree(decoding: $0) }) {
+                        raw.conflicts = tree.conflicts
+                    }
+                    window.raw.append(raw)
+                    document = Document(id: id, revision: revision)
+                } else if statement.int64(3) == 0, let revision = statement.revision(2) {
                     document = try? statement.withBlob(4) { body in
                         try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
                                                   created: statement.double(5), updated: statement.double(6))
@@ -282,8 +293,7 @@ actor IndexWriter {
             return window
         }
         if let batchMap = definition.batchMap {
-            let live = window.documents.compactMap(\.document)
-            var results = batchMap(live).makeIterator()
+            var results = batchMap(window.raw).makeIterator()
             window.mapped = window.documents.map { entry in
                 guard entry.document != nil, let result = results.next() else { return MappedDocument(id: entry.id, rows: [], failure: nil) }
                 return encode(result.map { $0.map { ($0.key, $0.value) } }, id: entry.id, definition: definition)
