@@ -313,7 +313,7 @@ final class JavaScriptHTTPTests: XCTestCase {
         let first = try await server.request("PUT", "/db/a", json: ["v": 1])
         let firstRev = try XCTUnwrap(first.json["rev"]?.stringValue)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/a", json: ["_rev": .string(firstRev), "v": 2, "first": .string(firstRev)]).status, 201)
-        let branch: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "2-ffff", "v": 3,
+        let branch: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "2-ffff", "v": 3, "first": .string(firstRev),
                                                           "_revisions": ["start": 2, "ids": ["ffff", .string(String(firstRev.dropFirst(2)))]]]]]
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branch).status, 201)
 
