@@ -217,8 +217,9 @@ extension DocServer {
             throw CouchError(error)
         }
         guard document.hasID, !document.id.isEmpty else {
-            let empty = pair[0]["_id"]?.stringValue?.isEmpty == true
-            throw CouchError(.badRequest, "illegal_docid", empty ? "Document id must not be empty" : "Document id must be a string")
+            // As CouchDB 3.3.3: a document without `_id` (`[{}, …]`) has an empty id.
+            let notString = pair[0]["_id"].map { $0.stringValue == nil } ?? false
+            throw CouchError(.badRequest, "illegal_docid", notString ? "Document id must be a string" : "Document id must not be empty")
         }
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Apache CouchDB 3.3.3's own HTTP test suite (test/elixir) against any CouchDB-compatible server — a real
+# CouchDB or `docstore serve` — one module at a time, with a table of passed/failed/skipped per module.
+#
+# Prerequisites (nothing of CouchDB is committed here): the checkout that shared/tools/build-couchdb-3.3.3.sh
+# builds (COUCH_DIR, default /opt/couchdb-build/couchdb), Debian's elixir, and the suite's Hex-only mix
+# dependencies given as `path:` dependencies in that checkout's mix.exs (httpotion 3.1.3 from
+# myfreeweb/httpotion, junit_formatter 3.0.0 from victorolinasc/junit-formatter, fetched with the
+# search tool's fetch); its hard-coded http://127.0.0.1:15984 replaced by EX_COUCH_URL in
+# replication_test, form_submit_test and attachments_test. The next session automates this setup.
+# Run CouchDB 3.3.3's own Elixir HTTP test suite (test/elixir) against any CouchDB-compatible server.
+#
+# Usage: run_couch_elixir.sh BASE_URL [TEST ...]
+#   BASE_URL  e.g. http://127.0.0.1:5984 or http://admin:admin@otherhost:8080
+#             credentials in the URL win; otherwise EX_USERNAME/EX_PASSWORD, default admin/admin.
+#   TEST      module file name with or without .exs / path / glob, e.g. view_test, 'view_*', reduce_test.exs.
+#             Default: all test/elixir/test/*_test.exs.
+# Env: COUCH_DIR (default /opt/couchdb-build/couchdb), LOG_PREFIX (default /tmp/elixir-<label>-,
+#      label = couchdb for 127.0.0.1:5984, else host_port), EXUNIT_OPTS (extra `mix test` args,
+#      e.g. "--only skip_on_jenkins" or "--seed 0"), TIMEOUT (seconds per module, default 900).
+# One `mix test` per module; full output in ${LOG_PREFIX}<module>.log; prints a table and a TOTAL row.
+# The suite reads EX_COUCH_URL / EX_USERNAME / EX_PASSWORD (test/elixir/lib/couch.ex, couch_raw.ex,
+# couch/dbtest.ex). Don't run two instances at once (they share COUCH_DIR/_build).
+set -u
+[ $# -ge 1 ] || { sed -n '2,16p' "$0"; exit 2; }
+URL=$1; shift
+COUCH_DIR=${COUCH_DIR:-/opt/couchdb-build/couchdb}
+TESTDIR=$COUCH_DIR/test/elixir/test
+
+# split credentials out of the URL
+proto=${URL%%://*}; rest=${URL#*://}
+user=${EX_USERNAME:-admin}; pass=${EX_PASSWORD:-admin}
+if [[ $rest == *@* ]]; then
+  cred=${rest%%@*}; rest=${rest#*@}
+  user=${cred%%:*}; [[ $cred == *:* ]] && pass=${cred#*:}
+fi
+rest=${rest%/}
+export EX_COUCH_URL="$proto://$rest" EX_USERNAME="$user" EX_PASSWORD="$pass"
+export MIX_ENV=integration
+if [ "$rest" = "127.0.0.1:5984" ] || [ "$rest" = "localhost:5984" ]; then label=couchdb; else label=${rest//[:\/]/_}; fi
+LOG_PREFIX=${LOG_PREFIX:-/tmp/elixir-$label-}
+
+code=$(curl -s -o /dev/null -w '%{http_code}' -u "$user:$pass" "$EX_COUCH_URL/_session")
+[ "$code" = 200 ] || echo "WARNING: GET $EX_COUCH_URL/_session as $user returned HTTP $code" >&2
+
+files=()
+[ $# -eq 0 ] && set -- '*_test'
+for t in "$@"; do
+  t=${t##*/}; t=${t%.exs}
+  matched=0
+  for f in "$TESTDIR"/$t.exs; do [ -f "$f" ] && { files+=("$f"); matched=1; }; done
+  [ $matched = 1 ] || echo "WARNING: no test file matches $t" >&2
+done
+[ ${#files[@]} -gt 0 ] || exit 2
+
+cd "$COUCH_DIR" || exit 2
+mix compile >/dev/null 2>&1 || { echo "mix compile failed in $COUCH_DIR" >&2; mix compile; exit 2; }
+
+echo "server: $EX_COUCH_URL (user $EX_USERNAME)   logs: ${LOG_PREFIX}<module>.log"
+printf '%-34s %6s %6s %6s %7s %8s %s\n' MODULE TESTS PASSED FAILED SKIPPED EXCLUDED TIME
+T=0 P=0 F=0 S=0 X=0 rc=0
+for f in "${files[@]}"; do
+  m=$(basename "$f" .exs); log=$LOG_PREFIX$m.log
+  start=$(date +%s)
+  # same flags as `make elixir`, minus dev/run (server is external)
+  timeout "${TIMEOUT:-900}" mix test --trace --exclude without_quorum_test --exclude with_quorum_test \
+    ${EXUNIT_OPTS:-} "$f" >"$log" 2>&1
+  st=$?
+  secs=$(( $(date +%s) - start ))
+  line=$(grep -E '^[0-9]+ (tests?|propert|doctest)' "$log" | tail -1)
+  if [ -z "$line" ]; then
+    printf '%-34s %6s %6s %6s %7s %8s %4ss  %s\n' "$m" - - - - - "$secs" "ERROR (exit $st, see log)"
+    rc=1; continue
+  fi
+  n() { echo "$line" | grep -oE "[0-9]+ $1" | head -1 | grep -oE '^[0-9]+' || echo 0; }
+  tests=$(n 'tests?'); fail=$(n 'failures?'); skip=$(n skipped); excl=$(n excluded); inval=$(n invalid)
+  fail=$((fail + inval)); pass=$((tests - fail - skip - excl))
+  T=$((T+tests)) P=$((P+pass)) F=$((F+fail)) S=$((S+skip)) X=$((X+excl))
+  note=""; [ $st = 124 ] && note="TIMEOUT"; [ $inval -gt 0 ] && note="$note ($inval invalid: setup_all failed)"
+  [ $fail -gt 0 ] && rc=1
+  printf '%-34s %6s %6s %6s %7s %8s %4ss %s\n' "$m" "$tests" "$pass" "$fail" "$skip" "$excl" "$secs" "$note"
+done
+printf '%-34s %6s %6s %6s %7s %8s\n' TOTAL "$T" "$P" "$F" "$S" "$X"
+echo "(EXCLUDED = tagged :pending / quorum tests, not run; SKIPPED = @tag :skip)"
+exit $rc
