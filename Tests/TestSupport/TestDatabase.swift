@@ -1,0 +1,61 @@
+import DocStore
+import Foundation
+import XCTest
+
+
+/// Opens a fresh database in a temporary folder; it is closed and removed when the test ends.
+public func makeDatabase(_ testCase: XCTestCase, name: String = "test",
+                  configure: (inout DatabaseConfiguration) -> Void = { _ in }) async throws -> Database {
+    let directory = try makeTemporaryDirectory(testCase)
+    var configuration = DatabaseConfiguration(name: name, directory: directory)
+    configure(&configuration)
+    let database = try await Database.open(configuration)
+    testCase.addTeardownBlock {
+        await database.close()
+    }
+    return database
+}
+
+/// Asserts that `body` throws a `DocStoreError` with `code`, and returns it.
+@discardableResult
+public func assertThrowsDocStoreError<T>(_ code: DocStoreError.Code, file: StaticString = #filePath, line: UInt = #line,
+                                  _ body: () async throws -> T) async -> DocStoreError? {
+    do {
+        _ = try await body()
+        XCTFail("expected \(code) error, but nothing was thrown", file: file, line: line)
+        return nil
+    } catch let error as DocStoreError {
+        XCTAssertEqual(error.code, code, "unexpected error: \(error)", file: file, line: line)
+        return error
+    } catch {
+        XCTFail("expected DocStoreError \(code), got \(error)", file: file, line: line)
+        return nil
+    }
+}
+
+/// Synchronous variant for non-async code.
+@discardableResult
+public func assertThrowsDocStoreErrorSync<T>(_ code: DocStoreError.Code, file: StaticString = #filePath, line: UInt = #line,
+                                      _ body: () throws -> T) -> DocStoreError? {
+    do {
+        _ = try body()
+        XCTFail("expected \(code) error, but nothing was thrown", file: file, line: line)
+        return nil
+    } catch let error as DocStoreError {
+        XCTAssertEqual(error.code, code, "unexpected error: \(error)", file: file, line: line)
+        return error
+    } catch {
+        XCTFail("expected DocStoreError \(code), got \(error)", file: file, line: line)
+        return nil
+    }
+}
+
+
+/// What a replication does for one document: every leaf of `source`, with its history, inserted into
+/// `target` as is.
+public func replicateDocument(_ id: String, from source: Database, to target: Database) async throws {
+    let tree = try await source.revisionTree(ofDocumentWithID: id)!
+    let documents = try await source.documentsWithHistory(tree.leaves.map { (id: id, revision: $0.revision) })
+    let results = try await target.insertRevisions(documents.compactMap { $0 })
+    XCTAssertTrue(results.allSatisfy(\.isSuccess))
+}
