@@ -179,7 +179,7 @@ final class JavaScriptContext {
         if message.contains("JavaScript execution terminated") {
             return DocStoreError(.scriptTimeout, "The JavaScript function ran over its time limit and was stopped")
         }
-        if let object = JSValueToObject(context, exception, nil), !JSValueIsString(context, exception) {
+        if JSValueIsObject(context, exception) {
             if let json = try? self.json(of: exception) {
                 switch json {
                 case .object(let members):
@@ -215,10 +215,6 @@ final class JavaScriptContext {
                     break
                 }
             }
-            _ = object
-        }
-        if JSValueIsString(context, exception), let text = text(of: exception) {
-            return DocStoreError(.unknownError, text)
         }
         if JSValueIsString(context, exception), let text = text(of: exception) {
             return DocStoreError(.unknownError, text)
