@@ -141,16 +141,16 @@ struct Benchmark: AsyncParsableCommand {
                     _ = try await db.query("by-score-swift", query)
                 }
                 try await db.dropIndex(named: "by-score-swift")
-                if try await db.document(withID: "_design/bench") == nil {
-                    _ = try await db.save(Document(id: "_design/bench", body: ["views": ["by_score": [
+                if try await db.document(withID: "_design/js-bench") == nil {
+                    _ = try await db.save(Document(id: "_design/js-bench", body: ["views": ["by_score": [
                         "map": "function(doc) { if (doc.score !== undefined) emit(doc.score, doc.name); }"]]]))
                 }
                 let ours = try await timeAsync {
                     var query = IndexQuery()
                     query.limit = 0
-                    _ = try await db.query(designDocument: "bench", view: "by_score", query)
+                    _ = try await db.query(designDocument: "js-bench", view: "by_score", query)
                 }
-                try await db.dropIndex(named: "javascript:bench/by_score")
+                try await db.dropIndex(named: "javascript:js-bench/by_score")
                 record("js_index_build", count: n, ours: ours, baseline: baseline)
                 print("info js_index_build_vs_swift_map ratio=\(String(format: "%.2f", swift / ours)) (JavaScript view build rate / the same map in Swift)")
             }
