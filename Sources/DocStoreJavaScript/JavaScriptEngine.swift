@@ -131,6 +131,8 @@ final class Workers: Sendable {
                     }
                     return job
                 }
+                // Waiting is this thread's whole job: these are the engine's own threads (made in
+                // init with `Thread`), never threads of Swift's cooperative pool (DESIGN.md §6).
                 if job == nil { condition.wait() }
             }
             condition.unlock()
