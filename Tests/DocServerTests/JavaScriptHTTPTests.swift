@@ -145,6 +145,11 @@ final class JavaScriptHTTPTests: XCTestCase {
         let plain = try await server.request("GET", "/db/_design/app/_list/plain/other/ids?limit=2")
         XCTAssertEqual(plain.text, #"["a","b"]"#)
         XCTAssertEqual(plain.header("Content-Type"), "application/json")
+        // A list over `_all_docs` gets its rows and options, design documents included.
+        let allDocs = try await server.request("GET", "/db/_design/app/_list/plain/_all_docs?startkey=%22b%22&limit=3")
+        XCTAssertEqual(allDocs.text, #"["b","c","d"]"#)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_list/plain/_all_docs?startkey=%22_%22").text,
+                                  #"["_design/app","_design/other","a","b","c","d"]"#)
 
         // CouchDB 3.3.3: 201 with X-Couch-Id and X-Couch-Update-NewRev, the handler's body.
         let bumped = try await server.request("POST", "/db/_design/app/_update/bump/a")

@@ -153,6 +153,11 @@ extension DocServer {
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
     func allDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post || request.method == .head else { throw CouchError.methodNotAllowed }
+        return Response.json(try await allDocumentsAnswer(db, request, principal: principal))
+    }
+
+    /// `_all_docs`'s answer to a request's options: rows the principal may read.
+    func allDocumentsAnswer(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> JSON {
         func stringKey(_ names: String...) throws -> String? {
             for name in names {
                 guard let value = try request.json(name) else { continue }
@@ -196,7 +201,7 @@ extension DocServer {
                 return json
             }
         }
-        return Response.json(answer.json)
+        return answer.json
     }
 
     /// `POST /{db}/_revs_diff`: `{"id": ["rev", …]}` → the revisions this database lacks.

@@ -173,14 +173,17 @@ extension DocServer {
     // MARK: Lists
 
     /// `GET|POST /{db}/_design/{d}/_list/{l}/[{d2}/]{v}`: a list function over a view's rows, which
-    /// take every view option.
+    /// take every view option; `{v}` `_all_docs` lists `_all_docs`.
     private func list(_ db: Database, design name: String, name list: String, view: String, _ request: CouchRequest,
                       principal: Principal) async throws -> Response {
         let engine = try engine()
         let design = try await design(db, name)
         guard design.lists[list] != nil else { throw CouchError.notFound("missing json key: \(list)") }
-        let answer = try await viewAnswer(db, name: view, try viewQuery(request), principal: principal)
-        guard case .object(var head) = answer.json else { throw CouchError.notFound() }
+        // As CouchDB, `_list/{l}/_all_docs` lists the rows of `_all_docs`.
+        let json = view == "\(name)/_all_docs"
+            ? try await allDocumentsAnswer(db, request, principal: principal)
+            : try await viewAnswer(db, name: view, try viewQuery(request), principal: principal).json
+        guard case .object(var head) = json else { throw CouchError.notFound() }
         let rows = head.removeValue(forKey: "rows")?.arrayValue ?? []
         let req = try await scriptRequest(db, request, principal: principal, id: nil)
         let result = try await engine.list(list, of: design, head: .object(head), request: req, rows: rows)
