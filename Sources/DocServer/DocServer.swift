@@ -82,7 +82,7 @@ public final class DocServer: Sendable {
             server: HTTPServerBuilder { responder in
                 CouchHTTPChannel(responder: responder, idleTimeout: idleTimeout, chunkLimit: chunkLimit)
             },
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "DocStore"),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: DocServer.serverHeader),
             onServerRunning: { channel in onRunning(channel.localAddress?.port ?? 0) },
             logger: logger
         )
@@ -228,6 +228,9 @@ public final class DocServer: Sendable {
             if cors.credentials { response.headers[.accessControlAllowCredentials] = "true" }
             response.headers[.accessControlExposeHeaders] = CORSConfiguration.exposedHeaders
         }
+        // As CouchDB's welcome answer, the Server header names the CouchDB version spoken first (CouchDB's
+        // own suite checks it starts with "CouchDB"), then DocStore.
+        response.headers[.server] = DocServer.serverHeader
         metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
         if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
@@ -373,6 +376,9 @@ public final class DocServer: Sendable {
             return try await attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: principal)
         }
     }
+
+    /// The `Server` header of every answer.
+    static let serverHeader = "CouchDB/3.3.3 (DocStore/0.1.0)"
 
     private func welcome(_ request: CouchRequest) throws -> Response {
         guard request.method == .get || request.method == .head else { throw CouchError.methodNotAllowed }
