@@ -2,25 +2,24 @@
 # Apache CouchDB 3.3.3's own HTTP test suite (test/elixir) against any CouchDB-compatible server — a real
 # CouchDB or `docstore serve` — one module at a time, with a table of passed/failed/skipped per module.
 #
-# Prerequisites (nothing of CouchDB is committed here): the checkout that shared/tools/build-couchdb-3.3.3.sh
-# builds (COUCH_DIR, default /opt/couchdb-build/couchdb), Debian's elixir, and the suite's Hex-only mix
-# dependencies given as `path:` dependencies in that checkout's mix.exs (httpotion 3.1.3 from
-# myfreeweb/httpotion, junit_formatter 3.0.0 from victorolinasc/junit-formatter, fetched with the
-# search tool's fetch); its hard-coded http://127.0.0.1:15984 replaced by EX_COUCH_URL in
-# replication_test, form_submit_test and attachments_test. The next session automates this setup.
-# Run CouchDB 3.3.3's own Elixir HTTP test suite (test/elixir) against any CouchDB-compatible server.
-#
-# Usage: run_couch_elixir.sh BASE_URL [TEST ...]
-#   BASE_URL  e.g. http://127.0.0.1:5984 or http://admin:admin@otherhost:8080
+# Usage: couchdb_elixir_suite.sh BASE_URL [TEST ...]
+#   BASE_URL  e.g. http://127.0.0.1:5984 or http://admin:admin@127.0.0.1:8080
 #             credentials in the URL win; otherwise EX_USERNAME/EX_PASSWORD, default admin/admin.
-#   TEST      module file name with or without .exs / path / glob, e.g. view_test, 'view_*', reduce_test.exs.
-#             Default: all test/elixir/test/*_test.exs.
-# Env: COUCH_DIR (default /opt/couchdb-build/couchdb), LOG_PREFIX (default /tmp/elixir-<label>-,
-#      label = couchdb for 127.0.0.1:5984, else host_port), EXUNIT_OPTS (extra `mix test` args,
-#      e.g. "--only skip_on_jenkins" or "--seed 0"), TIMEOUT (seconds per module, default 900).
+#   TEST      module file name with or without _test / .exs / path / glob, e.g. view_test, 'view_*',
+#             reduce. Default: all test/elixir/test/*_test.exs.
+# Env: COUCH_DIR (default /opt/couchdb-build/couchdb: the checkout shared/tools/build-couchdb-3.3.3.sh
+#      builds), MIRRORS (default /work/.mirror: where the search tool's `fetch` put myfreeweb/httpotion and
+#      victorolinasc/junit-formatter), LOG_PREFIX (default /tmp/elixir-<label>-, label = couchdb for
+#      127.0.0.1:5984, else host_port), EXUNIT_OPTS (extra `mix test` args, e.g. "--seed 0"), TIMEOUT
+#      (seconds per module, default 900).
 # One `mix test` per module; full output in ${LOG_PREFIX}<module>.log; prints a table and a TOTAL row.
-# The suite reads EX_COUCH_URL / EX_USERNAME / EX_PASSWORD (test/elixir/lib/couch.ex, couch_raw.ex,
-# couch/dbtest.ex). Don't run two instances at once (they share COUCH_DIR/_build).
+#
+# Setup, done once on the first run and nothing of it committed here: the suite's two Hex-only mix
+# dependencies (offline here) become `path:` dependencies exported from the mirrors (httpotion 3.1.3,
+# junit_formatter 3.0.0) into $COUCH_DIR/../elixir-deps; CouchDB's own Erlang apps, already built by
+# `make release`, are linked without recompiling; the hard-coded http://127.0.0.1:15984 of three modules
+# becomes EX_COUCH_URL and config_test's node name `_local`. The suite reads EX_COUCH_URL / EX_USERNAME /
+# EX_PASSWORD. Don't run two instances at once (they share COUCH_DIR/_build).
 set -u
 [ $# -ge 1 ] || { sed -n '2,16p' "$0"; exit 2; }
 URL=$1; shift
@@ -43,12 +42,46 @@ LOG_PREFIX=${LOG_PREFIX:-/tmp/elixir-$label-}
 code=$(curl -s -o /dev/null -w '%{http_code}' -u "$user:$pass" "$EX_COUCH_URL/_session")
 [ "$code" = 200 ] || echo "WARNING: GET $EX_COUCH_URL/_session as $user returned HTTP $code" >&2
 
+setup() {
+  local deps=$COUCH_DIR/../elixir-deps mirrors=${MIRRORS:-/work/.mirror}
+  export_dep() { # name mirror ref
+    [ -f "$deps/$1/mix.exs" ] && return 0
+    local git=$mirrors/$2/repo; [ -d "$git/.git" ] && git=$git/.git
+    [ -d "$git" ] || { echo "setup: $2 is not in $mirrors; fetch github:${2/+//} first" >&2; exit 2; }
+    mkdir -p "$deps/$1" && git --git-dir="$git" archive "$3" | tar -x -C "$deps/$1" || exit 2
+    # Their own dependencies are dev/test tools from Hex, or ibrowse, which CouchDB's tree provides.
+    perl -0pi -e 's/(defp deps do).*?(\n\s*end)/$1\n    []$2/s' "$deps/$1/mix.exs"
+  }
+  export_dep httpotion myfreeweb+httpotion e181c38
+  export_dep junit_formatter victorolinasc+junit-formatter v3.0.0
+  deps=$(cd "$deps" && pwd)
+  cd "$COUCH_DIR" || exit 2
+  if ! grep -q 'elixir-deps' mix.exs; then
+    cp -n mix.exs mix.exs.orig
+    DEPS=$deps perl -0pi -e '
+      s{\{:junit_formatter, "~> 3.0",}{\{:junit_formatter, path: "$ENV{DEPS}/junit_formatter",};
+      s{\{:httpotion, ">= 3.1.3",}{\{:httpotion, path: "$ENV{DEPS}/httpotion",};
+      s{\s*\{:excoveralls, [^\n]*}{};
+      s{,\s*\{:credo, [^\n]*\}}{};
+      s{(\{:(?:b64url|jiffy|jwtf|ibrowse), path: path\("\w+"\)(?:, override: true)?)\}}{$1, compile: "true"\}}g;
+    ' mix.exs
+    grep -q "$deps/httpotion" mix.exs || { echo "setup: could not rewrite $COUCH_DIR/mix.exs" >&2; exit 2; }
+  fi
+  for f in replication form_submit attachments; do
+    sed -i 's|"http://127.0.0.1:15984/"|((System.get_env("EX_COUCH_URL") \|\| "http://127.0.0.1:15984") <> "/")|g;
+            s|Referer: "http://127.0.0.1:15984"|Referer: (System.get_env("EX_COUCH_URL") \|\| "http://127.0.0.1:15984")|' \
+      "test/elixir/test/${f}_test.exs"
+  done
+  sed -i 's|/_node/node1@127.0.0.1/_config|/_node/_local/_config|' test/elixir/test/config_test.exs
+}
+setup
+
 files=()
 [ $# -eq 0 ] && set -- '*_test'
 for t in "$@"; do
   t=${t##*/}; t=${t%.exs}
   matched=0
-  for f in "$TESTDIR"/$t.exs; do [ -f "$f" ] && { files+=("$f"); matched=1; }; done
+  for f in "$TESTDIR"/$t.exs "$TESTDIR"/${t}_test.exs; do [ -f "$f" ] && { files+=("$f"); matched=1; }; done
   [ $matched = 1 ] || echo "WARNING: no test file matches $t" >&2
 done
 [ ${#files[@]} -gt 0 ] || exit 2
