@@ -19,37 +19,40 @@ public func makeDatabase(_ testCase: XCTestCase, name: String = "test",
 /// Asserts that `body` throws a `DocStoreError` with `code`, and returns it.
 @discardableResult
 public func assertThrowsDocStoreError<T>(_ code: DocStoreError.Code, file: StaticString = #filePath, line: UInt = #line,
-                                  _ body: () async throws -> T) async -> DocStoreError? {
+                                         _ body: () async throws -> T) async -> DocStoreError? {
     do {
         _ = try await body()
-        XCTFail("expected \(code) error, but nothing was thrown", file: file, line: line)
-        return nil
-    } catch let error as DocStoreError {
-        XCTAssertEqual(error.code, code, "unexpected error: \(error)", file: file, line: line)
-        return error
+        return checkThrown(nil, code, file: file, line: line)
     } catch {
-        XCTFail("expected DocStoreError \(code), got \(error)", file: file, line: line)
-        return nil
+        return checkThrown(error, code, file: file, line: line)
     }
 }
 
 /// Synchronous variant for non-async code.
 @discardableResult
 public func assertThrowsDocStoreErrorSync<T>(_ code: DocStoreError.Code, file: StaticString = #filePath, line: UInt = #line,
-                                      _ body: () throws -> T) -> DocStoreError? {
+                                             _ body: () throws -> T) -> DocStoreError? {
     do {
         _ = try body()
-        XCTFail("expected \(code) error, but nothing was thrown", file: file, line: line)
-        return nil
-    } catch let error as DocStoreError {
-        XCTAssertEqual(error.code, code, "unexpected error: \(error)", file: file, line: line)
-        return error
+        return checkThrown(nil, code, file: file, line: line)
     } catch {
-        XCTFail("expected DocStoreError \(code), got \(error)", file: file, line: line)
-        return nil
+        return checkThrown(error, code, file: file, line: line)
     }
 }
 
+/// What the two assertions check of what was thrown (`nil`: nothing).
+private func checkThrown(_ thrown: (any Error)?, _ code: DocStoreError.Code, file: StaticString, line: UInt) -> DocStoreError? {
+    guard let thrown else {
+        XCTFail("expected \(code) error, but nothing was thrown", file: file, line: line)
+        return nil
+    }
+    guard let error = thrown as? DocStoreError else {
+        XCTFail("expected DocStoreError \(code), got \(thrown)", file: file, line: line)
+        return nil
+    }
+    XCTAssertEqual(error.code, code, "unexpected error: \(error)", file: file, line: line)
+    return error
+}
 
 /// What a replication does for one document: every leaf of `source`, with its history, inserted into
 /// `target` as is.
