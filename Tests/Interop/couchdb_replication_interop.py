@@ -84,6 +84,25 @@ def start_docstore(binary, data):
     return process, Endpoint("http://admin:secret@127.0.0.1:%s" % match.group(1))
 
 
+def start_comparison(prefix, defaults):
+    """The start of a script comparing CouchDB (COUCHDB_URL) with `docstore serve` (the binary in argv[1]):
+    None, having said why, without COUCHDB_URL; else (couch, docstore, process, folder, options), with
+    `docstore serve` started on data in a new temporary folder named from `prefix`, and options the
+    integers given as `--name N` after the binary, else `defaults[name]`."""
+    couch_url = os.environ.get("COUCHDB_URL")
+    if not couch_url:
+        print("COUCHDB_URL is not set: no CouchDB to compare with; nothing run.")
+        return None
+    args = sys.argv[1:]
+    binary = os.path.abspath(args[0])
+    options = {name: int(args[args.index("--" + name) + 1]) if "--" + name in args else default
+               for name, default in defaults.items()}
+    couch = Endpoint(couch_url)
+    folder = tempfile.mkdtemp(prefix=prefix)
+    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
+    return couch, docstore, process, folder, options
+
+
 def stop_docstore(process):
     """Stops `docstore serve` as Ctrl-C does, or kills it after 15 s."""
     process.send_signal(signal.SIGINT)
@@ -241,15 +260,11 @@ def couch_replicate(couch, source, target, continuous=False, create_target=True)
 
 
 def main():
-    couch_url = os.environ.get("COUCHDB_URL")
-    if not couch_url:
-        print("COUCHDB_URL is not set: no CouchDB to test against; nothing run.")
+    run = start_comparison("docstore-couch-interop-", {})
+    if run is None:
         return 0
-    binary = os.path.abspath(sys.argv[1])
-    couch = Endpoint(couch_url)
+    couch, docstore, process, folder, _ = run
     version = couch.json("GET", "/")["version"]
-    folder = tempfile.mkdtemp(prefix="docstore-couch-interop-")
-    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
     passed = failed = 0
     try:
         # CouchDB's replicator reaches docstore through the loopback address as well.

@@ -18,16 +18,14 @@ and a `validate_doc_update`, then compares
 It prints the figures and the first differences, and exits 1 if there is any difference.
 """
 import json
-import os
 import random
 import shutil
 import sys
-import tempfile
 import pathlib
 import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import Endpoint, start_docstore, stop_docstore  # noqa: E402
+from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_js_parity"
 TYPES = ["fruit", "veg", "grain", "nut", None]
@@ -210,18 +208,12 @@ def ask(server, method, path, body):
 
 
 def main():
-    couch_url = os.environ.get("COUCHDB_URL")
-    if not couch_url:
-        print("COUCHDB_URL is not set: no CouchDB to compare with; nothing run.")
+    run = start_comparison("docstore-js-parity-", {"queries": 500, "seed": 7})
+    if run is None:
         return 0
-    args = sys.argv[1:]
-    binary = os.path.abspath(args[0])
-    queries = int(args[args.index("--queries") + 1]) if "--queries" in args else 500
-    seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 7
+    couch, docstore, process, folder, options = run
+    queries, seed = options["queries"], options["seed"]
     rng = random.Random(seed)
-    couch = Endpoint(couch_url)
-    folder = tempfile.mkdtemp(prefix="docstore-js-parity-")
-    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
     differences = []
     figures = {}
 

@@ -10,15 +10,13 @@ JavaScriptCore in process), interleaved, and checks that both answers are the sa
 and their ratio; exits 1 if the answers differ.
 """
 import json
-import os
 import shutil
 import sys
-import tempfile
 import time
 import pathlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import Endpoint, start_docstore, stop_docstore  # noqa: E402
+from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_js_view_build"
 DESIGN = {"views": {"by_city": {
@@ -36,16 +34,11 @@ def documents(start, count):
 
 
 def main():
-    couch_url = os.environ.get("COUCHDB_URL")
-    if not couch_url:
-        print("COUCHDB_URL is not set: no CouchDB to compare with; nothing run.")
+    run = start_comparison("docstore-js-build-", {"n": 100_000})
+    if run is None:
         return 0
-    args = sys.argv[1:]
-    binary = os.path.abspath(args[0])
-    total = int(args[args.index("--n") + 1]) if "--n" in args else 100_000
-    couch = Endpoint(couch_url)
-    folder = tempfile.mkdtemp(prefix="docstore-js-build-")
-    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
+    couch, docstore, process, folder, options = run
+    total = options["n"]
     try:
         for server in (couch, docstore):
             server.recreate(DB)

@@ -16,15 +16,13 @@ query it compares
 It prints the figures and the first differences, and exits 1 if there is any difference.
 """
 import json
-import os
 import random
 import shutil
 import sys
-import tempfile
 import pathlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import Endpoint, start_docstore, stop_docstore  # noqa: E402
+from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_mango_parity"
 FIELDS = ["a", "b", "c", "tags", "o.x", "o.y", "items", "d", "_id"]
@@ -211,19 +209,13 @@ def pages(server, query):
 
 
 def main():
-    couch_url = os.environ.get("COUCHDB_URL")
-    if not couch_url:
-        print("COUCHDB_URL is not set: no CouchDB to compare with; nothing run.")
+    run = start_comparison("docstore-mango-parity-", {"queries": 1000, "seed": 3303})
+    if run is None:
         return 0
-    args = sys.argv[1:]
-    binary = os.path.abspath(args[0])
-    count = int(args[args.index("--queries") + 1]) if "--queries" in args else 1000
-    seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 3303
+    couch, docstore, process, folder, options = run
+    count, seed = options["queries"], options["seed"]
     rng = random.Random(seed)
-    couch = Endpoint(couch_url)
     version = couch.json("GET", "/")["version"]
-    folder = tempfile.mkdtemp(prefix="docstore-mango-parity-")
-    process, docstore = start_docstore(binary, os.path.join(folder, "server"))
     figures = {"queries": 0, "answered": 0, "errors": 0, "explained": 0, "paged": 0, "documents": 0, "couchdb_500": 0,
                "differences": 0}
     differences, crashes = [], []
