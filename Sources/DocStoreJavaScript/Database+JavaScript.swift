@@ -54,10 +54,14 @@ extension Database {
     /// `filter(doc, req)`; `request` is the `req` it sees (``JavaScriptRequest``). A function that
     /// throws for a document does not pass it.
     /// - Throws: ``DocStoreError/Code/notFound`` for a missing design document or filter,
+    ///   ``DocStoreError/Code/unknownQueryLanguage`` for a filter in another language,
     ///   ``DocStoreError/Code/compilationError`` when it does not compile.
     public func changesFilter(designDocument: String, filter: String, request: JSON? = nil,
                               engine: JavaScriptEngine = .shared) async throws -> ChangesFilter {
         let design = try await self.designDocument(named: designDocument)
+        if !design.isJavaScript, case .object(let filters)? = design.body["filters"], filters[filter] != nil {
+            throw DocStoreError(.unknownQueryLanguage, design.language)
+        }
         guard let source = design.filters[filter] else {
             throw DocStoreError(.notFound, "missing json key: \(filter)")
         }

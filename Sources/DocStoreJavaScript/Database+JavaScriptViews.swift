@@ -18,7 +18,8 @@ extension Database {
     /// }
     /// ```
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/notFound`` for a missing design document or
-    ///   view, ``DocStoreError/Code/compilationError`` when its functions do not compile,
+    ///   view, ``DocStoreError/Code/unknownQueryLanguage`` when the design document is in another
+    ///   language, ``DocStoreError/Code/compilationError`` when its functions do not compile,
     ///   ``DocStoreError/Code/scriptTimeout`` when its map function runs over the engine's time limit
     ///   for a document, and what ``query(_:_:)`` throws.
     public func query(designDocument name: String, view: String, _ query: IndexQuery = IndexQuery(),
@@ -35,8 +36,12 @@ extension Database {
     /// registered again, which rebuilds it) when its code is new.
     func javaScriptView(designDocument name: String, view: String, engine: JavaScriptEngine) async throws -> (DesignDocument, String) {
         let design = try await designDocument(named: name)
-        guard design.isJavaScript else {
-            throw DocStoreError(.invalidDesignDocument, "Design document \(design.id) is not in JavaScript (language \(design.language))")
+        if !design.isJavaScript {
+            // As CouchDB: a missing view first, then the language.
+            guard case .object(let views)? = design.body["views"], views[view] != nil else {
+                throw DocStoreError(.notFound, "missing_named_view")
+            }
+            throw DocStoreError(.unknownQueryLanguage, design.language)
         }
         guard design.views[view] != nil, let version = design.version(of: view) else {
             throw DocStoreError(.notFound, "missing_named_view")

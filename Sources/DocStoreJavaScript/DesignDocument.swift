@@ -28,6 +28,8 @@ public struct DesignDocument: Sendable {
     public let revision: RevisionID?
     /// `"javascript"` (the default when absent) or `"query"` (Mango indexes, not run here).
     public let language: String
+    /// The design document's body as stored (every member, also those of other languages).
+    public let body: JSONObject
     /// The views by name (`views.lib` excluded: it holds modules).
     public let views: [String: View]
     /// `views.lib`, the CommonJS modules map functions may `require`.
@@ -61,6 +63,7 @@ public struct DesignDocument: Sendable {
         id = document.id
         revision = document.revision
         let body = document.body
+        self.body = body
         switch body["language"] {
         case nil, .null?: language = "javascript"
         case .string(let name)?: language = name

@@ -354,4 +354,27 @@ final class JavaScriptHTTPTests: XCTestCase {
         // collator_versions in _info (design_docs_test).
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/t/_info").json["view_index"]?["collator_versions"]?.arrayValue?.count, 1)
     }
+
+    /// A design document in a language without a query server here, answered as CouchDB 3.3.3 answers
+    /// one in `python` (recorded with curl): a missing function is 404 as usual, an existing one
+    /// 500 `unknown_query_language` (for `_changes`, CouchDB's 500 gives an Erlang stack trace as reason).
+    func testOtherLanguagesAreAnsweredAsCouchDBAnswersThem() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/py", json: [
+            "language": "python", "views": ["v": ["map": "def f(doc): pass"]], "shows": ["s": "x"], "filters": ["f": "x"],
+        ]).status, 201)
+        let unknown: JSON = ["error": "unknown_query_language", "reason": "python"]
+        for path in ["/db/_design/py/_view/v", "/db/_design/py/_show/s", "/db/_changes?filter=py/f"] {
+            let answer = try await server.request("GET", path)
+            XCTAssertEqual(answer.status, 500, path)
+            XCTAssertEqual(answer.json, unknown, path)
+        }
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/py/_view/nope").json,
+                                  ["error": "not_found", "reason": "missing_named_view"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/py/_list/l/v").json,
+                                  ["error": "not_found", "reason": "missing json key: lists"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/py/_show/nope").json,
+                                  ["error": "not_found", "reason": "missing json key: nope"])
+    }
 }

@@ -57,6 +57,19 @@ extension DocServer {
         }
     }
 
+    /// The engine and design document `name`, which must have `function` among its functions of a
+    /// kind (`shows`, `lists`, `updates`) — CouchDB's 404 "missing json key" naming the kind or the
+    /// function otherwise — in JavaScript (500 `unknown_query_language`).
+    private func designFunction(_ db: Database, _ name: String, _ kind: String, _ function: String) async throws
+        -> (JavaScriptEngine, DesignDocument) {
+        let engine = try engine()
+        let design = try await design(db, name)
+        guard case .object(let functions)? = design.body[kind] else { throw CouchError.notFound("missing json key: \(kind)") }
+        guard functions[function] != nil else { throw CouchError.notFound("missing json key: \(function)") }
+        guard design.isJavaScript else { throw CouchError(DocStoreError(.unknownQueryLanguage, design.language)) }
+        return (engine, design)
+    }
+
     // MARK: _info
 
     /// `GET /{db}/_design/{d}/_info`: the view group's signature and state, in CouchDB's shape.
@@ -142,9 +155,7 @@ extension DocServer {
     /// `GET|POST /{db}/_design/{d}/_show/{s}[/{id}]`: a show function's answer for the document (or none).
     private func show(_ db: Database, design name: String, name show: String, id: String?, _ request: CouchRequest,
                       principal: Principal) async throws -> Response {
-        let engine = try engine()
-        let design = try await design(db, name)
-        guard design.shows[show] != nil else { throw CouchError.notFound("missing json key: \(show)") }
+        let (engine, design) = try await designFunction(db, name, "shows", show)
         var documentJSON: String? = nil
         var documentRevision = "none"
         if let id {
@@ -176,9 +187,7 @@ extension DocServer {
     /// take every view option; `{v}` `_all_docs` lists `_all_docs`.
     private func list(_ db: Database, design name: String, name list: String, view: String, _ request: CouchRequest,
                       principal: Principal) async throws -> Response {
-        let engine = try engine()
-        let design = try await design(db, name)
-        guard design.lists[list] != nil else { throw CouchError.notFound("missing json key: \(list)") }
+        let (engine, design) = try await designFunction(db, name, "lists", list)
         // As CouchDB, `_list/{l}/_all_docs` lists the rows of `_all_docs`.
         let json = view == "\(name)/_all_docs"
             ? try await allDocumentsAnswer(db, request, principal: principal)
@@ -201,9 +210,7 @@ extension DocServer {
     /// saved (201 with `X-Couch-Update-NewRev` and `X-Couch-Id`), through the same checks as any write.
     private func update(_ db: Database, design name: String, name update: String, id: String?, _ request: CouchRequest,
                         principal: Principal) async throws -> Response {
-        let engine = try engine()
-        let design = try await design(db, name)
-        guard design.updates[update] != nil else { throw CouchError.notFound("missing json key: \(update)") }
+        let (engine, design) = try await designFunction(db, name, "updates", update)
         var documentJSON: String? = nil
         if let id, let document = try await db.document(withID: id), !document.isDeleted {
             try checkRead(document, principal)

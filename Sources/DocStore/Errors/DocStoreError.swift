@@ -147,6 +147,9 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A design document is malformed: an unknown `language`, a view without `map`, a function that
         /// is not a string (CouchDB `invalid_design_doc`).
         public static let invalidDesignDocument = Code("invalidDesignDocument", couchDB: "invalid_design_doc", status: 400)
+        /// A design document's functions are in a language no query server here runs (JavaScript is the
+        /// only one); the reason is the language's name, as CouchDB's `unknown_query_language`.
+        public static let unknownQueryLanguage = Code("unknownQueryLanguage", couchDB: "unknown_query_language", status: 500)
 
         public var description: String { name }
     }
