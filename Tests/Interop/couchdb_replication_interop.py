@@ -264,6 +264,7 @@ def main():
     if run is None:
         return 0
     couch, docstore, process, folder, _ = run
+    binary = os.path.abspath(sys.argv[1])
     version = couch.json("GET", "/")["version"]
     passed = failed = 0
     try:
