@@ -262,8 +262,8 @@ actor IndexWriter {
                 if definition.batchMap != nil, statement.int64(3) == 0, let revision = statement.revision(2) {
                     var raw = RawDocument(id: id, revision: revision, sequence: seq, body: statement.blob(4),
                                           created: statement.double(5), updated: statement.double(6))
-                    if definition.includesConflicts, let tree = try? statement.withBlob(8, { try RevisionTree(decoding: $0) }) {
-                        raw.conflicts = tree.conflicts
+                    if definition.includesConflicts, let conflicts = try? statement.withBlob(8, RevisionTree.conflicts(decoding:)) {
+                        raw.conflicts = conflicts
                     }
                     window.raw.append(raw)
                     document = Document(id: id, revision: revision)
@@ -272,9 +272,8 @@ actor IndexWriter {
                         try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
                                                   created: statement.double(5), updated: statement.double(6))
                     }
-                    if definition.includesConflicts,
-                       let tree = try? statement.withBlob(8, { try RevisionTree(decoding: $0) }) {
-                        document?.conflicts = tree.conflicts
+                    if definition.includesConflicts, let conflicts = try? statement.withBlob(8, RevisionTree.conflicts(decoding:)) {
+                        document?.conflicts = conflicts
                     }
                 }
                 window.documents.append((seq, document, id, statement.int64(7)))

@@ -35,6 +35,19 @@ extension RevisionTree {
         self.init(nodes: loaded)
     }
 
+    /// The ``conflicts`` of an encoded tree; a history without branches (the common case) makes no
+    /// revision id.
+    /// - Complexity: O(n).
+    static func conflicts(decoding bytes: UnsafeRawBufferPointer) throws -> [RevisionID] {
+        var isLinear = true
+        var count = 0
+        try decodeNodes(bytes) { _, _, parent, _ in
+            if count > 0 && parent != count - 1 { isLinear = false }
+            count += 1
+        }
+        return isLinear ? [] : try RevisionTree(decoding: bytes).conflicts
+    }
+
     /// The leaves of an encoded tree in CouchDB's order (``rankedLeaves``), without building the tree:
     /// only the leaves' revision ids are made. The changes feed's per-row work.
     /// - Complexity: O(n).

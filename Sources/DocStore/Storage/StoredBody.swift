@@ -49,10 +49,13 @@ enum StoredBody {
         let keyCount = key.utf8CodeUnitCount
         return body.withUnsafeBufferPointer { bytes in
             guard let base = bytes.baseAddress, bytes.count >= keyCount else { return false }
-            for offset in 0...(bytes.count - keyCount)
-            where base[offset] == UInt8(ascii: "\"") && base[offset + 1] == UInt8(ascii: "_")
-                && memcmp(base + offset, key.utf8Start, keyCount) == 0 {
-                return true
+            // memchr finds each underscore (rare in bodies) at memory speed; only those after a quote compare.
+            var offset = 1
+            let last = bytes.count - keyCount + 1
+            while offset <= last, let hit = memchr(base + offset, Int32(UInt8(ascii: "_")), last - offset + 1) {
+                let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if base[at - 1] == UInt8(ascii: "\""), memcmp(base + at - 1, key.utf8Start, keyCount) == 0 { return true }
+                offset = at + 1
             }
             return false
         }
