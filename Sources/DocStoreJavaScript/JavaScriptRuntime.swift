@@ -32,10 +32,21 @@ enum JavaScriptRuntime {
 
     // Documents are frozen all the way down before a function sees them, as CouchDB seals them:
     // a function cannot change what the next function (or the next view) sees.
+    // Values from JSON have no cycles: each object is frozen once, and only objects are recursed into.
     function __freeze(value) {
-      if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-        Object.freeze(value);
-        for (var key in value) { __freeze(value[key]); }
+      if (value === null || typeof value !== "object") { return value; }
+      Object.freeze(value);
+      var member;
+      if (Array.isArray(value)) {
+        for (var i = 0; i < value.length; i++) {
+          member = value[i];
+          if (member !== null && typeof member === "object") { __freeze(member); }
+        }
+      } else {
+        for (var key in value) {
+          member = value[key];
+          if (member !== null && typeof member === "object") { __freeze(member); }
+        }
       }
       return value;
     }

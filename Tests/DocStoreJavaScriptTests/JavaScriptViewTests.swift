@@ -122,6 +122,32 @@ final class JavaScriptViewTests: XCTestCase {
         let stored = try await db.document(withID: "apple")
         XCTAssertEqual(stored?["count"], 3)
         XCTAssertNil(stored?["extra"])
+
+        // All the way down, and a strict-mode assignment throws (the document is left out): CouchDB
+        // 3.3.3 emits 1 for `deep` and nothing for `strict` over {"o": {"p": 1}, "a": [[1]]}.
+        _ = try await db.save(Document(id: "nested", body: ["o": ["p": 1], "a": [[1]]]))
+        _ = try await design(db, ["views": [
+            "deep": ["map": "function(doc) { if (doc.o) { doc.o.p = 5; doc.a[0][0] = 9; emit(doc.o.p, doc.a[0][0]); } }"],
+            "strict": ["map": "function(doc) { 'use strict'; if (doc.o) { doc.o.p = 7; emit(doc.o.p, null); } }"],
+        ]], id: "_design/frozen")
+        await XCTAssertEqualAsync(try await db.query(designDocument: "frozen", view: "deep").rows.map { [$0.key, $0.value] }, [[1, 1]])
+        await XCTAssertEqualAsync(try await db.query(designDocument: "frozen", view: "strict").rows.count, 0)
+    }
+
+    func testTextOutsideASCIIReachesMapsIntact() async throws {
+        let db = try await makeDatabase(self)
+        let texts = ["Zürich", "Kraków €5", "😀 and 𝄞", "tab\t\"quoted\"", "日本語"]
+        _ = try await db.save(texts.enumerated().map { Document(id: "t\($0.offset)", body: ["s": .string($0.element)]) })
+        _ = try await db.save(Document(id: "_design/app", body: ["views": ["text": [
+            "map": "function(doc) { var codes = []; for (var i = 0; i < doc.s.length; i++) codes.push(doc.s.charCodeAt(i)); emit(doc.s, codes); }",
+        ]]]))
+        let rows = try await db.query(designDocument: "app", view: "text").rows
+        XCTAssertEqual(Set(rows.compactMap(\.key.stringValue)), Set(texts))
+        for row in rows {
+            // JavaScript sees UTF-16 code units: surrogate pairs for characters beyond the BMP.
+            let expected = Array(row.key.stringValue!.utf16).map { JSON.integer(Int($0)) }
+            XCTAssertEqual(row.value, .array(expected), row.documentID ?? "")
+        }
     }
 
     func testRunawayMapIsStoppedAndOtherWorkGoesOn() async throws {
