@@ -2,14 +2,12 @@ import DocStore
 import Foundation
 import Synchronization
 
-/// Runs design-document JavaScript on JavaScriptCore: one context per thread, never shared, and a few
-/// dedicated threads of its own for callers in `async` code, so that JavaScript never runs on Swift's
-/// cooperative thread pool when an `async` caller waits for it (DESIGN.md §6).
-///
-/// Synchronous callers (a view's map function, called by the index writer while it maps a window of
-/// documents on its own threads) use the context of the thread they run on. Every context has a
-/// watchdog: a function that runs longer than ``timeLimit`` is stopped with
-/// ``DocStoreError/Code/scriptTimeout`` (CouchDB's `os_process_timeout`), and the thread goes on.
+/// Runs design-document JavaScript on JavaScriptCore, on a few threads of its own with one context
+/// each, never shared: JavaScript never runs on Swift's cooperative thread pool (DESIGN.md §6), and
+/// however many threads call in (index writers mapping windows of documents, the writer validating,
+/// `async` callers), an engine holds at most `threads` contexts (each costs JavaScriptCore some
+/// 15 MB). Every context has a watchdog: a function that runs longer than ``timeLimit`` is stopped
+/// with ``DocStoreError/Code/scriptTimeout`` (CouchDB's `os_process_timeout`), and the thread goes on.
 ///
 /// ```swift
 /// let engine = JavaScriptEngine(timeLimit: .seconds(5))
@@ -35,9 +33,12 @@ public final class JavaScriptEngine: Sendable {
         workers = Workers(count: max(1, threads), name: "docstore.javascript")
     }
 
-    /// Runs `body` with this thread's context, made on first use.
+    /// Runs `body` with a context on one of the engine's threads and waits for it: for synchronous
+    /// callers, which run on threads of their own (the index writer's, the database writer's), never on
+    /// the cooperative pool. Called on an engine thread, it runs there at once.
     func withContext<T>(_ body: (JavaScriptContext) throws -> T) throws -> T {
-        try body(try contexts.current())
+        if let context = contexts.existing() { return try body(context) }
+        return try workers.perform { try body(try contexts.current()) }
     }
 
     /// Runs `body` with a context on one of the engine's own threads; the caller's task waits without
@@ -79,6 +80,11 @@ final class ThreadContexts: Sendable {
         setenv("JSC_usePollingTraps", "true", 0)
     }()
 
+    /// This thread's context if it has one (only an engine's threads do).
+    func existing() -> JavaScriptContext? {
+        pthread_getspecific(key).map { Unmanaged<JavaScriptContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+
     /// This thread's context. The slot is per thread, so no other thread ever sees it.
     func current() throws -> JavaScriptContext {
         if let pointer = pthread_getspecific(key) {
@@ -105,6 +111,15 @@ final class Workers: Sendable {
             thread.name = "\(name).\(index)"
             thread.stackSize = 8 << 20
             thread.start()
+        }
+    }
+
+    /// Runs `body` on one of the threads and blocks the calling thread until it has run.
+    func perform<T>(_ body: () throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            let job = WaitedJob(body)
+            submit { job.run() }
+            return try job.wait()
         }
     }
 
@@ -138,5 +153,32 @@ final class Workers: Sendable {
             condition.unlock()
             job?()
         }
+    }
+}
+
+/// A job whose submitter waits for it: `perform` hands a non-escaping, non-`Sendable` closure to a
+/// worker thread and gets its result back.
+///
+/// `@unchecked Sendable`: `body` and `result` are touched by the worker inside `run()` and by the
+/// submitter only after `wait()` returns, and the semaphore's signal/wait orders the two; the
+/// submitter is blocked in `wait()` the whole time, and `run()` drops the closure before it signals,
+/// so the closure never outlives its scope.
+private final class WaitedJob<T>: @unchecked Sendable {
+    private var body: (() throws -> T)?
+    private var result: Result<T, any Error>?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping () throws -> T) { self.body = body }
+
+    func run() {
+        result = Result { try body!() }
+        // Released before the submitter resumes: `withoutActuallyEscaping` checks that nothing holds it.
+        body = nil
+        done.signal()
+    }
+
+    func wait() throws -> T {
+        done.wait()
+        return try result!.get()
     }
 }
