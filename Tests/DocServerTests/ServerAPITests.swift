@@ -12,6 +12,24 @@ final class ServerAPITests: XCTestCase {
         return server
     }
 
+    /// CouchDB 3.3.3 (curl): `DELETE /db?rev=1-abc` (even `?rev=`, even of a missing database) is 400
+    /// `bad_request` "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a
+    /// document instead?", after the admin check (401 without credentials), and the database stays.
+    func testDeletingADatabaseWithARevIsRefusedAndLosesNothing() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/keep").status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/keep/doc", json: ["v": 1]).status, 201)
+        let refusal: JSON = ["error": "bad_request",
+                             "reason": "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"]
+        for path in ["/keep?rev=1-abc", "/keep?rev=", "/missing?rev=1-abc"] {
+            let answer = try await server.request("DELETE", path)
+            XCTAssertEqual(answer.status, 400, path)
+            XCTAssertEqual(answer.json, refusal, path)
+        }
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/keep?rev=1-abc", as: .none).status, 401)
+        await XCTAssertEqualAsync(try await server.request("GET", "/keep/doc").json["v"], 1)
+    }
+
     func testWelcomeUpAllDbsAndDatabaseLifecycle() async throws {
         let server = try await TestServer(self)
         let welcome = try await server.request("GET", "/", as: .none)

@@ -95,6 +95,10 @@ extension DocServer {
             return Response.json(["ok": true], status: .created, headers: [.location: "/\(name)"])
         case .delete:
             guard principal.isAdmin else { throw CouchError.adminRequired }
+            // A `?rev=` says a document was meant: CouchDB refuses rather than delete the database.
+            if request.query["rev"] != nil {
+                throw CouchError.badRequest("You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?")
+            }
             try DatabaseRegistry.validate(name)
             guard registry.exists(name) else { throw CouchError.notFound("Database does not exist.") }
             await registry.forget(name)
