@@ -123,9 +123,10 @@ public enum JavaScriptViews {
         }
         // CouchDB's map functions see `_conflicts`.
         definition.includesConflicts = true
-        // A window of documents goes into JavaScript in one call, as JSON spliced from the stored bodies
-        // (parsed only when attachment stubs must be written as CouchDB writes them); a window that runs
-        // over the time limit is mapped again document by document, to find (and skip) the one that does.
+        // A window of documents goes into JavaScript in one call per engine thread, as JSON spliced from
+        // the stored bodies (parsed only when attachment stubs must be written as CouchDB writes them); a
+        // window that runs over the time limit is mapped again document by document, to find (and skip)
+        // the one that does.
         let single = definition.map
         definition.batchMap = { documents in
             let mappable = documents.map { includeDesign || !$0.id.hasPrefix(DesignDocument.prefix) }
@@ -138,24 +139,34 @@ public enum JavaScriptViews {
                     }
                 }
             }
-            var text: [UInt8] = [UInt8(ascii: "[")]
-            text.reserveCapacity(documents.reduce(2) { $0 + $1.body.count + 96 })
+            // A window of some size is split in as many parts as the engine has threads, mapped at once.
+            let indices = documents.indices.filter { mappable[$0] }
+            let partCount = indices.count >= 64 ? engine.threads : 1
+            let partSize = (indices.count + partCount - 1) / Swift.max(partCount, 1)
+            var texts: [[UInt8]] = []
             do {
-                var first = true
-                for (raw, mapping) in zip(documents, mappable) where mapping {
-                    if !first { text.append(UInt8(ascii: ",")) }
-                    first = false
-                    if raw.mayHaveAttachments {
-                        text += try mapped(try raw.document()).serialized()
-                    } else {
-                        splice(raw, localSequence: localSequence, into: &text)
+                for start in stride(from: 0, to: indices.count, by: Swift.max(partSize, 1)) {
+                    let part = indices[start..<Swift.min(start + partSize, indices.count)]
+                    var text: [UInt8] = [UInt8(ascii: "[")]
+                    text.reserveCapacity(part.reduce(2) { $0 + documents[$1].body.count + 96 })
+                    for (offset, index) in part.enumerated() {
+                        if offset > 0 { text.append(UInt8(ascii: ",")) }
+                        let raw = documents[index]
+                        if raw.mayHaveAttachments {
+                            text += try mapped(try raw.document()).serialized()
+                        } else {
+                            splice(raw, localSequence: localSequence, into: &text)
+                        }
                     }
+                    text.append(UInt8(ascii: "]"))
+                    texts.append(text)
                 }
             } catch {
                 return oneByOne()
             }
-            text.append(UInt8(ascii: "]"))
-            guard let results = try? engine.withContext({ try $0.mapBatch(map, documentsJSON: text) }) else { return oneByOne() }
+            let jobs = texts.map { text in { @Sendable (context: JavaScriptContext) in try context.mapBatch(map, documentsJSON: text) } }
+            guard let parts = try? engine.withContexts(jobs) else { return oneByOne() }
+            let results = parts.flatMap { $0 }
             var iterator = results.makeIterator()
             return mappable.map { $0 ? (iterator.next() ?? .success([])) : .success([]) }
         }

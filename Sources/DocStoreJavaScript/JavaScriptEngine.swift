@@ -21,6 +21,9 @@ public final class JavaScriptEngine: Sendable {
     /// `os_process_timeout`, 5 s by default).
     public let timeLimit: Duration
 
+    /// How many threads (and contexts) the engine has.
+    public let threads: Int
+
     private let contexts: ThreadContexts
     private let workers: Workers
 
@@ -30,7 +33,18 @@ public final class JavaScriptEngine: Sendable {
         self.timeLimit = timeLimit
         let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
         contexts = ThreadContexts(timeLimit: seconds)
-        workers = Workers(count: max(1, threads), name: "docstore.javascript")
+        self.threads = max(1, threads)
+        workers = Workers(count: self.threads, name: "docstore.javascript")
+    }
+
+    /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
+    /// threads, and waits for all of them: for synchronous callers on threads of their own. Called on an
+    /// engine thread, they run there one after the other.
+    func withContexts<T: Sendable>(_ bodies: [@Sendable (JavaScriptContext) throws -> T]) throws -> [T] {
+        if let context = contexts.existing() { return try bodies.map { try $0(context) } }
+        let jobs = bodies.map { body in WaitedJob { [contexts] in try body(try contexts.current()) } }
+        for job in jobs { workers.submit { job.run() } }
+        return try jobs.map { try $0.wait() }
     }
 
     /// Runs `body` with a context on one of the engine's threads and waits for it: for synchronous
