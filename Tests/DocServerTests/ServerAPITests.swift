@@ -249,6 +249,11 @@ final class ServerAPITests: XCTestCase {
         let limited = try await server.request("GET", "/db/_all_docs?descending=true&limit=2")
         XCTAssertEqual(limited.json["rows"]?.arrayValue?.map { $0["id"]! }, ["c", "b"])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?limit=-1").status, 400)
+        // CouchDB 3.3.3: `keys` with `key` or a range is 400 query_parse_error (views too, below).
+        let keysAndKey = try await server.request("POST", "/db/_all_docs?key=%22a%22", json: ["keys": ["a"]])
+        XCTAssertEqual(keysAndKey.status, 400)
+        XCTAssertEqual(keysAndKey.json, ["error": "query_parse_error", "reason": "`keys` is incompatible with `key`, `start_key` and `end_key`"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?end_key=%22a%22&keys=%5B%22a%22%5D").status, 400)
 
         let bulkGet = try await server.request("POST", "/db/_bulk_get?revs=true", json: ["docs": [
             ["id": "a", "rev": .string(revA)], ["id": "a", "rev": "9-nope"], ["id": "missing"], ["id": "b"],
@@ -374,6 +379,9 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(rows.json["rows"]?[0]?["doc"]?["type"], "b")
         let posted = try await server.request("POST", "/db/_design/app/_view/by-type?reduce=false", json: ["keys": ["a"]])
         XCTAssertEqual(posted.json["rows"]?.arrayValue?.map { $0["id"]! }, ["2"])
+        let keysAndRange = try await server.request("GET", "/db/_design/app/_view/by-type?reduce=false&startkey=%22a%22&keys=%5B%22a%22%5D")
+        XCTAssertEqual(keysAndRange.status, 400)
+        XCTAssertEqual(keysAndRange.json["error"], "query_parse_error")
         let reversed = try await server.request("GET", "/db/_design/app/_view/by-type?reduce=false&startkey=%22a%22&endkey=%22b%22&descending=true")
         XCTAssertEqual(reversed.status, 400)
         XCTAssertEqual(reversed.json["error"], "query_parse_error")

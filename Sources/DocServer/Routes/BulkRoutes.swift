@@ -184,6 +184,7 @@ extension DocServer {
                 keys = array
             }
         }
+        try Self.refuseKeysWithKeyOrRange(request, hasKeys: keys != nil)
         if let keys {
             query.keys = try keys.map { key in
                 guard let text = key.stringValue else { throw CouchError.badRequest("keys must be strings") }
@@ -282,7 +283,15 @@ extension DocServer {
                 query.keys = array
             }
         }
+        try Self.refuseKeysWithKeyOrRange(request, hasKeys: query.keys != nil)
         return query
+    }
+
+    /// CouchDB 3.3 answers `keys` together with `key` or a key range (any spelling) with 400
+    /// `query_parse_error`, in views and in `_all_docs`.
+    static func refuseKeysWithKeyOrRange(_ request: CouchRequest, hasKeys: Bool) throws {
+        guard hasKeys, ["key", "startkey", "start_key", "endkey", "end_key"].contains(where: { request.query[$0] != nil }) else { return }
+        throw CouchError(.badRequest, "query_parse_error", "`keys` is incompatible with `key`, `start_key` and `end_key`")
     }
 
     /// The answer of view `name` (`a/b`) to `query`, narrowed to what `principal` may read: rows of
