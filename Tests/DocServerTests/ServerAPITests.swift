@@ -220,6 +220,27 @@ final class ServerAPITests: XCTestCase {
         let badStub = try await server.request("PUT", "/db/stub", json: ["_attachments": ["n.txt": ["stub": true, "digest": "md5-nothing"]]])
         XCTAssertEqual(badStub.status, 412)
         XCTAssertEqual(badStub.json["error"], "missing_stub")
+
+        // CouchDB 3.3.3 (curl): a name starting with `_` is 400 bad_request, as a resource, inline, and
+        // in `_bulk_docs` (the whole request, also with new_edits=false); nothing is written.
+        let underscore: JSON = ["error": "bad_request", "reason": "Attachment name '_x' starts with prohibited character '_'"]
+        let asResource = try await server.request("PUT", "/db/under/_x", body: Data("x".utf8), contentType: "text/plain")
+        XCTAssertEqual(asResource.status, 400)
+        XCTAssertEqual(asResource.json, underscore)
+        let asInline = try await server.request("PUT", "/db/under", json: ["_attachments": ["_x": ["content_type": "text/plain", "data": "eA=="]]])
+        XCTAssertEqual(asInline.status, 400)
+        XCTAssertEqual(asInline.json, underscore)
+        let replicated = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            ["_id": "under", "_rev": "1-abc", "_attachments": ["_x": ["content_type": "text/plain", "data": "eA=="]]],
+        ]])
+        XCTAssertEqual(replicated.status, 400)
+        XCTAssertEqual(replicated.json, underscore)
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
+            ["_id": "fine"], ["_id": "under", "_attachments": ["_x": ["content_type": "text/plain", "data": "eA=="]]],
+        ]])
+        XCTAssertEqual(bulk.status, 400)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/fine").status, 404)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/under").status, 404)
     }
 
     func testBulkDocsBulkGetAllDocsRevsDiffAndLocal() async throws {

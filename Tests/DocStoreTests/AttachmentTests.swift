@@ -30,6 +30,13 @@ final class AttachmentTests: XCTestCase {
         XCTAssertEqual(fetched.json()["_attachments"]?["note.txt"],
                        ["content_type": "text/plain", "revpos": 1, "digest": "md5-XUFAKrxLKna5cZ2REBfFkg==", "length": 5, "stub": true])
         await assertThrowsDocStoreError(.notFound) { try await db.attachmentData(named: "none", documentID: "photo") }
+
+        // Names starting with `_` are CouchDB's: refused, and the document keeps its revision.
+        var reserved = fetched
+        reserved.attachments["_meta"] = Attachment(data: Data("x".utf8), contentType: "text/plain")
+        let error = await assertThrowsDocStoreError(.invalidAttachment) { try await db.save(reserved) }
+        XCTAssertEqual(error?.reason, "Attachment name '_meta' starts with prohibited character '_'")
+        await XCTAssertEqualAsync(try await db.document(withID: "photo")?.revision, saved.revision)
     }
 
     func testContentIsStoredOncePerDigest() async throws {

@@ -259,6 +259,14 @@ extension Attachment {
         return .object(object)
     }
 
+    /// Refuses a name CouchDB reserves: one starting with `_`.
+    /// - Throws: ``DocStoreError/Code/invalidAttachment`` with CouchDB's reason.
+    public static func checkName(_ name: String) throws {
+        if name.hasPrefix("_") {
+            throw DocStoreError(.invalidAttachment, "Attachment name '\(name)' starts with prohibited character '_'")
+        }
+    }
+
     /// Reads one `_attachments` member in CouchDB's JSON form: a stub (`"stub": true`, matched by name
     /// when saved, so its other members may be absent) or inline content (`"data"` in base64, the
     /// decoded content: as CouchDB, a given `digest` or `encoding` is ignored and the digest is computed).

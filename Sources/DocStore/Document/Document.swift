@@ -228,6 +228,7 @@ extension Document {
                 throw DocStoreError(.invalidAttachment, "_attachments must be a JSON object")
             }
             for (name, member) in members {
+                try Attachment.checkName(name)
                 attachments[name] = try Attachment(name: name, json: member)
             }
         }

@@ -7,7 +7,8 @@ enum StoredBody {
     /// attachments that `previous` returns, as CouchDB merges stubs; attachments with content get their
     /// `revpos` (this generation for an edit, as given or 0 for a replicated revision) and are returned
     /// for the writer to keep.
-    /// - Throws: ``DocStoreError/Code/missingStub`` for a stub that names no such attachment.
+    /// - Throws: ``DocStoreError/Code/missingStub`` for a stub that names no such attachment,
+    ///   ``DocStoreError/Code/invalidAttachment`` for a name starting with `_`.
     static func encode(_ document: inout Document, generation: Int, newEdits: Bool,
                        previous: () throws -> [String: Attachment]) throws -> (body: [UInt8], contents: [Attachment]) {
         var writer = JSONWriter(capacity: 1024)
@@ -19,6 +20,8 @@ enum StoredBody {
         var contents: [Attachment] = []
         var previousAttachments: [String: Attachment]?
         for name in document.attachments.keys.sorted() {
+            // CouchDB reserves names starting with `_`, on every write path.
+            try Attachment.checkName(name)
             var attachment = document.attachments[name]!
             if attachment.isStub {
                 if previousAttachments == nil { previousAttachments = try previous() }
