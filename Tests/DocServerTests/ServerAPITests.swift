@@ -243,6 +243,22 @@ final class ServerAPITests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/under").status, 404)
     }
 
+    /// CouchDB 3.3.3 (curl): `_all_docs?include_docs=true&conflicts=true` adds `_conflicts` to the
+    /// included documents (`{"_id":"a","_rev":"1-bbb","v":2,"_conflicts":["1-aaa"]}`), also for `keys`.
+    func testAllDocsWithConflicts() async throws {
+        let server = try await serverWithDatabase()
+        let branches: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "1-aaa", "v": 1], ["_id": "a", "_rev": "1-bbb", "v": 2],
+                                                            ["_id": "b", "_rev": "1-ccc"]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branches).status, 201)
+        let all = try await server.request("GET", "/db/_all_docs?include_docs=true&conflicts=true")
+        XCTAssertEqual(all.json["rows"]?[0]?["doc"], ["_id": "a", "_rev": "1-bbb", "v": 2, "_conflicts": ["1-aaa"]])
+        XCTAssertEqual(all.json["rows"]?[1]?["doc"], ["_id": "b", "_rev": "1-ccc"])
+        let keyed = try await server.request("POST", "/db/_all_docs?include_docs=true&conflicts=true", json: ["keys": ["a", "zz"]])
+        XCTAssertEqual(keyed.json["rows"]?[0]?["doc"]?["_conflicts"], ["1-aaa"])
+        XCTAssertEqual(keyed.json["rows"]?[1]?["error"], "not_found")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?include_docs=true").json["rows"]?[0]?["doc"]?["_conflicts"], nil)
+    }
+
     func testBulkDocsBulkGetAllDocsRevsDiffAndLocal() async throws {
         let server = try await serverWithDatabase()
         // As CouchDB: a reserved id fails the whole request before anything is written.

@@ -202,7 +202,19 @@ extension DocServer {
                 return json
             }
         }
+        if includeDocuments, try request.bool("conflicts") { try await addConflicts(to: &answer, db) }
         return answer.json
+    }
+
+    /// CouchDB's `conflicts=true` with `include_docs`: each included document with its `_conflicts`.
+    func addConflicts(to answer: inout ViewResponse, _ db: Database) async throws {
+        for index in answer.rows.indices {
+            guard case .object(let members)? = answer.rows[index].document, let id = members["_id"]?.stringValue else { continue }
+            let revision = members["_rev"]?.stringValue.flatMap(RevisionID.init)
+            if let document = try await db.document(withID: id, revision: revision, includeConflicts: true) {
+                answer.rows[index].document = document.json()
+            }
+        }
     }
 
     /// `POST /{db}/_revs_diff`: `{"id": ["rev", …]}` → the revisions this database lacks.
@@ -224,16 +236,7 @@ extension DocServer {
         }
         let query = try viewQuery(request)
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
-        if query.includeDocuments, try request.bool("conflicts") {
-            // Included documents with their conflicting leaves (CouchDB's `conflicts=true`).
-            for index in answer.rows.indices {
-                guard case .object(let members)? = answer.rows[index].document, let id = members["_id"]?.stringValue else { continue }
-                let revision = members["_rev"]?.stringValue.flatMap(RevisionID.init)
-                if let document = try await db.document(withID: id, revision: revision, includeConflicts: true) {
-                    answer.rows[index].document = document.json()
-                }
-            }
-        }
+        if query.includeDocuments, try request.bool("conflicts") { try await addConflicts(to: &answer, db) }
         if request.query["sorted"] == "false" {
             // CouchDB 3.3 answers an unsorted query (mostly) without the figures of a sorted one.
             answer.totalRows = nil
