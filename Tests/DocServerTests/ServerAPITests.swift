@@ -243,6 +243,29 @@ final class ServerAPITests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/under").status, 404)
     }
 
+    /// CouchDB 3.3.3 (curl, If-None-Match of the winner "1-bbb"): 304 for the plain document, `revs`,
+    /// `rev`, `attachments`, `latest`, and for `conflicts`/`deleted_conflicts` when there are none; 200
+    /// without an ETag for `conflicts` when there are some, `revs_info` and `meta`.
+    func testNotModifiedOnlyWhereTheBodyCannotHaveChanged() async throws {
+        let server = try await serverWithDatabase()
+        let branches: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "1-aaa", "v": 1], ["_id": "a", "_rev": "1-bbb", "v": 2]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branches).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/plain", json: [:]).status, 201)
+        let plainAnswer = try await server.request("GET", "/db/plain")
+        let plainTag = try XCTUnwrap(plainAnswer.header("ETag"))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a").header("ETag"), "\"1-bbb\"")
+        for query in ["", "?revs=true", "?rev=1-bbb", "?attachments=true", "?latest=true", "?deleted_conflicts=true"] {
+            await XCTAssertEqualAsync(try await server.request("GET", "/db/a\(query)", headers: ["If-None-Match": "\"1-bbb\""]).status, 304, query)
+        }
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/plain?conflicts=true", headers: ["If-None-Match": plainTag]).status, 304)
+        for query in ["?conflicts=true", "?revs_info=true", "?meta=true"] {
+            let answer = try await server.request("GET", "/db/a\(query)", headers: ["If-None-Match": "\"1-bbb\""])
+            XCTAssertEqual(answer.status, 200, query)
+            XCTAssertNil(answer.header("ETag"), query)
+        }
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a?conflicts=true").json["_conflicts"], ["1-aaa"])
+    }
+
     /// CouchDB 3.3.3 (curl): `_all_docs?include_docs=true&conflicts=true` adds `_conflicts` to the
     /// included documents (`{"_id":"a","_rev":"1-bbb","v":2,"_conflicts":["1-aaa"]}`), also for `keys`.
     func testAllDocsWithConflicts() async throws {

@@ -108,19 +108,28 @@ extension DocServer {
         }
         try checkRead(document, principal)
         let etag = "\"\(document.revision!)\""
-        if request.header(.ifNoneMatch) == etag {
+        // As CouchDB, an answer that carries members of the revision tree (`_revs_info`, or a
+        // `_conflicts` or `_deleted_conflicts` that is there) has no ETag and is never 304: they change
+        // while the revision stays.
+        var fromTree = options.revsInfo
+        if !fromTree, options.conflicts || options.deletedConflicts, let tree = try await db.revisionTree(ofDocumentWithID: id) {
+            fromTree = (options.conflicts && !tree.conflicts.isEmpty) || (options.deletedConflicts && !tree.deletedConflicts.isEmpty)
+        }
+        if !fromTree, request.header(.ifNoneMatch) == etag {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
+        var headers = HTTPFields()
+        if !fromTree { headers[.eTag] = etag }
         let multipart = options.attachments && request.accepts("multipart/related")
         let answer = try await self.answer(for: document, in: db, options, withData: options.attachments, multipart: multipart)
         guard multipart, !answer.following.isEmpty else {
-            return Response.json(answer.json, headers: [.eTag: etag])
+            return Response.json(answer.json, headers: headers)
         }
         let boundary = Multipart.makeBoundary()
         var body = MultipartBody()
         answer.appendRelated(to: &body, boundary: boundary)
-        return Response(status: .ok, headers: [.contentType: "multipart/related; boundary=\"\(boundary)\"", .eTag: etag],
-                        body: request.method == .head ? ResponseBody() : body.responseBody(db))
+        headers[.contentType] = "multipart/related; boundary=\"\(boundary)\""
+        return Response(status: .ok, headers: headers, body: request.method == .head ? ResponseBody() : body.responseBody(db))
     }
 
     /// The leaves of `tree` whose history contains `revision`, best first.
