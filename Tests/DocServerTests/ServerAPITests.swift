@@ -258,12 +258,19 @@ final class ServerAPITests: XCTestCase {
             await XCTAssertEqualAsync(try await server.request("GET", "/db/a\(query)", headers: ["If-None-Match": "\"1-bbb\""]).status, 304, query)
         }
         await XCTAssertEqualAsync(try await server.request("GET", "/db/plain?conflicts=true", headers: ["If-None-Match": plainTag]).status, 304)
-        for query in ["?conflicts=true", "?revs_info=true", "?meta=true"] {
+        for query in ["?conflicts=true", "?revs_info=true", "?meta=true", "?local_seq=true"] {
             let answer = try await server.request("GET", "/db/a\(query)", headers: ["If-None-Match": "\"1-bbb\""])
             XCTAssertEqual(answer.status, 200, query)
             XCTAssertNil(answer.header("ETag"), query)
         }
         await XCTAssertEqualAsync(try await server.request("GET", "/db/a?conflicts=true").json["_conflicts"], ["1-aaa"])
+        // {"_id":"nb","_rev":"1-…","_local_seq":2}: the sequence of the document's last change, not in `meta`.
+        let changes = try await server.request("GET", "/db/_changes")
+        let plainSequence = changes.json["results"]?.arrayValue?.first { $0["id"] == "plain" }?["seq"]
+        let withSequence = try await server.request("GET", "/db/plain?local_seq=true")
+        XCTAssertEqual(withSequence.json["_local_seq"], plainSequence)
+        XCTAssertNotNil(withSequence.json["_local_seq"]?.intValue)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a?meta=true").json["_local_seq"], nil)
     }
 
     /// CouchDB 3.3.3 (curl): `_all_docs?include_docs=true&conflicts=true` adds `_conflicts` to the

@@ -19,6 +19,8 @@ struct DocumentOptions: Sendable {
     var latest = false
     /// `encoding` and `encoded_length` in attachment stubs.
     var encodingInfo = false
+    /// `_local_seq`: the sequence of the document's last change (`local_seq`; not part of `meta`).
+    var localSequence = false
 
     init(_ request: CouchRequest) throws {
         revs = try request.bool("revs")
@@ -31,6 +33,7 @@ struct DocumentOptions: Sendable {
         attachments = try request.bool("attachments")
         latest = try request.bool("latest")
         encodingInfo = try request.bool("att_encoding_info")
+        localSequence = try request.bool("local_seq")
         if let since = try request.json("atts_since") {
             attsSince = try DocumentOptions.revisions(since, name: "atts_since")
         }
@@ -84,6 +87,7 @@ extension DocServer {
                 members["_deleted_conflicts"] = JSON(tree.deletedConflicts.map(\.description))
             }
         }
+        if options.localSequence, let sequence = document.sequence { members["_local_seq"] = .integer(Int(sequence)) }
         // The newest revision the client has on this revision's history; without one every
         // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
         let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])

@@ -109,9 +109,9 @@ extension DocServer {
         try checkRead(document, principal)
         let etag = "\"\(document.revision!)\""
         // As CouchDB, an answer that carries members of the revision tree (`_revs_info`, or a
-        // `_conflicts` or `_deleted_conflicts` that is there) has no ETag and is never 304: they change
-        // while the revision stays.
-        var fromTree = options.revsInfo
+        // `_conflicts` or `_deleted_conflicts` that is there) or `_local_seq` has no ETag and is never
+        // 304: they change while the revision stays.
+        var fromTree = options.revsInfo || options.localSequence
         if !fromTree, options.conflicts || options.deletedConflicts, let tree = try await db.revisionTree(ofDocumentWithID: id) {
             fromTree = (options.conflicts && !tree.conflicts.isEmpty) || (options.deletedConflicts && !tree.deletedConflicts.isEmpty)
         }
