@@ -132,8 +132,9 @@ package struct ViewResponse: Sendable, Hashable {
         } else if let offset {
             object[Keys.offset] = .integer(offset)
         }
-        object[Keys.rows] = .array(rows.map(\.json))
+        // Before the rows, where CouchDB writes it.
         if let updateSequence { object[Keys.updateSeq] = updateSequence }
+        object[Keys.rows] = .array(rows.map(\.json))
         return .object(object)
     }
 

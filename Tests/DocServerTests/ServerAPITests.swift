@@ -287,6 +287,13 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(keyed.json["rows"]?[0]?["doc"]?["_conflicts"], ["1-aaa"])
         XCTAssertEqual(keyed.json["rows"]?[1]?["error"], "not_found")
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?include_docs=true").json["rows"]?[0]?["doc"]?["_conflicts"], nil)
+        // `update_seq=true`: the database's sequence, before the rows; `null` for `keys` (CouchDB 3.3.3).
+        let sequence = try await server.request("GET", "/db").json["update_seq"]
+        let withSequence = try await server.request("GET", "/db/_all_docs?update_seq=true&limit=1")
+        XCTAssertEqual(withSequence.json["update_seq"], sequence)
+        XCTAssertEqual(withSequence.json.objectValue?.keys, ["total_rows", "offset", "update_seq", "rows"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs?update_seq=true", json: ["keys": ["a"]]).json["update_seq"], .null)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs").json["update_seq"], nil)
     }
 
     func testBulkDocsBulkGetAllDocsRevsDiffAndLocal() async throws {

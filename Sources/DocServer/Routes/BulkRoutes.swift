@@ -195,6 +195,10 @@ extension DocServer {
         query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
         var answer = ViewResponse(result, includeDocuments: includeDocuments)
+        if try request.bool("update_seq") {
+            // CouchDB 3.3.3 gives `null` for a `keys` query.
+            answer.updateSequence = query.keys == nil ? .integer(Int(await db.updateSequence)) : .null
+        }
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
                 if let document = row.document, !principal.canRead(document.channels) { return nil }
