@@ -118,7 +118,8 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(gone.json, ["error": "not_found", "reason": "deleted"])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/never").json, ["error": "not_found", "reason": "missing"])
         await XCTAssertEqualAsync(try await server.request("DELETE", "/db/never?rev=1-abc").status, 404)
-        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/doc1").status, 409, "no rev")
+        // CouchDB 3.3.3: a deleted document deleted again without a revision is 404 "deleted".
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/doc1").status, 404, "no rev")
         let badID = try await server.request("PUT", "/db/_bad", json: [:])
         XCTAssertEqual(badID.status, 400)
         XCTAssertEqual(badID.json["error"], "illegal_docid")
@@ -241,6 +242,27 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(bulk.status, 400)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/fine").status, 404)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/under").status, 404)
+    }
+
+    /// CouchDB 3.3.3 (curl): DELETE without a revision is 404 `missing` or `deleted` when there is no
+    /// live document, 409 otherwise; a PUT whose `?rev=` and body `_rev` differ is 400.
+    func testDeleteWithoutRevisionAndDisagreeingRevisions() async throws {
+        let server = try await serverWithDatabase()
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/nosuch").json, ["error": "not_found", "reason": "missing"])
+        let created = try await server.request("PUT", "/db/doc", json: ["v": 1])
+        let rev = try XCTUnwrap(created.json["rev"]?.stringValue)
+        let live = try await server.request("DELETE", "/db/doc")
+        XCTAssertEqual(live.status, 409)
+        XCTAssertEqual(live.json["error"], "conflict")
+        let disagreeing = try await server.request("PUT", "/db/doc?rev=1-abc", json: ["_rev": .string(rev), "v": 2])
+        XCTAssertEqual(disagreeing.status, 400)
+        XCTAssertEqual(disagreeing.json, ["error": "bad_request", "reason": "Document rev from request body and query string have different values"])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/doc?rev=\(rev)", json: ["_rev": .string(rev), "v": 2]).status, 201)
+        let current = try await server.request("GET", "/db/doc")
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/doc?rev=\(current.json["_rev"]!.stringValue!)").status, 200)
+        let deleted = try await server.request("DELETE", "/db/doc")
+        XCTAssertEqual(deleted.status, 404)
+        XCTAssertEqual(deleted.json, ["error": "not_found", "reason": "deleted"])
     }
 
     /// CouchDB 3.3.3 (curl, If-None-Match of the winner "1-bbb"): 304 for the plain document, `revs`,

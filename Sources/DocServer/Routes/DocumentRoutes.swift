@@ -65,6 +65,10 @@ extension DocServer {
         case .put: return try await putDocument(db, id: id, request, principal: principal)
         case .delete:
             guard let text = request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) else {
+                // As CouchDB: without a revision, a missing or deleted document is 404, a live one 409.
+                if try await db.document(withID: id) == nil {
+                    throw CouchError.notFound(try await db.revisionTree(ofDocumentWithID: id) == nil ? "missing" : "deleted")
+                }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             let revision = try parseRevision(text)
@@ -226,6 +230,9 @@ extension DocServer {
             throw CouchError.badRequest("Document id in the body does not match the URL")
         }
         document.id = id
+        if let given = document.revision, let query = request.query["rev"], query != given.description {
+            throw CouchError.badRequest("Document rev from request body and query string have different values")
+        }
         if document.revision == nil, let text = request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) {
             var json = document.json()
             json["_rev"] = .string(text)
