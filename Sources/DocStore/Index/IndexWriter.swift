@@ -259,12 +259,13 @@ actor IndexWriter {
                 let seq = statement.int64(0)
                 let id = statement.text(1)
                 var document: Document? = nil
+                // Map functions that see `_conflicts` get the live document's.
+                let conflicts = definition.includesConflicts && statement.int64(3) == 0
+                    ? (try? statement.withBlob(8, RevisionTree.conflicts(decoding:))) ?? [] : []
                 if definition.batchMap != nil, statement.int64(3) == 0, let revision = statement.revision(2) {
                     var raw = RawDocument(id: id, revision: revision, sequence: seq, body: statement.blob(4),
                                           created: statement.double(5), updated: statement.double(6))
-                    if definition.includesConflicts, let conflicts = try? statement.withBlob(8, RevisionTree.conflicts(decoding:)) {
-                        raw.conflicts = conflicts
-                    }
+                    raw.conflicts = conflicts
                     window.raw.append(raw)
                     document = Document(id: id, revision: revision)
                 } else if statement.int64(3) == 0, let revision = statement.revision(2) {
@@ -272,9 +273,7 @@ actor IndexWriter {
                         try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: seq,
                                                   created: statement.double(5), updated: statement.double(6))
                     }
-                    if definition.includesConflicts, let conflicts = try? statement.withBlob(8, RevisionTree.conflicts(decoding:)) {
-                        document?.conflicts = conflicts
-                    }
+                    document?.conflicts = conflicts
                 }
                 window.documents.append((seq, document, id, statement.int64(7)))
                 window.upper = seq
