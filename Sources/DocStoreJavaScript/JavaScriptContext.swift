@@ -88,7 +88,8 @@ final class JavaScriptContext {
     }
 
     /// UTF-16 of valid UTF-8 (a stored body's bytes), decoded here: JavaScriptCore's own conversion in
-    /// `JSStringCreateWithUTF8CString` goes byte by byte at a fraction of this speed.
+    /// `JSStringCreateWithUTF8CString` goes byte by byte at a fraction of this speed, and the standard
+    /// library's `transcode` (a closure call per unit) made `js_index_build` 15–20 % slower.
     static func utf16(_ bytes: [UInt8]) -> [UInt16] {
         // Each UTF-8 sequence gives at most as many UTF-16 units as it has bytes.
         [UInt16](unsafeUninitializedCapacity: bytes.count) { units, count in

@@ -38,8 +38,13 @@ public final class JavaScriptEngine: Sendable {
     }
 
     /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
-    /// threads, and waits for all of them: for synchronous callers on threads of their own. Called on an
-    /// engine thread, they run there one after the other.
+    /// threads, and waits for all of them. Called on an engine thread, they run there one after the other.
+    ///
+    /// The wait blocks the calling thread (DESIGN.md §6): the callers are the synchronous SQLite work of
+    /// the index writer, the database writer and the readers, which block their thread anyway. While
+    /// those still run on the cooperative pool (the executors issue moves them to threads of their own),
+    /// the wait holds that pool thread no longer than running the JavaScript there did, and keeps the
+    /// JavaScript itself on the engine's threads.
     func withContexts<T: Sendable>(_ bodies: [@Sendable (JavaScriptContext) throws -> T]) throws -> [T] {
         if let context = contexts.existing() { return try bodies.map { try $0(context) } }
         let jobs = bodies.map { body in WaitedJob { [contexts] in try body(try contexts.current()) } }
@@ -47,9 +52,9 @@ public final class JavaScriptEngine: Sendable {
         return try jobs.map { try $0.wait() }
     }
 
-    /// Runs `body` with a context on one of the engine's threads and waits for it: for synchronous
-    /// callers, which run on threads of their own (the index writer's, the database writer's), never on
-    /// the cooperative pool. Called on an engine thread, it runs there at once.
+    /// Runs `body` with a context on one of the engine's threads and waits for it, blocking the caller
+    /// as ``withContexts(_:)`` does (its note on DESIGN.md §6 holds here too). Called on an engine
+    /// thread, it runs there at once.
     func withContext<T>(_ body: (JavaScriptContext) throws -> T) throws -> T {
         if let context = contexts.existing() { return try body(context) }
         return try workers.perform { try body(try contexts.current()) }
