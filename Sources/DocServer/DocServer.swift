@@ -224,7 +224,7 @@ public final class DocServer: Sendable {
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
         if let origin, let cors = configuration.cors {
-            response.headers[.accessControlAllowOrigin] = cors.origins.contains("*") && !cors.credentials ? "*" : origin
+            response.headers[.accessControlAllowOrigin] = origin
             if cors.credentials { response.headers[.accessControlAllowCredentials] = "true" }
             response.headers[.accessControlExposeHeaders] = CORSConfiguration.exposedHeaders
         }
@@ -238,13 +238,13 @@ public final class DocServer: Sendable {
 
     /// The answer to a CORS preflight from an allowed origin: 204 with what it may send, as CouchDB.
     private func preflight(origin: String, _ cors: CORSConfiguration, _ request: Request) -> Response {
-        var headers: HTTPFields = [.accessControlAllowOrigin: cors.origins.contains("*") && !cors.credentials ? "*" : origin,
+        var headers: HTTPFields = [.accessControlAllowOrigin: origin,
                                    .accessControlAllowMethods: cors.methods.joined(separator: ", "),
                                    .accessControlMaxAge: String(cors.maxAge)]
         if cors.credentials { headers[.accessControlAllowCredentials] = "true" }
         let asked = (request.headers[.accessControlRequestHeaders] ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { cors.headers.contains($0) }
-        if !asked.isEmpty { headers[.accessControlAllowHeaders] = asked.joined(separator: ",") }
+        headers[.accessControlAllowHeaders] = asked.joined(separator: ",")
         return Response(status: .noContent, headers: headers)
     }
 

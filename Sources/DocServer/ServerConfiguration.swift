@@ -55,7 +55,8 @@ public struct ServerConfiguration: Sendable {
 public struct CORSConfiguration: Sendable, Hashable {
     /// Allowed origins (`https://app.example:8443`), or `["*"]` for any.
     public var origins: [String]
-    /// Whether pages may send credentials (cookies, `Authorization`); not with `*`.
+    /// Whether pages may send credentials (cookies, `Authorization`): answers carry
+    /// `Access-Control-Allow-Credentials: true`. PouchDB always sends them.
     public var credentials: Bool
     /// The methods a preflight allows.
     public var methods = ["CONNECT", "COPY", "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "TRACE"]
@@ -64,10 +65,11 @@ public struct CORSConfiguration: Sendable, Hashable {
     /// How long a browser may cache a preflight's answer, in seconds.
     public var maxAge = 600
 
-    /// CORS for `origins`; credentials are allowed unless any origin is.
-    public init(origins: [String], credentials: Bool? = nil) {
+    /// CORS for `origins`, with credentials unless `credentials` is false. As CouchDB, answers name the
+    /// page's own origin, also for `*` (browsers refuse `*` with credentials).
+    public init(origins: [String], credentials: Bool = true) {
         self.origins = origins
-        self.credentials = credentials ?? !origins.contains("*")
+        self.credentials = credentials
     }
 
     /// The headers CouchDB lets pages read from an answer.

@@ -4,10 +4,10 @@
 
 Usage: cors_browser_check.py PATH_TO_DOCSTORE_BINARY
 
-Starts two servers over temporary folders — one with `--cors-origin` naming the page's origin, one
-without — and a static web server for the page (127.0.0.1 on a third port: another origin). The page
+Starts three servers over temporary folders — one with `--cors-origin` naming the page's origin, one
+with `--cors-origin '*'` and one without — and a static web server for the page (127.0.0.1 on a third port: another origin). The page
 creates a database, writes a document with HTTP Basic credentials, reads it back and follows
-`_changes`, then writes what it saw into the DOM, which Chromium's `--dump-dom` prints. The server
+`_changes`, every `fetch` with `credentials: "include"` as PouchDB sends them, then writes what it saw into the DOM, which Chromium's `--dump-dom` prints. The server
 without CORS must be refused by the browser. Prints one line per check and a closing
 "cors: N passed, M failed" line; exits non-zero if any check failed.
 """
@@ -26,18 +26,19 @@ import threading
 PAGE = """<!doctype html>
 <html><body><pre id="result">pending</pre><script>
 const base = "http://127.0.0.1:%(port)d";
-const auth = {"Authorization": "Basic " + btoa("admin:pw"), "Content-Type": "application/json"};
+const headers = {"Authorization": "Basic " + btoa("admin:pw"), "Content-Type": "application/json"};
+const fetch = (url, options) => window.fetch(url, Object.assign({headers, credentials: "include"}, options || {}));
 async function sync() {
   const steps = [];
-  let r = await fetch(base + "/browserdb", {method: "PUT", headers: auth});
+  let r = await fetch(base + "/browserdb", {method: "PUT"});
   steps.push("create " + r.status);
-  r = await fetch(base + "/browserdb/note", {method: "PUT", headers: auth, body: JSON.stringify({text: "from the page"})});
+  r = await fetch(base + "/browserdb/note", {method: "PUT", body: JSON.stringify({text: "from the page"})});
   const written = await r.json();
   steps.push("write " + r.status + " " + written.rev.split("-")[0]);
   steps.push("etag " + (r.headers.get("ETag") !== null));
-  r = await fetch(base + "/browserdb/note", {headers: auth});
+  r = await fetch(base + "/browserdb/note");
   steps.push("read " + (await r.json()).text);
-  r = await fetch(base + "/browserdb/_changes?since=0", {headers: auth});
+  r = await fetch(base + "/browserdb/_changes?since=0");
   steps.push("changes " + (await r.json()).results.map(c => c.id).join(","));
   return steps.join("|");
 }
@@ -82,9 +83,10 @@ def main():
     page_origin = "http://127.0.0.1:%d" % page_server.server_address[1]
     threading.Thread(target=page_server.serve_forever, daemon=True).start()
 
-    folders = [tempfile.mkdtemp(prefix="docstore-cors-") for _ in range(2)]
+    folders = [tempfile.mkdtemp(prefix="docstore-cors-") for _ in range(3)]
     allowed, allowed_port = start_serve(binary, folders[0], ["--cors-origin", page_origin])
     closed, closed_port = start_serve(binary, folders[1], [])
+    star, star_port = start_serve(binary, folders[2], ["--cors-origin", "*"])
     passed = failed = 0
 
     def check(name, condition, detail):
@@ -97,16 +99,18 @@ def main():
             print("FAIL %s: %s" % (name, detail))
 
     try:
-        for name, port in [("allowed", allowed_port), ("closed", closed_port)]:
+        for name, port in [("allowed", allowed_port), ("closed", closed_port), ("star", star_port)]:
             with open(os.path.join(pages, name + ".html"), "w") as page:
                 page.write(PAGE % {"port": port})
         seen = browser_result(chromium, page_origin + "/allowed.html")
         expected = "ok|create 201|write 201 1|etag true|read from the page|changes note"
         check("a page of an allowed origin syncs with docstore serve", seen == expected, seen)
+        seen = browser_result(chromium, page_origin + "/star.html")
+        check("with --cors-origin '*' any page syncs, credentials included", seen == expected, seen)
         seen = browser_result(chromium, page_origin + "/closed.html")
         check("a server without --cors-origin is refused by the browser", seen.startswith("blocked|TypeError"), seen)
     finally:
-        for process in (allowed, closed):
+        for process in (allowed, closed, star):
             process.send_signal(signal.SIGINT)
             try:
                 process.wait(timeout=10)

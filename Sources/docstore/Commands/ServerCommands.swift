@@ -36,9 +36,13 @@ struct Serve: AsyncParsableCommand {
     var maxAttachmentMegabytes: Int = 1024
 
     @Option(name: .customLong("cors-origin"),
-            help: ArgumentHelp("Let web pages of this origin (https://app.example:8443, or * for any) call the server from a browser; repeatable. Pages of listed origins may send credentials.",
+            help: ArgumentHelp("Let web pages of this origin (https://app.example:8443, or * for any) call the server from a browser; repeatable. Pages of listed origins may send credentials (cookies, Authorization), as PouchDB does.",
                                valueName: "origin"))
     var corsOrigins: [String] = []
+
+    @Flag(name: .customLong("no-cors-credentials"),
+          help: "Do not let the pages of --cors-origin send credentials (CouchDB's [cors] credentials = false).")
+    var noCORSCredentials = false
 
     @Flag(name: .customLong("no-javascript"),
           help: "Do not run design documents' JavaScript (views, filters, validate_doc_update, shows, lists, updates).")
@@ -82,7 +86,7 @@ struct Serve: AsyncParsableCommand {
         configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
         configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
-        if !corsOrigins.isEmpty { configuration.cors = CORSConfiguration(origins: corsOrigins) }
+        if !corsOrigins.isEmpty { configuration.cors = CORSConfiguration(origins: corsOrigins, credentials: !noCORSCredentials) }
         if let admin {
             guard let colon = admin.firstIndex(of: ":"), colon != admin.startIndex else {
                 fail("bad_request: --admin must be NAME:PASSWORD")
