@@ -79,6 +79,45 @@ final class AttachmentHTTPTests: XCTestCase {
         XCTAssertEqual(related.header("Content-Length"), String(related.body.count))
     }
 
+    /// `attachments=true` and `att_encoding_info=true` with `include_docs=true` in `_all_docs`, views and
+    /// `_changes`, as CouchDB 3.3.3 answers them (recorded with curl): inline base64 data of the decoded
+    /// content instead of stubs, `encoding`/`encoded_length` in stubs or beside the data; nothing
+    /// without `include_docs`. (DocServer ignored both there, sending stubs.)
+    func testIncludedDocumentsCarryAttachmentsWhenAsked() async throws {
+        let server = try await server()
+        let content = text(300)
+        let gzip = try GzipStream.compress(content)
+        let json = #"{"_id":"g","_rev":"1-abc","_revisions":{"start":1,"ids":["abc"]},"_attachments":{"notes.txt":{"content_type":"text/plain","revpos":1,"digest":"\#(Attachment.digest(of: gzip))","length":\#(content.count),"follows":true,"encoding":"gzip","encoded_length":\#(gzip.count)}}}"#
+        await XCTAssertEqualAsync(try await replicatorPut(server, id: "g", json: json, parts: [("notes.txt", "text/plain", gzip, true)]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/d", json: [
+            "views": ["v": ["map": "function(doc) { if (doc._attachments) emit(doc._id, null); }"]]]).status, 201)
+        let data = JSON.string(content.base64EncodedString())
+
+        for path in ["/db/_all_docs?include_docs=true&attachments=true&key=%22g%22",
+                     "/db/_design/d/_view/v?include_docs=true&attachments=true"] {
+            let rows = try await server.request("GET", path).json["rows"]
+            let attachment = rows?[0]?["doc"]?["_attachments"]?["notes.txt"]
+            XCTAssertEqual(attachment?["data"], data, path)
+            XCTAssertNil(attachment?["stub"], path)
+            XCTAssertNil(attachment?["encoding"], path)
+        }
+        let encoded = try await server.request("GET", "/db/_all_docs?include_docs=true&att_encoding_info=true&key=%22g%22")
+        XCTAssertEqual(encoded.json["rows"]?[0]?["doc"]?["_attachments"]?["notes.txt"],
+                       ["content_type": "text/plain", "revpos": 1, "digest": .string(Attachment.digest(of: gzip)),
+                        "length": .integer(content.count), "stub": true, "encoding": "gzip", "encoded_length": .integer(gzip.count)])
+        let both = try await server.request("GET", "/db/_design/d/_view/v?include_docs=true&att_encoding_info=true&attachments=true")
+        XCTAssertEqual(both.json["rows"]?[0]?["doc"]?["_attachments"]?["notes.txt"]?["data"], data)
+        XCTAssertEqual(both.json["rows"]?[0]?["doc"]?["_attachments"]?["notes.txt"]?["encoding"], "gzip")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?attachments=true&key=%22g%22").json["rows"]?[0]?["doc"], nil)
+
+        let changes = try await server.request("GET", "/db/_changes?include_docs=true&attachments=true&att_encoding_info=true")
+        let change = changes.json["results"]?.arrayValue?.first { $0["id"] == "g" }
+        XCTAssertEqual(change?["doc"]?["_attachments"]?["notes.txt"]?["data"], data)
+        XCTAssertEqual(change?["doc"]?["_attachments"]?["notes.txt"]?["encoded_length"], .integer(gzip.count))
+        let stubs = try await server.request("GET", "/db/_changes?include_docs=true")
+        XCTAssertEqual(stubs.json["results"]?.arrayValue?.first { $0["id"] == "g" }?["doc"]?["_attachments"]?["notes.txt"]?["stub"], true)
+    }
+
     func testAttachmentGetEncodingsRangesAndETags() async throws {
         let server = try await server()
         let content = text(2000)

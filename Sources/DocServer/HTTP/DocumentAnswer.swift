@@ -41,6 +41,16 @@ struct DocumentOptions: Sendable {
 
     init() {}
 
+    /// What CouchDB 3.3 applies to the documents `include_docs=true` adds to the rows of `_all_docs`,
+    /// views and `_changes`: `conflicts`, `attachments` (inline base64 data) and `att_encoding_info`;
+    /// `nil` without any of them.
+    init?(includedDocuments flag: (String) throws -> Bool) rethrows {
+        conflicts = try flag("conflicts")
+        attachments = try flag("attachments")
+        encodingInfo = try flag("att_encoding_info")
+        guard conflicts || attachments || encodingInfo else { return nil }
+    }
+
     static func revisions(_ value: JSON, name: String) throws -> [RevisionID] {
         guard let list = value.arrayValue else { throw CouchError.badRequest("\(name) must be a JSON array") }
         return try list.map { item in
@@ -53,6 +63,12 @@ struct DocumentOptions: Sendable {
 }
 
 extension DocServer {
+    /// A document `include_docs=true` adds to a row, with `options` (``DocumentOptions/init(includedDocuments:)``).
+    func includedDocument(_ document: Document, in db: Database, _ options: DocumentOptions?) async throws -> JSON {
+        guard let options else { return document.json() }
+        return try await answer(for: document, in: db, options, withData: options.attachments, multipart: false).json
+    }
+
     /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, body, `_deleted`,
     /// `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_attachments`).
     ///

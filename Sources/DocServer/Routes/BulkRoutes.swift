@@ -206,17 +206,19 @@ extension DocServer {
                 return json
             }
         }
-        if includeDocuments, try request.bool("conflicts") { try await addConflicts(to: &answer, db) }
+        if includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
         return answer.json
     }
 
-    /// CouchDB's `conflicts=true` with `include_docs`: each included document with its `_conflicts`.
-    func addConflicts(to answer: inout ViewResponse, _ db: Database) async throws {
+    /// CouchDB's `conflicts`, `attachments` and `att_encoding_info` with `include_docs`: each included
+    /// document read again with them.
+    func refineIncludedDocuments(of answer: inout ViewResponse, _ db: Database, _ request: CouchRequest) async throws {
+        guard let options = try DocumentOptions(includedDocuments: { try request.bool($0) }) else { return }
         for index in answer.rows.indices {
             guard case .object(let members)? = answer.rows[index].document, let id = members["_id"]?.stringValue else { continue }
             let revision = members["_rev"]?.stringValue.flatMap(RevisionID.init)
-            if let document = try await db.document(withID: id, revision: revision, includeConflicts: true) {
-                answer.rows[index].document = document.json()
+            if let document = try await db.document(withID: id, revision: revision) {
+                answer.rows[index].document = try await includedDocument(document, in: db, options)
             }
         }
     }
@@ -240,7 +242,7 @@ extension DocServer {
         }
         let query = try viewQuery(request)
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
-        if query.includeDocuments, try request.bool("conflicts") { try await addConflicts(to: &answer, db) }
+        if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
         if request.query["sorted"] == "false" {
             // CouchDB 3.3 answers an unsorted query (mostly) without the figures of a sorted one.
             answer.totalRows = nil

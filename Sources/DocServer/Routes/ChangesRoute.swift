@@ -17,7 +17,8 @@ struct ChangesRequest: Sendable {
     var descending = false
     var allLeaves = false
     var includeDocuments = false
-    var conflicts = false
+    /// `conflicts`, `attachments`, `att_encoding_info` for the documents `include_docs` adds.
+    var documentOptions: DocumentOptions?
     var timeout: Duration = .seconds(60)
     var heartbeat: Duration?
     /// Only these documents (`filter=_doc_ids`).
@@ -73,7 +74,7 @@ struct ChangesRequest: Sendable {
         }
         descending = try flag("descending")
         includeDocuments = try flag("include_docs")
-        conflicts = try flag("conflicts")
+        documentOptions = try DocumentOptions(includedDocuments: flag)
         switch parameter("style") {
         case nil, "main_only"?: allLeaves = false
         case "all_docs"?: allLeaves = true
@@ -256,9 +257,10 @@ extension DocServer {
         for change in page.changes {
             var document: JSON?
             if parameters.includeDocuments {
-                document = change.document?.json() ?? .null
-                if parameters.conflicts, let tree = try await db.revisionTree(ofDocumentWithID: change.id), !tree.conflicts.isEmpty {
-                    document?["_conflicts"] = JSON(tree.conflicts.map(\.description))
+                if let included = change.document {
+                    document = try await includedDocument(included, in: db, parameters.documentOptions)
+                } else {
+                    document = .null
                 }
             }
             rows.append(ChangesRow(change, allLeaves: parameters.allLeaves, document: document))
