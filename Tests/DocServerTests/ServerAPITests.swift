@@ -128,6 +128,29 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(badField.json["error"], "doc_validation")
     }
 
+    /// What PouchDB sends with `new_edits=false`, as CouchDB 3.3.3 takes it (recorded with curl):
+    /// `_revisions` names the revision whatever `_rev` says (`3-c` with `{"start":2,"ids":["c","a"]}`
+    /// is stored as `2-c`), and `"_rev": "1-"` is kept as written. DocServer refused both.
+    func testReplicatedRevisionsAsPouchDBSendsThem() async throws {
+        let server = try await serverWithDatabase()
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            ["_id": "r1", "_rev": "3-c", "_revisions": ["start": 2, "ids": ["c", "a"]]],
+            ["_id": "r2", "_rev": "1-"],
+        ]])
+        XCTAssertEqual(bulk.status, 201)
+        XCTAssertEqual(bulk.json, [])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/r1?revs=true").json,
+                                  ["_id": "r1", "_rev": "2-c", "_revisions": ["start": 2, "ids": ["c", "a"]]])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/r2?revs=true").json,
+                                  ["_id": "r2", "_rev": "1-", "_revisions": ["start": 1, "ids": [""]]])
+        let put = try await server.request("PUT", "/db/r3?new_edits=false", json: ["_rev": "3-c", "_revisions": ["start": 2, "ids": ["c", "a"]]])
+        XCTAssertEqual(put.json["rev"], "2-c")
+        // The empty-hash revision is a revision like any other: edited on, it gets a child.
+        let edited = try await server.request("PUT", "/db/r2", json: ["_rev": "1-", "v": 1])
+        XCTAssertEqual(edited.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/r2?revs=true").json["_revisions"]?["ids"]?[1], "")
+    }
+
     func testConflictsOpenRevsAndMultipart() async throws {
         let server = try await serverWithDatabase()
         let docs: JSON = ["new_edits": false, "docs": [

@@ -305,8 +305,15 @@ final class DatabaseCRUDTests: XCTestCase {
         assertThrowsDocStoreErrorSync(.invalidJSON) { try Document(json: "{") }
         assertThrowsDocStoreErrorSync(.invalidRevision) { try Document(json: #"{"_rev":"abc"}"#) }
         assertThrowsDocStoreErrorSync(.invalidDocumentID) { try Document(json: #"{"_id":5}"#) }
+        // `_revisions` names the revision whatever `_rev` says (CouchDB 3.3.3 stores `2-c` for both).
+        let disagreeing = try Document(json: #"{"_rev":"3-c","_revisions":{"start":2,"ids":["c","a"]}}"#)
+        XCTAssertEqual(disagreeing.revision, RevisionID("2-c"))
+        XCTAssertEqual(disagreeing.revisionHistory, [RevisionID("1-a")!])
+        XCTAssertEqual(try Document(json: #"{"_revisions":{"start":2,"ids":["c","a"]},"_rev":"bad"}"#).revision, RevisionID("2-c"))
+        // CouchDB keeps `"_rev": "1-"` (PouchDB sends it) as it is.
+        XCTAssertEqual(try Document(json: #"{"_rev":"1-"}"#).revision?.description, "1-")
         assertThrowsDocStoreErrorSync(.invalidRevision) {
-            try Document(json: #"{"_rev":"2-b","_revisions":{"start":3,"ids":["c","b"]}}"#)
+            try Document(json: #"{"_revisions":{"start":1,"ids":["c","b"]}}"#)
         }
         assertThrowsDocStoreErrorSync(.invalidAttachment) { try Document(json: #"{"_attachments":{"a":{"data":"!!"}}}"#) }
     }

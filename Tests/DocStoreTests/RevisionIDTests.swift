@@ -9,6 +9,7 @@ import Testing
         ("12-967a00dff5e02add41819138abb3284d", 12, "967a00dff5e02add41819138abb3284d"),
         ("3-x-y", 3, "x-y"),
         ("99999999-z", 99_999_999, "z"),
+        ("1-", 1, ""),
     ])
     func parsesValidRevisions(text: String, generation: Int, digest: String) throws {
         let revision = try #require(RevisionID(text))
@@ -17,7 +18,7 @@ import Testing
         #expect(revision.description == text)
     }
 
-    @Test(arguments: ["", "1", "-abc", "0-abc", "a-abc", "1-", "1- a", "-1-abc", "1.5-abc", "999999999999-a", "1-\u{e9}"])
+    @Test(arguments: ["", "1", "-abc", "0-abc", "a-abc", "1- a", "-1-abc", "1.5-abc", "999999999999-a", "1-\u{e9}"])
     func rejectsMalformedRevisions(text: String) {
         #expect(RevisionID(text) == nil)
         #expect(throws: DocStoreError.self) { try RevisionID.parse(text) }

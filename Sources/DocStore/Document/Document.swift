@@ -208,8 +208,10 @@ extension Document {
             }
             id = text
         }
+        // As CouchDB, `_revisions` names the revision where both are given, whatever `_rev` says.
+        let revisions = object.removeValue(forKey: "_revisions")
         var revision: RevisionID? = nil
-        if let value = object.removeValue(forKey: "_rev") {
+        if let value = object.removeValue(forKey: "_rev"), revisions == nil {
             guard case .string(let text) = value else {
                 throw DocStoreError(.invalidRevision, "_rev must be a string")
             }
@@ -233,8 +235,10 @@ extension Document {
             }
         }
         var history: [RevisionID]? = nil
-        if let value = object.removeValue(forKey: "_revisions") {
-            history = try Document.parseRevisions(value, revision: revision)
+        if let revisions {
+            let ancestry = try Document.parseRevisions(revisions)
+            revision = ancestry[0]
+            history = Array(ancestry.dropFirst())
         }
         for ignored in ["_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq"] {
             object.removeValue(forKey: ignored)
@@ -245,24 +249,18 @@ extension Document {
         self.revisionHistory = history
     }
 
-    /// Reads `_revisions` (`{"start": N, "ids": [newest hash, …]}`) into the ancestry after `revision`.
-    static func parseRevisions(_ value: JSON, revision: RevisionID?) throws -> [RevisionID] {
+    /// Reads `_revisions` (`{"start": N, "ids": [newest hash, …]}`): the revision and its ancestry,
+    /// newest first.
+    static func parseRevisions(_ value: JSON) throws -> [RevisionID] {
         guard case .object(let object) = value, let start = object["start"]?.intValue,
             let ids = object["ids"]?.arrayValue, !ids.isEmpty, start >= ids.count
         else {
             throw DocStoreError(.invalidRevision, "_revisions must be {\"start\": N, \"ids\": [...]}")
         }
-        var revisions: [RevisionID] = []
-        for (offset, id) in ids.enumerated() {
-            guard let digest = id.stringValue, !digest.isEmpty else {
-                throw DocStoreError(.invalidRevision, "_revisions ids must be non-empty strings")
-            }
-            revisions.append(RevisionID(generation: start - offset, digest: digest))
+        return try ids.enumerated().map { offset, id in
+            guard let digest = id.stringValue else { throw DocStoreError(.invalidRevision, "_revisions ids must be strings") }
+            return RevisionID(generation: start - offset, digest: digest)
         }
-        if let revision, revisions[0] != revision {
-            throw DocStoreError(.invalidRevision, "_rev \(revision) does not match _revisions")
-        }
-        return Array(revisions.dropFirst())
     }
 
     /// The document in CouchDB's JSON form, members in CouchDB's order: `_id`, `_rev`, the body fields,

@@ -32,18 +32,19 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     }
 
     /// Creates a revision id from its parts.
-    /// - Precondition: `generation >= 1` and `digest` is non-empty.
+    /// - Precondition: `generation >= 1`. The digest may be empty: CouchDB takes `"1-"` (PouchDB
+    ///   sends it) and keeps it as written.
     public init(generation: Int, digest: String) {
-        precondition(generation >= 1 && !digest.isEmpty, "invalid revision id")
+        precondition(generation >= 1, "invalid revision id")
         self.generation = generation
         var digest = digest
         self.storage = digest.withUTF8 { RevisionID.parseHex(UnsafeRawBufferPointer($0)) } ?? .text(digest)
     }
 
     /// A revision id whose hash is given as bytes (e.g. a view of a stored revision tree).
-    /// - Precondition: `generation >= 1` and `digest` is non-empty.
+    /// - Precondition: `generation >= 1`.
     init(generation: Int, digestBytes digest: UnsafeRawBufferPointer) {
-        precondition(generation >= 1 && !digest.isEmpty, "invalid revision id")
+        precondition(generation >= 1, "invalid revision id")
         self.generation = generation
         self.storage = RevisionID.parseHex(digest) ?? .text(String(decoding: digest, as: UTF8.self))
     }
@@ -78,7 +79,7 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
             generation = generation * 10 + Int(byte - 48)
         }
         let digest = UnsafeRawBufferPointer(rebasing: bytes[(dash + 1)...])
-        guard generation >= 1, !digest.isEmpty, digest.count <= 256,
+        guard generation >= 1, digest.count <= 256,
             digest.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { return nil }
         self.init(generation: generation, digestBytes: digest)

@@ -110,7 +110,7 @@ extension RevisionTree {
             let digest = try reader.bytes(length: digestLength)
             let parentPlusOne = Int(try reader.varint())
             let flags = try reader.byte()
-            guard generation >= 1, !digest.isEmpty, parentPlusOne <= i else { throw corrupt() }
+            guard generation >= 1, parentPlusOne <= i else { throw corrupt() }
             let parent = parentPlusOne == 0 ? nil : parentPlusOne - 1
             if let parent, generations[parent] + 1 != generation { throw corrupt() }
             generations.append(generation)
