@@ -391,10 +391,65 @@ final class ServerAPITests: XCTestCase {
         let local = try await server.request("PUT", "/db/_local/checkpoint", json: ["seq": 5])
         XCTAssertEqual(local.json, ["ok": true, "id": "_local/checkpoint", "rev": "0-1"])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/checkpoint").json, ["_id": "_local/checkpoint", "_rev": "0-1", "seq": 5])
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/checkpoint", json: ["seq": 6]).status, 409)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/checkpoint", json: ["_rev": "0-1", "seq": 6]).json["rev"], "0-2")
         await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_local/checkpoint?rev=0-2").status, 200)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/checkpoint").status, 404)
+    }
+
+    /// `_local` documents as CouchDB 3.3.3 writes them over HTTP (recorded with curl): no conflict
+    /// check, the revision counting on from the one given; written by `_bulk_docs` (in their place in
+    /// the answer, left out with `new_edits=false` but still written) and `POST /db`; `_deleted` removes
+    /// them (`0-0`, also where there was none), `DELETE` whatever its `rev`, 404 when missing;
+    /// `_attachments` dropped, unknown `_` members refused, a revision not `0-N` "Invalid rev format".
+    /// DocServer refused `_local` ids in `_bulk_docs`, `_deleted` and `_attachments`.
+    func testLocalDocumentsAsCouchDBWritesThem() async throws {
+        let server = try await serverWithDatabase()
+        let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_local/l1", "v": 1], ["_id": "n1"]]])
+        XCTAssertEqual(bulk.status, 201)
+        XCTAssertEqual(bulk.json[0], ["ok": true, "id": "_local/l1", "rev": "0-1"])
+        XCTAssertEqual(bulk.json[1]?["id"], "n1")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l1").json, ["_id": "_local/l1", "_rev": "0-1", "v": 1])
+        // No conflict check: without a revision it is 0-1 again, with 0-7 it is 0-8.
+        let again = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_local/l1", "v": 2]]])
+        XCTAssertEqual(again.json, [["ok": true, "id": "_local/l1", "rev": "0-1"]])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l1", json: ["_rev": "0-7", "v": 3]).json["rev"], "0-8")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l1?revs=true").json,
+                                  ["_id": "_local/l1", "_rev": "0-8", "v": 3, "_revisions": ["start": 0, "ids": ["8"]]])
+        let badRevision = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_local/l1", "_rev": "1-abc"]]])
+        XCTAssertEqual(badRevision.json, [["id": "_local/l1", "error": "bad_request", "reason": "Invalid rev format"]])
+        let badPut = try await server.request("PUT", "/db/_local/l1", json: ["_rev": "1-abc"])
+        XCTAssertEqual(badPut.status, 400)
+        XCTAssertEqual(badPut.json["reason"], "Invalid rev format")
+
+        let deleted = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_local/l1", "_rev": "0-8", "_deleted": true],
+                                                                                        ["_id": "_local/never", "_deleted": true]]])
+        XCTAssertEqual(deleted.json, [["ok": true, "id": "_local/l1", "rev": "0-0"], ["ok": true, "id": "_local/never", "rev": "0-0"]])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l1").status, 404)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l2", json: ["a": 1]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l2", json: ["_rev": "0-1", "_deleted": true]).json,
+                                  ["ok": true, "id": "_local/l2", "rev": "0-0"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l2").status, 404)
+
+        let attachments = try await server.request("PUT", "/db/_local/l3", json: [
+            "a": 1, "_attachments": ["x.txt": ["content_type": "text/plain", "data": "aGk="]], "_conflicts": []])
+        XCTAssertEqual(attachments.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l3").json, ["_id": "_local/l3", "_rev": "0-1", "a": 1])
+        let special = try await server.request("PUT", "/db/_local/l4", json: ["_foo": 1])
+        XCTAssertEqual(special.status, 400)
+        XCTAssertEqual(special.json["error"], "doc_validation")
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_local/l3?rev=0-9").json, ["ok": true, "id": "_local/l3", "rev": "0-0"])
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_local/l3").status, 404)
+
+        let replicated = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [["_id": "_local/l5", "_rev": "0-5", "v": 1]]])
+        XCTAssertEqual(replicated.json, [])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l5").json["_rev"], "0-6")
+        let posted = try await server.request("POST", "/db", json: ["_id": "_local/posted", "a": 1])
+        XCTAssertEqual(posted.json, ["ok": true, "id": "_local/posted", "rev": "0-1"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/posted").json["a"], 1)
+        let mismatch = try await server.request("PUT", "/db/_local/posted?rev=0-4", json: ["_rev": "0-7"])
+        XCTAssertEqual(mismatch.status, 400)
+        // Local documents stay out of _all_docs and _changes.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs").json["total_rows"], 1)
     }
 
     func testChangesFeedsAndFilters() async throws {

@@ -11,7 +11,8 @@ extension DocServer {
     /// As CouchDB: every document is read before any is written, so a malformed one (not an object, a
     /// reserved id or member, a replicated one without `_rev`) fails the whole request with 400; a stub
     /// that names no attachment fails it with 412 `missing_stub`; other failures (conflicts, access)
-    /// are rows of the answer.
+    /// are rows of the answer. `_local` documents are written as ``LocalDocumentWrite`` says, after the
+    /// others, answered in their place (with `new_edits=false` only their failures, as CouchDB).
     func bulkDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
@@ -19,8 +20,13 @@ extension DocServer {
         let (items, newEdits) = (body.documents, body.newEdits)
         var parsed: [Document] = []
         parsed.reserveCapacity(items.count)
+        var locals: [(position: Int, write: LocalDocumentWrite)] = []
         for item in items {
-            guard case .object = item else { throw CouchError.badRequest("Document must be a JSON object") }
+            guard case .object(let members) = item else { throw CouchError.badRequest("Document must be a JSON object") }
+            if case .string(let id)? = members["_id"], id.hasPrefix("_local/") {
+                locals.append((parsed.count + locals.count, try LocalDocumentWrite(id: id, json: members)))
+                continue
+            }
             do {
                 let document = try Document(json: item)
                 if document.hasID { try DocumentValidation.validateID(document.id, allowDesign: true) }
@@ -33,10 +39,12 @@ extension DocServer {
                 throw CouchError(error)
             }
         }
-        var rows = [WriteResult?](repeating: nil, count: parsed.count)
+        var rows = [WriteResult?](repeating: nil, count: parsed.count + locals.count)
+        let localPositions = Set(locals.map(\.position))
+        let documentPositions = rows.indices.filter { !localPositions.contains($0) }
         var documents: [Document] = []
         var positions: [Int] = []
-        for (position, var document) in parsed.enumerated() {
+        for (position, var document) in zip(documentPositions, parsed) {
             do {
                 try await checkWrite(&document, in: db, principal, replicated: !newEdits)
                 documents.append(document)
@@ -54,6 +62,13 @@ extension DocServer {
             // A refused replicated revision is named with its revision, as CouchDB names it.
             if !newEdits, result.error != nil { row.revision = documents[index].revision?.description }
             rows[position] = row
+        }
+        for (position, write) in locals {
+            do {
+                rows[position] = try await self.write(write, in: db)
+            } catch let error as CouchError {
+                rows[position] = WriteResult(id: write.id, failure: error.body)
+            }
         }
         return Response.json(BulkDocsRequest.answer(rows.compactMap { $0 }, newEdits: newEdits), status: .created)
     }

@@ -257,37 +257,15 @@ extension DocServer {
     /// `POST /{db}`: a new document, id from the body or generated.
     func createDocument(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         if request.bodyStream == nil { try request.requireJSONContentType() }
+        if request.bodyStream == nil, request.body.firstRange(of: Array(#""_local/"#.utf8)) != nil,
+            case .string(let id)? = try request.jsonObjectBody()["_id"], id.hasPrefix("_local/") {
+            let write = try LocalDocumentWrite(id: id, json: try request.jsonObjectBody())
+            return Response.json(try await self.write(write, in: db).json, status: .created)
+        }
         var document = try await documentFromBody(request, db: db)
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
-    }
-
-    // MARK: _local
-
-    func localDocument(_ db: Database, id: String, _ request: CouchRequest) async throws -> Response {
-        switch request.method {
-        case .get, .head:
-            guard let local = try await db.localDocument(withID: id) else { throw CouchError.notFound() }
-            var json = JSONObject()
-            json["_id"] = .string("_local/\(local.id)")
-            json["_rev"] = .string(local.revision)
-            for (key, value) in local.body { json[key] = value }
-            return Response.json(.object(json))
-        case .put:
-            var body = try request.jsonObjectBody()
-            let revision = body.removeValue(forKey: "_rev")?.stringValue ?? request.query["rev"]
-            body.removeValue(forKey: "_id")
-            body.removeValue(forKey: "_revisions")
-            let newRevision = try await db.saveLocalDocument(withID: id, body: body, revision: revision)
-            return Response.json(WriteResult(id: "_local/\(id)", revision: newRevision).json, status: .created)
-        case .delete:
-            guard let revision = request.query["rev"] else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
-            try await db.deleteLocalDocument(withID: id, revision: revision)
-            return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)
-        default:
-            throw CouchError.methodNotAllowed
-        }
     }
 }
 

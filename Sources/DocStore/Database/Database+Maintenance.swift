@@ -43,6 +43,21 @@ extension Database {
         try await writer.deleteLocal(id: try Database.localID(id), revision: revision)
     }
 
+    /// Writes a `_local` document as CouchDB 3 writes them for its HTTP API: no conflict check (the last
+    /// write wins), the new revision `0-(N+1)` counting on from the writer's `0-N` (`0-1` without).
+    /// DocServer's `_local` writes; ``saveLocalDocument(withID:body:revision:)`` checks the revision.
+    @discardableResult
+    package func writeLocalDocument(withID id: String, body: JSONObject, following counter: Int64?) async throws -> String {
+        try ensureOpen()
+        return try await writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0)
+    }
+
+    /// Removes a `_local` document whatever its revision, as CouchDB 3 does; false if there was none.
+    package func removeLocalDocument(withID id: String) async throws -> Bool {
+        try ensureOpen()
+        return try await writer.removeLocal(id: try Database.localID(id))
+    }
+
     // MARK: Maintenance
 
     /// Removes documents and their whole revision history, as if they had never existed (CouchDB

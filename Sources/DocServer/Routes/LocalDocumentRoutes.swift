@@ -1,0 +1,107 @@
+import CouchProtocol
+import DocStore
+import Hummingbird
+
+/// A `_local` document write as CouchDB 3.3 takes it over HTTP (`PUT /db/_local/id`, `POST /db`,
+/// `_bulk_docs`): no conflict check, the last write wins; the new revision counts on from the one the
+/// writer gives (`0-N` → `0-(N+1)`, `0-1` without one; `_revisions` with `start` 0 gives it too);
+/// `_deleted: true` removes the document (answered `0-0`, also when there was none); `_attachments`
+/// and the other metadata members are dropped, unknown `_` members refused.
+struct LocalDocumentWrite: Sendable {
+    /// The id with its `_local/` prefix.
+    let id: String
+    let body: JSONObject
+    let deleted: Bool
+    /// The revision as given, `0-N` when well formed.
+    let revision: String?
+
+    /// The members CouchDB reads or drops (`couch_doc:transfer_fields`); any other `_` member is refused.
+    private static let metadata: Set<String> = [
+        "_id", "_rev", "_revisions", "_attachments", "_deleted", "_revs_info", "_local_seq", "_conflicts", "_deleted_conflicts",
+    ]
+
+    init(id: String, json: JSONObject) throws {
+        self.id = id.hasPrefix("_local/") ? id : "_local/\(id)"
+        var body = JSONObject()
+        for (key, value) in json where !LocalDocumentWrite.metadata.contains(key) { body[key] = value }
+        do {
+            try DocumentValidation.validateBody(body)
+        } catch let error as DocStoreError {
+            throw CouchError(error)
+        }
+        switch json["_deleted"] {
+        case nil: deleted = false
+        case .bool(let flag)?: deleted = flag
+        default: throw CouchError(.badRequest, "doc_validation", "_deleted must be a boolean")
+        }
+        if let revisions = json["_revisions"] {
+            guard case .object(let members) = revisions, let start = members["start"]?.intValue else {
+                throw CouchError(.badRequest, "doc_validation", "_revisions.start isn't an integer.")
+            }
+            guard let ids = members["ids"]?.arrayValue, let newest = ids.first?.stringValue else {
+                throw CouchError(.badRequest, "doc_validation", "_revisions.ids isn't a array.")
+            }
+            revision = "\(start)-\(newest)"
+        } else if let given = json["_rev"] {
+            guard let text = given.stringValue else { throw CouchError.badRequest("Invalid rev format") }
+            revision = text
+        } else {
+            revision = nil
+        }
+        self.body = body
+    }
+
+    /// The `N` of the `0-N` given; CouchDB 3.3.3 answers any other revision "Invalid rev format" (with
+    /// 500 for a single write, where DocServer says 400).
+    func counter() throws -> Int64? {
+        guard let revision else { return nil }
+        guard revision.hasPrefix("0-"), let counter = Int64(revision.dropFirst(2)) else {
+            throw CouchError.badRequest("Invalid rev format")
+        }
+        return counter
+    }
+}
+
+extension DocServer {
+    /// Stores `write` and names the revision it got.
+    func write(_ write: LocalDocumentWrite, in db: Database) async throws -> WriteResult {
+        if write.deleted {
+            _ = try await db.removeLocalDocument(withID: write.id)
+            return WriteResult(id: write.id, revision: "0-0")
+        }
+        return WriteResult(id: write.id, revision: try await db.writeLocalDocument(withID: write.id, body: write.body, following: try write.counter()))
+    }
+
+    /// `GET|PUT|DELETE /{db}/_local/{id}`, as CouchDB 3.3 (see ``LocalDocumentWrite``): `revs=true`
+    /// adds `_revisions`; `DELETE` removes the document whatever revision it names (404 when there is
+    /// none).
+    func localDocument(_ db: Database, id: String, _ request: CouchRequest) async throws -> Response {
+        switch request.method {
+        case .get, .head:
+            guard let local = try await db.localDocument(withID: id) else { throw CouchError.notFound() }
+            var json = JSONObject()
+            json["_id"] = .string("_local/\(local.id)")
+            json["_rev"] = .string(local.revision)
+            for (key, value) in local.body { json[key] = value }
+            if try request.bool("revs") {
+                json["_revisions"] = ["start": 0, "ids": [.string(String(local.revision.dropFirst(2)))]]
+            }
+            return Response.json(.object(json))
+        case .put:
+            var body = try request.jsonObjectBody()
+            if let query = request.query["rev"] {
+                if let given = body["_rev"], given != .string(query) {
+                    throw CouchError.badRequest("Document rev from request body and query string have different values")
+                }
+                body["_rev"] = .string(query)
+            }
+            let write = try LocalDocumentWrite(id: id, json: body)
+            return Response.json(try await self.write(write, in: db).json, status: .created)
+        case .delete:
+            guard try await db.removeLocalDocument(withID: id) else { throw CouchError.notFound() }
+            return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)
+        default:
+            throw CouchError.methodNotAllowed
+        }
+    }
+}
