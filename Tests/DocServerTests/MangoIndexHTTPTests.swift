@@ -44,6 +44,42 @@ final class MangoIndexHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_index").json["total_rows"], 1)
     }
 
+    /// Without `ddoc`, CouchDB 3.3.3 gives every index a design document of its own, named from its
+    /// definition and name: two names for the same fields are two design documents (DocServer put both
+    /// in one). A partial filter is stored normalised in the view's map and the listing, as given in
+    /// `options.def`; the map has `"partial_filter_selector": {}` without one (recorded with curl).
+    func testIndexesWithoutDesignDocumentGetOneEachAndNormalisedFilters() async throws {
+        let server = try await server()
+        let one = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "one"])
+        let two = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "two"])
+        XCTAssertEqual(one.json["result"], "created")
+        XCTAssertEqual(two.json["result"], "created")
+        XCTAssertNotEqual(one.json["id"], two.json["id"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "one"]).json,
+                                  ["result": "exists", "id": one.json["id"]!, "name": "one"])
+        let oneID = try XCTUnwrap(one.json["id"]?.stringValue)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/\(oneID)").json["views"]?["one"]?["map"],
+                                  ["fields": ["a": "asc"], "partial_filter_selector": [:]])
+
+        let body: JSON = ["index": ["fields": ["a"], "partial_filter_selector": ["type": "x"]], "name": "three"]
+        let three = try await server.request("POST", "/db/_index", json: body)
+        XCTAssertEqual(three.json["result"], "created")
+        let threeID = try XCTUnwrap(three.json["id"]?.stringValue)
+        let view = try await server.request("GET", "/db/\(threeID)").json["views"]?["three"]
+        XCTAssertEqual(view?["map"]?["partial_filter_selector"], ["type": ["$eq": "x"]])
+        XCTAssertEqual(view?["options"]?["def"]?["partial_filter_selector"], ["type": "x"])
+        let listed = try await server.request("GET", "/db/_index").json["indexes"]?.arrayValue?.first { $0["name"] == "three" }
+        XCTAssertEqual(listed?["def"]?["partial_filter_selector"], ["type": ["$eq": "x"]])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index", json: body).json["result"], "exists")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index").json["total_rows"], 4)
+        // The normalised filter still selects: only type x is in the index.
+        for (id, type) in [("p", "x"), ("q", "y")] {
+            _ = try await server.request("PUT", "/db/\(id)", json: ["a": 1, "type": .string(type)])
+        }
+        let found = try await server.request("POST", "/db/_find", json: ["selector": ["a": 1, "type": "x"], "use_index": .string(threeID)])
+        XCTAssertEqual(found.json["docs"]?.arrayValue?.map { $0["_id"] }, ["p"])
+    }
+
     func testMalformedRequestsGetCouchDBsErrors() async throws {
         let server = try await server()
         let cases: [(JSON, String)] = [

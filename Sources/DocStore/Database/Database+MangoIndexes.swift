@@ -64,7 +64,9 @@ extension Database {
         let generated = MangoIndex.generatedName(fields: fields, partialFilter: filter, type: type)
         let indexName = name ?? generated
         guard !indexName.isEmpty else { throw DocStoreError(.badRequest, "The index name must not be empty") }
-        let ddocID = designDocument.map { $0.hasPrefix("_design/") ? $0 : "_design/" + $0 } ?? "_design/" + generated
+        // As CouchDB, an index without a design document gets one of its own, named from its definition and name.
+        let ddocID = designDocument.map { $0.hasPrefix("_design/") ? $0 : "_design/" + $0 }
+            ?? "_design/" + (name.map { MangoIndex.generatedName(fields: fields, partialFilter: filter, type: type, name: $0) } ?? generated)
         let index = MangoIndex(designDocument: ddocID, name: indexName, fields: fields, partialFilter: filter, type: type)
         let member = type == .json ? "views" : "indexes"
 

@@ -148,13 +148,12 @@ public struct MangoIndex: Sendable, Hashable {
         for field in fields { fieldsObject[field.path] = .string(field.descending ? "desc" : "asc") }
         var map = JSONObject()
         map["fields"] = .object(fieldsObject)
+        // As CouchDB 3.3.3: the map's filter normalised (`{}` without one), the definition's as given.
+        map["partial_filter_selector"] = partialFilter?.normalized ?? .object([:])
         var definition = JSONObject()
         // As given to `_index`: a plain name for an ascending field, `{"name": "desc"}` otherwise.
         definition["fields"] = .array(fields.map { $0.descending ? $0.json : .string($0.path) })
-        if let partialFilter {
-            map["partial_filter_selector"] = partialFilter.root
-            definition["partial_filter_selector"] = partialFilter.root
-        }
+        if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
         return ["map": .object(map), "reduce": "_count", "options": ["def": .object(definition)]]
     }
 
@@ -163,7 +162,7 @@ public struct MangoIndex: Sendable, Hashable {
         if type == .text { return textListingJSON }
         var definition = JSONObject()
         definition["fields"] = .array(fields.map(\.json))
-        if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }
+        if let partialFilter { definition["partial_filter_selector"] = partialFilter.normalized }
         return ["ddoc": .string(designDocument), "name": .string(name), "type": "json", "partitioned": false,
                 "def": .object(definition)]
     }
@@ -193,9 +192,11 @@ public struct MangoIndex: Sendable, Hashable {
         return result
     }
 
-    /// The name CouchDB would leave to a hash: the SHA-1 of the definition, in hex.
-    static func generatedName(fields: [SortField], partialFilter: Selector?, type: Kind = .json) -> String {
+    /// The name CouchDB would leave to a hash: the SHA-1 of the definition (and of the index's `name`
+    /// when one is given, so that every named index gets a design document of its own), in hex.
+    static func generatedName(fields: [SortField], partialFilter: Selector?, type: Kind = .json, name: String? = nil) -> String {
         var definition = JSONObject()
+        if let name { definition["name"] = .string(name) }
         if type == .text { definition["type"] = "text" }
         definition["fields"] = .array(fields.map(\.json))
         if let partialFilter { definition["partial_filter_selector"] = partialFilter.root }

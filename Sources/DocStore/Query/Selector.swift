@@ -139,8 +139,9 @@ public struct Selector: Sendable, Hashable {
         return parts.count == 1 ? parts[0] : ["$and": .array(parts)]
     }
 
-    public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root }
-    public func hash(into hasher: inout Hasher) { hasher.combine(root) }
+    /// Selectors are equal when they normalise alike (`{"a": 1}` and `{"a": {"$eq": 1}}`).
+    public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root || lhs.normalized == rhs.normalized }
+    public func hash(into hasher: inout Hasher) { hasher.combine(normalized) }
 }
 
 /// A selector after normalisation: fields carried down to the operators they apply to, negations
