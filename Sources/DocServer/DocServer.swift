@@ -435,20 +435,27 @@ final class DatabaseRegistry: Sendable {
         replicatorObserver.withLock { $0 = observer }
     }
 
-    /// CouchDB's rule for database names (without `/`, which cannot name a file), and the system
-    /// database `_replicator`.
+    /// CouchDB's rule for database names, and the system database `_replicator`. A `/` (sent as `%2F`)
+    /// separates folders, as CouchDB keeps such databases; an empty part (`a/`, `a//b`) is refused.
     static func validate(_ name: String) throws {
         if name == ReplicationScheduler.databaseName { return }
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-")
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-/")
         guard let first = name.first, first.isLetter, first.isLowercase, first.isASCII, name.count <= 200,
-            name.allSatisfy({ allowed.contains($0) })
+            name.allSatisfy({ allowed.contains($0) }), !name.hasSuffix("/"), !name.contains("//")
         else {
             throw CouchError(.badRequest, "illegal_database_name",
-                             "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, and - are allowed. Must begin with a letter.")
+                             "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.")
         }
     }
 
     func exists(_ name: String) -> Bool { Database.exists(name: name, directory: directory) }
+
+    /// Closes database `name` and deletes its files (a folder its name made stays, as in CouchDB: a
+    /// database may be being made in it).
+    func delete(_ name: String) async throws {
+        await forget(name)
+        try await Database.delete(name: name, directory: directory)
+    }
 
     func database(named name: String) async throws -> Database {
         try DatabaseRegistry.validate(name)
@@ -508,12 +515,20 @@ final class DatabaseRegistry: Sendable {
         })
     }
 
+    /// Every database's name, those in folders (`a/b`) included, sorted.
     func names() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: directory.path)
-            .filter { $0.hasSuffix(".sqlite") }
-            .map { String($0.dropLast(7)) }
-            .filter { (try? DatabaseRegistry.validate($0)) != nil }
-            .sorted()
+        guard let files = FileManager.default.enumerator(atPath: directory.path) else {
+            throw CouchError(DocStoreError(.io, "Cannot list the data folder \(directory.path)"))
+        }
+        var names: [String] = []
+        while let path = files.nextObject() as? String {
+            // `.docstore-system` and other hidden folders hold no CouchDB database.
+            if path.hasPrefix(".") || path.contains("/.") { files.skipDescendants(); continue }
+            guard path.hasSuffix(".sqlite") else { continue }
+            let name = String(path.dropLast(7))
+            if (try? DatabaseRegistry.validate(name)) != nil { names.append(name) }
+        }
+        return names.sorted()
     }
 
     func closeAll() async {

@@ -171,7 +171,7 @@ final class AttachmentHTTPTests: XCTestCase {
         let put = try await server.request("PUT", "/db/up/big.bin", body: big, contentType: "application/octet-stream",
                                            headers: ["Content-MD5": md5])
         XCTAssertEqual(put.status, 201, put.text)
-        XCTAssertEqual(put.header("Location"), "/db/up/big.bin")
+        XCTAssertEqual(put.header("Location"), "http://127.0.0.1:\(server.port)/db/up/big.bin")
         let back = try await server.request("GET", "/db/up/big.bin")
         XCTAssertEqual(back.body, big)
         let rev = try XCTUnwrap(put.json["rev"]?.stringValue)

@@ -151,6 +151,43 @@ final class ServerAPITests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/r2?revs=true").json["_revisions"]?["ids"]?[1], "")
     }
 
+    /// Database names with `/` (sent as `%2F`), legal in CouchDB 3.3.3 and refused by DocServer; and
+    /// CouchDB's absolute `Location`, every name percent-encoded, the host a proxy's
+    /// `X-Forwarded-Host` where there is one (all recorded with curl).
+    func testDatabaseNamesWithSlashesAndAbsoluteLocations() async throws {
+        let server = try await TestServer(self)
+        let created = try await server.request("PUT", "/a%2Fb")
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created.header("Location"), "http://127.0.0.1:\(server.port)/a%2Fb")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a").status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/a%2Fb%2Fc").status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb").json["db_name"], "a/b")
+        let document = try await server.request("PUT", "/a%2Fb/doc%201", json: ["v": 1])
+        XCTAssertEqual(document.status, 201)
+        XCTAssertEqual(document.header("Location"), "http://127.0.0.1:\(server.port)/a%2Fb/doc%201")
+        let design = try await server.request("PUT", "/a%2Fb/_design/x", json: [:], headers: ["X-Forwarded-Host": "proxy.test:8080"])
+        XCTAssertEqual(design.header("Location"), "http://proxy.test:8080/a%2Fb/_design%2Fx")
+        let attachment = try await server.request("PUT", "/a/d/e%20f.txt", body: Data("hi".utf8), contentType: "text/plain",
+                                                  headers: ["X-Forwarded-Host": "proxy.test", "X-Forwarded-Proto": "https"])
+        XCTAssertEqual(attachment.header("Location"), "https://proxy.test/a/d/e%20f.txt")
+        await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb/doc%201").json["v"], 1)
+        await XCTAssertEqualAsync(try await server.request("GET", "/a/doc%201").status, 404, "another database")
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "a", "a/b", "a/b/c"])
+        for illegal in ["/a%2F", "/%2Fa", "/a%2F%2Fb", "/a%2F.b"] {
+            let refused = try await server.request("PUT", illegal)
+            XCTAssertEqual(refused.status, 400, illegal)
+            XCTAssertEqual(refused.json["error"], "illegal_database_name", illegal)
+        }
+        // Replicated by name, as any local database.
+        let replicated = try await server.request("POST", "/_replicate", json: ["source": "a/b", "target": "x/y", "create_target": true])
+        XCTAssertEqual(replicated.json["ok"], true, replicated.text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/x%2Fy/doc%201").json["v"], 1)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/a%2Fb").json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb").status, 404)
+        await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb%2Fc").status, 200)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "a", "a/b/c", "x/y"])
+    }
+
     func testConflictsOpenRevsAndMultipart() async throws {
         let server = try await serverWithDatabase()
         let docs: JSON = ["new_edits": false, "docs": [
@@ -425,7 +462,9 @@ final class ServerAPITests: XCTestCase {
                                                                                         ["_id": "_local/never", "_deleted": true]]])
         XCTAssertEqual(deleted.json, [["ok": true, "id": "_local/l1", "rev": "0-0"], ["ok": true, "id": "_local/never", "rev": "0-0"]])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l1").status, 404)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l2", json: ["a": 1]).status, 201)
+        let l2 = try await server.request("PUT", "/db/_local/l2", json: ["a": 1])
+        XCTAssertEqual(l2.status, 201)
+        XCTAssertEqual(l2.header("Location"), "http://127.0.0.1:\(server.port)/db/_local%2Fl2")
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l2", json: ["_rev": "0-1", "_deleted": true]).json,
                                   ["ok": true, "id": "_local/l2", "rev": "0-0"])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_local/l2").status, 404)

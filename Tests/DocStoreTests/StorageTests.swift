@@ -101,9 +101,16 @@ final class StorageTests: XCTestCase {
 
     func testInvalidNamesAndDeletion() async throws {
         let directory = try makeTemporaryDirectory(self)
-        for name in ["", "../escape", "a/b", ".hidden", "sp ace"] {
+        for name in ["", "../escape", "a/../b", "a//b", "a/", "/a", ".hidden", "a/.hidden", "sp ace"] {
             await assertThrowsDocStoreError(.badRequest) { try await Database.open(name: name, directory: directory) }
         }
+        // As CouchDB keeps them, a name with `/` is a file in a subfolder.
+        let nested = try await Database.open(name: "team/notes", directory: directory)
+        XCTAssertEqual(nested.name, "team/notes")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: directory.appendingPathComponent("team/notes.sqlite").path))
+        try await Database.delete(name: "team/notes", directory: directory)
+        XCTAssertFalse(Database.exists(name: "team/notes", directory: directory))
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("team"))
         let db = try await Database.open(name: "doomed", directory: directory)
         _ = try await db.save(Document(id: "x", body: [:]))
         XCTAssertTrue(Database.exists(name: "doomed", directory: directory))

@@ -66,6 +66,18 @@ struct CouchRequest: Sendable {
 
     func header(_ name: HTTPField.Name) -> String? { headers[name] }
 
+    /// The absolute URL of `parts` on this server, as CouchDB's `Location` names it: every part
+    /// percent-encoded but letters, digits and `-_.` (so `a/b` is `a%2Fb`); the scheme and host from
+    /// `X-Forwarded-Proto` and `X-Forwarded-Host` where a proxy sent them, else `http` and the `Host`.
+    /// Without a host, just the path.
+    func location(_ parts: String...) -> String {
+        let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        let path = parts.map { "/" + ($0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0) }.joined()
+        guard let host = headers[HTTPField.Name("X-Forwarded-Host")!] ?? authority ?? headers[HTTPField.Name("Host")!] else { return path }
+        let scheme = headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
+        return "\(scheme)://\(host)\(path)"
+    }
+
     /// A Boolean query parameter (`true`/`false`).
     func bool(_ name: String, default value: Bool = false) throws -> Bool {
         guard let text = query[name] else { return value }

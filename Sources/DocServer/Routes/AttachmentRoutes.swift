@@ -133,7 +133,7 @@ extension DocServer {
         }
         let saved = try await db.save(document)
         var headers: HTTPFields = [.eTag: "\"\(saved.revision!)\""]
-        if request.method == .put { headers[.location] = "/\(db.name)/\(id)/\(name)" }
+        if request.method == .put { headers[.location] = request.location(db.name, id, name) }
         return Response.json(WriteResult(written: saved).json, status: request.method == .put ? .created : .ok, headers: headers)
     }
 

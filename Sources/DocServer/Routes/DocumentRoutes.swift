@@ -251,7 +251,7 @@ extension DocServer {
         }
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created,
-                             headers: [.eTag: "\"\(saved.revision!)\"", .location: "/\(db.name)/\(id)"])
+                             headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, id)])
     }
 
     /// `POST /{db}`: a new document, id from the body or generated.
@@ -265,7 +265,7 @@ extension DocServer {
         var document = try await documentFromBody(request, db: db)
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
-        return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: "/\(db.name)/\(saved.id)"])
+        return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: request.location(db.name, saved.id)])
     }
 }
 

@@ -96,7 +96,8 @@ extension DocServer {
                 body["_rev"] = .string(query)
             }
             let write = try LocalDocumentWrite(id: id, json: body)
-            return Response.json(try await self.write(write, in: db).json, status: .created)
+            return Response.json(try await self.write(write, in: db).json, status: .created,
+                                 headers: [.location: request.location(db.name, write.id)])
         case .delete:
             guard try await db.removeLocalDocument(withID: id) else { throw CouchError.notFound() }
             return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)

@@ -92,7 +92,7 @@ extension DocServer {
                 throw CouchError(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
             }
             _ = try await registry.open(name)
-            return Response.json(["ok": true], status: .created, headers: [.location: "/\(name)"])
+            return Response.json(["ok": true], status: .created, headers: [.location: request.location(name)])
         case .delete:
             guard principal.isAdmin else { throw CouchError.adminRequired }
             // A `?rev=` says a document was meant: CouchDB refuses rather than delete the database.
@@ -101,8 +101,7 @@ extension DocServer {
             }
             try DatabaseRegistry.validate(name)
             guard registry.exists(name) else { throw CouchError.notFound("Database does not exist.") }
-            await registry.forget(name)
-            try await Database.delete(name: name, directory: configuration.dataDirectory)
+            try await registry.delete(name)
             return Response.json(["ok": true])
         case .get, .head:
             let db = try await registry.database(named: name)

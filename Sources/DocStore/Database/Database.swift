@@ -115,9 +115,9 @@ public final class Database: Sendable {
                 return existing
             }
             do {
-                try FileManager.default.createDirectory(at: configuration.directory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
             } catch {
-                throw DocStoreError(.io, "Cannot create folder \(configuration.directory.path)", cause: error)
+                throw DocStoreError(.io, "Cannot create folder \(configuration.folderURL.path)", cause: error)
             }
             let database = try Database(configuration: configuration)
             open[key] = database

@@ -95,17 +95,24 @@ public struct DatabaseConfiguration: Sendable {
         return nil
     }
 
-    /// The database file.
+    /// The database file: `<name>.sqlite` in ``directory``; a name with `/` (`team/notes`, as CouchDB
+    /// allows) is a file in a subfolder (`team/notes.sqlite`).
     public var fileURL: URL {
         directory.appendingPathComponent(name + ".sqlite", isDirectory: false)
     }
 
-    /// Checks the name: non-empty, no path separators, no leading dot.
+    /// The folder that holds ``fileURL``: ``directory``, or a subfolder of it for a name with `/`.
+    var folderURL: URL { fileURL.deletingLastPathComponent() }
+
+    /// Checks the name: non-empty parts separated by `/`, none starting with a dot.
     static func validate(name: String) throws {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.()+$")
-        guard !name.isEmpty, name.count <= 200, !name.hasPrefix("."), name.allSatisfy({ allowed.contains($0) }) else {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.()+$/")
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard !name.isEmpty, name.count <= 200, name.allSatisfy({ allowed.contains($0) }),
+            parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") })
+        else {
             throw DocStoreError(.badRequest,
-                                "Invalid database name \"\(name)\": use letters, digits and _ - . ( ) + $, not starting with a dot")
+                                "Invalid database name \"\(name)\": use letters, digits and _ - . ( ) + $, parts separated by / and not starting with a dot")
         }
     }
 }
