@@ -147,9 +147,12 @@ package enum ChangesFeedLine: Sendable, Hashable {
         }
     }
 
-    /// A row as an `EventSource` event (`feed=eventsource`): its JSON as data, its sequence as id.
+    /// A row as an `EventSource` event (`feed=eventsource`): its JSON as data, its sequence as id (in
+    /// JSON, quotes included, as CouchDB 3.3 sends it).
     package static func event(_ row: ChangesRow) -> String {
-        let id = row.sequence.stringValue ?? row.sequence.description
-        return "data: \(row.json.description)\nid: \(id)\n\n"
+        "data: \(row.json.description)\nid: \(row.sequence.description)\n\n"
     }
+
+    /// An `EventSource` heartbeat, as CouchDB 3.3 sends it.
+    package static let eventHeartbeat = "event: heartbeat\ndata: \n\n"
 }

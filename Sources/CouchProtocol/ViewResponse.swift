@@ -147,7 +147,15 @@ package struct ViewResponse: Sendable, Hashable {
 }
 
 extension DatabaseInfo {
-    /// The `GET /db` answer.
+    /// The `GET /db` answer, with CouchDB 3's sequence strings (``CouchSequence``).
+    package var serverJSON: JSON {
+        var json = couchDBJSON
+        json["update_seq"] = CouchSequence.json(updateSequence)
+        json["purge_seq"] = CouchSequence.json(0)
+        return json
+    }
+
+    /// The `GET /db` answer with plain sequence numbers, as the `docstore` command prints it.
     package var couchDBJSON: JSON {
         ["db_name": .string(name), "update_seq": .integer(Int(updateSequence)), "doc_count": .integer(documentCount),
          "doc_del_count": .integer(deletedDocumentCount), "sizes": ["file": .integer(fileSize)],

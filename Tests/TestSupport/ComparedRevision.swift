@@ -167,3 +167,13 @@ extension Database {
         return leaves
     }
 }
+
+/// The database sequence in a CouchDB 3 sequence (`"12-g2wAAA…"`, the number before the dash) or a
+/// plain number; `nil` for anything else.
+public func sequenceNumber(_ json: JSON?) -> Int? {
+    switch json {
+    case .integer(let number)?: return number
+    case .string(let text)?: return Int(text.prefix { $0 != "-" })
+    default: return nil
+    }
+}

@@ -212,7 +212,7 @@ extension DocServer {
         var answer = ViewResponse(result, includeDocuments: includeDocuments)
         if try request.bool("update_seq") {
             // CouchDB 3.3.3 gives `null` for a `keys` query.
-            answer.updateSequence = query.keys == nil ? .integer(Int(await db.updateSequence)) : .null
+            answer.updateSequence = query.keys == nil ? CouchSequence.json(await db.updateSequence) : .null
         }
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
@@ -357,6 +357,7 @@ extension DocServer {
             throw CouchError.notFound(javaScript == nil ? "missing_named_view" : error.reason)
         }
         var answer = ViewResponse(result, includeDocuments: requestedDocs)
+        answer.updateSequence = result.updateSequence.map(CouchSequence.json)
         if javaScript != nil {
             // A group whose JavaScript reduce overflowed is an error row, as CouchDB writes it.
             for index in answer.rows.indices where answer.rows[index].id == nil {

@@ -52,14 +52,14 @@ struct ChangesRequest: Sendable {
             default: return nil
             }
         }
-        switch parameter("since") {
+        // A reconnecting EventSource names the last event it saw; CouchDB starts there, whatever `since` says.
+        switch request.header(HTTPField.Name("Last-Event-ID")!) ?? parameter("since") {
         case nil, "0"?: since = 0
         case "now"?: since = currentSequence
         case let text?:
-            // Sequences may arrive as JSON strings ("12") or numbers.
-            let trimmed = text.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            guard let value = Int64(trimmed.split(separator: "-").first ?? ""), value >= 0 else {
-                throw CouchError.badRequest("Invalid since sequence: \(text)")
+            // Sequences may arrive as JSON strings ("12-g2w…") or numbers.
+            guard let value = CouchSequence.parse(text.trimmingCharacters(in: CharacterSet(charactersIn: "\""))) else {
+                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
             }
             since = value
         }
@@ -216,7 +216,7 @@ extension DocServer {
                     if committed { continue }
                     if db.isClosed { break }
                     if parameters.heartbeat != nil {
-                        try await writer.write(ByteBuffer(string: "\n"))
+                        try await writer.write(ByteBuffer(string: eventSource ? ChangesFeedLine.eventHeartbeat : "\n"))
                         idle += wait
                         if request.query["timeout"] != nil, idle >= parameters.timeout { break }
                     } else {
@@ -224,7 +224,7 @@ extension DocServer {
                     }
                 }
                 if !eventSource {
-                    try await writer.write(ByteBuffer(string: ChangesFeedLine.end(lastSequence: .integer(Int(since)), pending: 0).text))
+                    try await writer.write(ByteBuffer(string: ChangesFeedLine.end(lastSequence: CouchSequence.json(since), pending: 0).text))
                 }
                 try await writer.finish(nil)
             }
@@ -243,7 +243,7 @@ extension DocServer {
 
     /// The answer for `rows` continuing at `last`, with the count of changes after it.
     private func changesAnswer(_ db: Database, _ rows: [ChangesRow], last: Int64) async throws -> ChangesResponse {
-        ChangesResponse(results: rows, lastSequence: .integer(Int(last)), pending: try await db.pendingChangeCount(since: last))
+        ChangesResponse(results: rows, lastSequence: CouchSequence.json(last), pending: try await db.pendingChangeCount(since: last))
     }
 
     /// The rows after `since` that pass the filters and the principal's channels, up to the limit, and
@@ -263,7 +263,9 @@ extension DocServer {
                     document = .null
                 }
             }
-            rows.append(ChangesRow(change, allLeaves: parameters.allLeaves, document: document))
+            var row = ChangesRow(change, allLeaves: parameters.allLeaves, document: document)
+            row.sequence = CouchSequence.json(change.sequence)
+            rows.append(row)
         }
         return (rows, page.lastSequence)
     }

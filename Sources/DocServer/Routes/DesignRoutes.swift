@@ -140,7 +140,7 @@ extension DocServer {
                                           headers: headers, body: body, id: id,
                                           userContext: principal.userContext(database: db.name),
                                           securityObject: .object(security.json),
-                                          info: (try? await db.info().couchDBJSON) ?? [:],
+                                          info: (try? await db.info().serverJSON) ?? [:],
                                           rawPath: "/" + path.map { $0.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? $0 }
                                             .joined(separator: "/") + (request.rawQuery.map { "?" + $0 } ?? ""))
         if case .object(var members) = json {

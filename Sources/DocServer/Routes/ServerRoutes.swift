@@ -106,7 +106,7 @@ extension DocServer {
         case .get, .head:
             let db = try await registry.database(named: name)
             try await registry.security(of: name, db).authorize(principal)
-            return Response.json(try await db.info().couchDBJSON)
+            return Response.json(try await db.info().serverJSON)
         case .post:
             let db = try await registry.database(named: name)
             try await registry.security(of: name, db).authorize(principal)
