@@ -195,7 +195,13 @@ public final class DocServer: Sendable {
         var streaming = false
         var route = "unknown"
         do {
-            var couch = try CouchRequest(method: request.method, path: request.uri.path, rawQuery: request.uri.query,
+            // As CouchDB: a POST may say which method it stands for (clients that can only POST).
+            var method = request.method
+            if method == .post, let override = request.headers[HTTPField.Name("X-HTTP-Method-Override")!],
+                let overridden = HTTPRequest.Method(override.trimmingCharacters(in: .whitespaces).uppercased()) {
+                method = overridden
+            }
+            var couch = try CouchRequest(method: method, path: request.uri.path, rawQuery: request.uri.query,
                                          headers: request.headers, body: [])
             couch.authority = request.head.authority
             if DocServer.streamsBody(couch) {
@@ -231,6 +237,8 @@ public final class DocServer: Sendable {
         // As CouchDB's welcome answer, the Server header names the CouchDB version spoken first (CouchDB's
         // own suite checks it starts with "CouchDB"), then DocStore.
         response.headers[.server] = DocServer.serverHeader
+        // As CouchDB: an id for each request, ten hex digits, for the client to quote.
+        response.headers[DocServer.requestIDHeader] = DocServer.requestID()
         metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
         if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
@@ -305,8 +313,8 @@ public final class DocServer: Sendable {
             throw CouchError.authenticationRequired
         }
         if segments == ["_all_dbs"] {
-            guard request.method == .get else { throw CouchError.methodNotAllowed }
-            return Response.json(JSON(try registry.names()))
+            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
+            return Response.json(JSON(try allDatabaseNames(request)))
         }
         if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
         if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
@@ -340,6 +348,12 @@ public final class DocServer: Sendable {
         switch rest[0] {
         case "_security" where rest.count == 1: return try await security(db, name: name, request, principal: principal)
         case "_all_docs": return try await allDocuments(db, request, principal: principal)
+        case "_design_docs" where rest.count == 1:
+            guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
+            return Response.json(try await allDocumentsAnswer(db, request, principal: principal, designOnly: true))
+        case "_local_docs" where rest.count == 1:
+            guard principal.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
+            return try await localDocumentList(db, request)
         case "_bulk_docs": return try await bulkDocuments(db, request, principal: principal)
         case "_bulk_get": return try await bulkGet(db, request, principal: principal)
         case "_changes": return try await changes(db, request, principal: principal)
@@ -380,6 +394,14 @@ public final class DocServer: Sendable {
     /// The `Server` header of every answer.
     static let serverHeader = "CouchDB/3.3.3 (DocStore/0.1.0)"
 
+    static let requestIDHeader = HTTPField.Name("X-Couch-Request-ID")!
+
+    /// A new request id: ten random hex digits, as CouchDB's.
+    static func requestID() -> String {
+        let digits = String(UInt64.random(in: 0..<(1 << 40)), radix: 16)
+        return String(repeating: "0", count: 10 - digits.count) + digits
+    }
+
     private func welcome(_ request: CouchRequest) throws -> Response {
         guard request.method == .get || request.method == .head else { throw CouchError.methodNotAllowed }
         return Response.json([
@@ -389,11 +411,19 @@ public final class DocServer: Sendable {
         ])
     }
 
+    /// `GET /_uuids?count=N` (1 to 1000), never cached, as CouchDB 3.3.3 answers it.
     private func uuids(_ request: CouchRequest) throws -> Response {
-        let count = try request.int("count") ?? 1
-        guard count <= 1000 else { throw CouchError.forbidden("count parameter too large") }
+        guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
+        var count = 1
+        if let text = request.query["count"] {
+            guard let value = Int(text), value > 0 else { throw CouchError.badRequest("count must be a positive integer") }
+            count = value
+        }
+        guard count <= 1000 else { throw CouchError.badRequest("count parameter too large") }
         let ids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
-        return Response.json(["uuids": .array(ids)])
+        return Response.json(["uuids": .array(ids)], headers: [
+            .cacheControl: "no-cache", HTTPField.Name("Pragma")!: "no-cache", .expires: "Mon, 01 Jan 1990 00:00:00 GMT",
+        ])
     }
 }
 

@@ -34,6 +34,11 @@ public struct CouchError: Error, Sendable {
     static let designDocumentsNeedAdmin = CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Only the methods of the CouchDB API are allowed here.")
 
+    /// 405 as CouchDB words it for an endpoint of fixed methods (`"Only GET allowed"`).
+    static func only(_ methods: String) -> CouchError {
+        CouchError(.methodNotAllowed, "method_not_allowed", "Only \(methods) allowed")
+    }
+
     /// The JSON body.
     var body: ErrorBody { ErrorBody(error: error, reason: reason) }
 
@@ -45,7 +50,8 @@ extension Response {
     static func json(_ value: JSON, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
         var bytes = (try? value.serialized()) ?? Array(value.description.utf8)
         bytes.append(0x0A)
-        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "must-revalidate"]
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if extra[.cacheControl] == nil { headers[.cacheControl] = "must-revalidate" }
         headers.append(contentsOf: extra)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -66,6 +66,34 @@ struct CouchRequest: Sendable {
 
     func header(_ name: HTTPField.Name) -> String? { headers[name] }
 
+    /// The request with a POST body's members as query parameters (JSON-encoded but for the document
+    /// ids and `stale`/`update`, which are plain strings), the query string winning where both name
+    /// one, as CouchDB reads `_all_docs` and view requests. `keys` comes from the body when it has it.
+    func withBodyParameters() throws -> CouchRequest {
+        guard method == .post else { return self }
+        try requireJSONContentType()
+        var request = self
+        for (name, value) in try jsonObjectBody() where name == "keys" || query[name] == nil {
+            switch value {
+            case .string(let text) where name.hasSuffix("docid") || name.hasSuffix("doc_id") || name == "stale" || name == "update":
+                request.query[name] = text
+            default:
+                request.query[name] = try value.serializedString()
+            }
+        }
+        return request
+    }
+
+    /// Whether `If-None-Match` names `etag` (quoted): among a list, weak (`W/"…"`) or not.
+    func ifNoneMatch(_ etag: String) -> Bool {
+        guard let header = headers[.ifNoneMatch] else { return false }
+        return header.split(separator: ",").contains { item in
+            var tag = item.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == etag
+        }
+    }
+
     /// The absolute URL of `parts` on this server, as CouchDB's `Location` names it: every part
     /// percent-encoded but letters, digits and `-_.` (so `a/b` is `a%2Fb`); the scheme and host from
     /// `X-Forwarded-Proto` and `X-Forwarded-Host` where a proxy sent them, else `http` and the `Host`.

@@ -39,6 +39,17 @@ extension DocServer {
                 throw CouchError(error)
             }
         }
+        // CouchDB 3.3.3 refuses `all_or_nothing` (but with `new_edits=false`, where it ignores it), naming
+        // each document.
+        if newEdits, try request.jsonObjectBody()["all_or_nothing"] == true {
+            let failure = ErrorBody(error: "not_implemented", reason: "all_or_nothing is not supported")
+            let refused = items.map { item -> JSON in
+                var row = WriteResult(id: item["_id"]?.stringValue ?? db.configuration.idFactory(), failure: failure).json
+                row["rev"] = .string(item["_rev"]?.stringValue ?? "0-")
+                return row
+            }
+            return Response.json(.array(refused), status: .expectationFailed)
+        }
         var rows = [WriteResult?](repeating: nil, count: parsed.count + locals.count)
         let localPositions = Set(locals.map(\.position))
         let documentPositions = rows.indices.filter { !localPositions.contains($0) }
@@ -171,8 +182,12 @@ extension DocServer {
         return Response.json(try await allDocumentsAnswer(db, request, principal: principal))
     }
 
-    /// `_all_docs`'s answer to a request's options: rows the principal may read.
-    func allDocumentsAnswer(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> JSON {
+    /// `_all_docs`'s answer to a request's options (from the query string and a POST body, the query
+    /// string winning): rows the principal may read. `designOnly` answers `_design_docs`: the rows of
+    /// design documents, `total_rows` counting them. A key that is not a string names no document: its
+    /// row is `not_found`, as in CouchDB 3.3.3.
+    func allDocumentsAnswer(_ db: Database, _ original: CouchRequest, principal: Principal, designOnly: Bool = false) async throws -> JSON {
+        let request = try original.withBodyParameters()
         func stringKey(_ names: String...) throws -> String? {
             for name in names {
                 guard let value = try request.json(name) else { continue }
@@ -189,27 +204,43 @@ extension DocServer {
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
-        let includeDocuments = try request.bool("include_docs")
-        var keys: [JSON]? = try request.json("keys")?.arrayValue
-        if request.method == .post {
-            try request.requireJSONContentType()
-            let body = try request.jsonObjectBody()
-            if let list = body["keys"] {
-                guard let array = list.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
-                keys = array
+        if designOnly {
+            // Design document ids sort between "_design/" and "_design0", neither of them an id.
+            let (low, high) = ("_design/", "_design0")
+            if query.descending {
+                query.startKey = min(query.startKey ?? high, high)
+                query.endKey = max(query.endKey ?? low, low)
+            } else {
+                query.startKey = max(query.startKey ?? low, low)
+                query.endKey = min(query.endKey ?? high, high)
             }
         }
+        let includeDocuments = try request.bool("include_docs")
+        let keys: [JSON]? = try request.json("keys").map { list in
+            guard let array = list.arrayValue else { throw CouchError.badRequest("`keys` parameter must be an array.") }
+            return array
+        }
         try Self.refuseKeysWithKeyOrRange(request, hasKeys: keys != nil)
+        // A key that is not a string stands in the query as an id no document can have.
+        var standIns: [String: JSON] = [:]
         if let keys {
-            query.keys = try keys.map { key in
-                guard let text = key.stringValue else { throw CouchError.badRequest("keys must be strings") }
-                return text
+            query.keys = keys.enumerated().map { index, key in
+                if let text = key.stringValue { return text }
+                let standIn = "_\u{0}\(index)"
+                standIns[standIn] = key
+                return standIn
             }
         }
         let filtering = !principal.readsEverything
         query.includeDocuments = includeDocuments || filtering
         let result = try await db.allDocuments(query)
         var answer = ViewResponse(result, includeDocuments: includeDocuments)
+        if !standIns.isEmpty {
+            for index in answer.rows.indices {
+                if case .string(let key) = answer.rows[index].key, let original = standIns[key] { answer.rows[index].key = original }
+            }
+        }
+        if designOnly { answer.totalRows = try await designDocumentCount(db) }
         if try request.bool("update_seq") {
             // CouchDB 3.3.3 gives `null` for a `keys` query.
             answer.updateSequence = query.keys == nil ? CouchSequence.json(await db.updateSequence) : .null
@@ -223,6 +254,17 @@ extension DocServer {
         }
         if includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
         return answer.json
+    }
+
+    /// How many design documents `db` has: the rows of `_all_docs` between "_design/" and "_design0".
+    private func designDocumentCount(_ db: Database) async throws -> Int {
+        func before(_ id: String) async throws -> Int {
+            var query = AllDocumentsQuery()
+            query.startKey = id
+            query.limit = 0
+            return try await db.allDocuments(query).offset ?? 0
+        }
+        return try await before("_design0") - before("_design/")
     }
 
     /// CouchDB's `conflicts`, `attachments` and `att_encoding_info` with `include_docs`: each included
@@ -268,19 +310,7 @@ extension DocServer {
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.
     func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
-        var request = request
-        if request.method == .post {
-            // A POST body may carry every view parameter besides `keys`; the query string wins.
-            try request.requireJSONContentType()
-            for (name, value) in try request.jsonObjectBody() where name != "keys" && request.query[name] == nil {
-                switch value {
-                case .string(let text) where name.hasSuffix("docid") || name.hasSuffix("doc_id") || name == "stale" || name == "update":
-                    request.query[name] = text
-                default:
-                    request.query[name] = try value.serializedString()
-                }
-            }
-        }
+        let request = try request.withBodyParameters()
         var query = IndexQuery()
         query.includeOffset = true
         query.reduceFailuresAsValues = true
@@ -300,12 +330,9 @@ extension DocServer {
         query.groupLevel = try request.int("group_level")
         query.updateSeq = try request.bool("update_seq")
         query.stale = try staleness(request)
-        if request.method == .post {
-            let body = try request.jsonObjectBody()
-            if let keys = body["keys"] {
-                guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
-                query.keys = array
-            }
+        if let keys = try request.json("keys") {
+            guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
+            query.keys = array
         }
         try Self.refuseKeysWithKeyOrRange(request, hasKeys: query.keys != nil)
         return query

@@ -82,7 +82,12 @@ struct ChangesRequest: Sendable {
         }
         func milliseconds(_ name: String) throws -> Duration? {
             guard let text = parameter(name) else { return nil }
-            if name == "heartbeat" && text == "true" { return .seconds(60) }
+            if name == "heartbeat" {
+                if text == "true" { return .seconds(60) }
+                guard let value = Int(text), value > 0 else {
+                    throw CouchError.badRequest("The heartbeat value should be a positive integer (in milliseconds).")
+                }
+            }
             guard let value = Int(text), value >= 0 else { throw CouchError(.badRequest, "query_parse_error", "Invalid \(name): \(text)") }
             return .milliseconds(max(value, 100))
         }

@@ -171,7 +171,7 @@ extension DocServer {
         let tagParts: [String] = [design.revision?.description ?? "", documentRevision, request.header(.accept) ?? "",
                                   principal.userContext(database: db.name).description, request.rawQuery ?? ""]
         let etag = "\"" + Insecure.MD5.hash(data: Array(tagParts.joined(separator: "\u{0}").utf8)).map { String(format: "%02X", $0) }.joined() + "\""
-        if id != nil, documentJSON != nil, request.header(.ifNoneMatch) == etag {
+        if id != nil, documentJSON != nil, request.ifNoneMatch(etag) {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         let req = try await scriptRequest(db, request, principal: principal, id: id)

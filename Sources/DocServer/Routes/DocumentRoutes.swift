@@ -79,9 +79,59 @@ extension DocServer {
             }
             let tombstone = try await db.delete(id: id, revision: revision)
             return Response.json(WriteResult(written: tombstone).json, headers: [.eTag: "\"\(tombstone.revision!)\""])
+        case DocServer.copy:
+            return try await copyDocument(db, id: id, request, principal: principal)
         default:
             throw CouchError.methodNotAllowed
         }
+    }
+
+    static let copy = HTTPRequest.Method("COPY")!
+
+    /// `COPY /db/doc` with `Destination: id` (or `id?rev=…` to overwrite that revision): the document (or
+    /// its revision `?rev=`), attachments included, saved under another id, as CouchDB 3.3.3 answers it.
+    private func copyDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard let destination = request.header(HTTPField.Name("Destination")!) else {
+            throw CouchError.badRequest("Destination header is mandatory for COPY.")
+        }
+        let parts = destination.split(separator: "?", maxSplits: 1)
+        guard let target = parts.first.flatMap({ String($0).removingPercentEncoding }), !target.isEmpty else {
+            throw CouchError.badRequest("Destination header is mandatory for COPY.")
+        }
+        var targetRevision: RevisionID?
+        if parts.count == 2 {
+            let query = try CouchRequest(method: .get, path: "/", rawQuery: String(parts[1]), headers: [:], body: [])
+            targetRevision = try query.query["rev"].map(parseRevision)
+        }
+        let revision = try request.query["rev"].map(parseRevision)
+        guard let source = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
+        try checkRead(source, principal)
+        do {
+            try DocumentValidation.validateID(target, allowDesign: true)
+        } catch let error as DocStoreError {
+            throw CouchError(error)
+        }
+        var json = source.json()
+        json["_id"] = .string(target)
+        json["_rev"] = targetRevision.map { .string($0.description) }
+        var copy = try Document(json: json)
+        // The copy's attachments are new to its history: their contents go with them.
+        copy.attachments = try source.attachments.mapValues { try db.loadingContent(of: $0) }
+        try await checkWrite(&copy, in: db, principal)
+        let saved = try await db.save(copy)
+        return Response.json(WriteResult(written: saved).json, status: .created,
+                             headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, target)])
+    }
+
+    /// `?batch=ok`: CouchDB answers 202 `{"ok": true, "id": …}` at once and writes later, so that the
+    /// client learns nothing of how the write went. DocServer writes before answering, and answers the same.
+    private func batchAnswer(id: String, _ write: () async throws -> Void) async -> Response {
+        do {
+            try await write()
+        } catch {
+            logger.debug("batch=ok write of \(id) failed: \(error)")
+        }
+        return Response.json(["ok": true, "id": .string(id)], status: .accepted)
     }
 
     func parseRevision(_ text: String) throws -> RevisionID {
@@ -119,7 +169,7 @@ extension DocServer {
         if !fromTree, options.conflicts || options.deletedConflicts, let tree = try await db.revisionTree(ofDocumentWithID: id) {
             fromTree = (options.conflicts && !tree.conflicts.isEmpty) || (options.deletedConflicts && !tree.deletedConflicts.isEmpty)
         }
-        if !fromTree, request.header(.ifNoneMatch) == etag {
+        if !fromTree, request.ifNoneMatch(etag) {
             return Response(status: .notModified, headers: [.eTag: etag])
         }
         var headers = HTTPFields()
@@ -239,6 +289,13 @@ extension DocServer {
             document = try Document(json: json).with(attachmentsOf: document)
         }
         let newEdits = try request.bool("new_edits", default: true)
+        if newEdits, request.query["batch"] == "ok" {
+            return await batchAnswer(id: id) { [document] in
+                var document = document
+                try await checkWrite(&document, in: db, principal)
+                _ = try await db.save(document)
+            }
+        }
         try await checkWrite(&document, in: db, principal, replicated: !newEdits)
         if !newEdits {
             guard document.revision != nil else {
@@ -263,6 +320,14 @@ extension DocServer {
             return Response.json(try await self.write(write, in: db).json, status: .created)
         }
         var document = try await documentFromBody(request, db: db)
+        if request.query["batch"] == "ok" {
+            if !document.hasID { document.id = db.configuration.idFactory() }
+            return await batchAnswer(id: document.id) { [document] in
+                var document = document
+                try await checkWrite(&document, in: db, principal)
+                _ = try await db.save(document)
+            }
+        }
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: request.location(db.name, saved.id)])

@@ -106,3 +106,54 @@ extension DocServer {
         }
     }
 }
+
+extension DocServer {
+    /// `GET|POST /{db}/_local_docs`: the `_local` documents as `_all_docs` rows (`{"rev": "0-N"}`), with
+    /// `keys` (a missing one is a `not_found` row), `startkey`/`endkey`, `inclusive_end`, `descending`,
+    /// `skip`, `limit`, `include_docs` and `update_seq`; `total_rows`, `offset` and `update_seq` are
+    /// `null`, as CouchDB 3.3.3 answers.
+    func localDocumentList(_ db: Database, _ original: CouchRequest) async throws -> Response {
+        guard original.method == .get || original.method == .head || original.method == .post else { throw CouchError.only("GET,HEAD,POST") }
+        let request = try original.withBodyParameters()
+        func key(_ names: String...) throws -> String? {
+            guard let value = try names.lazy.compactMap({ try request.json($0) }).first else { return nil }
+            guard let text = value.stringValue else { throw CouchError(.badRequest, "query_parse_error", "Keys must be strings") }
+            return text
+        }
+        let includeDocuments = try request.bool("include_docs")
+        let all = try await db.localDocuments()
+        func row(_ local: LocalDocument) -> ViewRow {
+            var document: JSON?
+            if includeDocuments {
+                var json: JSONObject = ["_id": .string("_local/\(local.id)"), "_rev": .string(local.revision)]
+                for (name, value) in local.body { json[name] = value }
+                document = .object(json)
+            }
+            return ViewRow(id: "_local/\(local.id)", revision: local.revision, document: document)
+        }
+        var rows: [ViewRow]
+        if let keys = try request.json("keys") {
+            guard let list = keys.arrayValue else { throw CouchError.badRequest("`keys` parameter must be an array.") }
+            let byID = Dictionary(all.map { ("_local/\($0.id)", $0) }, uniquingKeysWith: { first, _ in first })
+            rows = list.map { key in
+                key.stringValue.flatMap { byID[$0] }.map(row) ?? ViewRow(id: nil, key: key, value: .null, error: "not_found")
+            }
+        } else {
+            let descending = try request.bool("descending")
+            let inclusiveEnd = try request.bool("inclusive_end", default: true)
+            let start = try key("startkey", "start_key"), end = try key("endkey", "end_key")
+            let before: (String, String) -> Bool = descending ? { $0 > $1 } : { $0 < $1 }
+            rows = (descending ? all.reversed() : all).map(row).filter { row in
+                guard let id = row.id else { return false }
+                if let start, before(id, start) { return false }
+                if let end, before(end, id) || (!inclusiveEnd && id == end) { return false }
+                return true
+            }
+        }
+        rows = Array(rows.dropFirst(try request.int("skip") ?? 0).prefix(try request.int("limit") ?? Int.max))
+        var answer: JSONObject = ["total_rows": .null, "offset": .null]
+        if try request.bool("update_seq") { answer["update_seq"] = .null }
+        answer["rows"] = .array(rows.map(\.json))
+        return Response.json(.object(answer))
+    }
+}

@@ -11,9 +11,13 @@ extension DocServer {
         case .get:
             let principal = try await authenticator.principal(for: request)
             let context: JSON = principal?.userContext ?? ["name": .null, "roles": []]
-            return Response.json(["ok": true, "userCtx": context,
-                                  "info": ["authentication_handlers": ["cookie", "default"],
-                                           "authenticated": principal == nil ? .null : "cookie"]])
+            // As CouchDB 3.3.3: which handler authenticated the request (Basic is `default`), nothing
+            // for an anonymous one.
+            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
+            if principal != nil {
+                info["authenticated"] = request.header(.authorization)?.lowercased().hasPrefix("basic ") == true ? "default" : "cookie"
+            }
+            return Response.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
             let (name, password) = try sessionCredentials(request)
             guard let principal = try await authenticator.check(name: name, password: password) else {
@@ -80,6 +84,37 @@ extension DocServer {
         default:
             throw CouchError.methodNotAllowed
         }
+    }
+
+    /// `GET /_all_dbs` with CouchDB's `_all_docs`-like parameters over the sorted names: `startkey`/
+    /// `start_key`, `endkey`/`end_key` (JSON strings), `inclusive_end`, `descending`, `skip`, `limit`.
+    func allDatabaseNames(_ request: CouchRequest) throws -> [String] {
+        func positive(_ name: String) throws -> Int? {
+            guard let text = request.query[name] else { return nil }
+            guard let value = Int(text), value >= 0 else {
+                throw CouchError(.badRequest, "query_parse_error", "Invalid value for positive integer: \"\(text)\"")
+            }
+            return value
+        }
+        func key(_ names: String...) throws -> String? {
+            guard let value = try names.lazy.compactMap({ try request.json($0) }).first else { return nil }
+            guard let text = value.stringValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid key: keys must be strings") }
+            return text
+        }
+        let descending = try request.bool("descending")
+        let inclusiveEnd = try request.bool("inclusive_end", default: true)
+        let start = try key("startkey", "start_key"), end = try key("endkey", "end_key")
+        var names = try registry.names()
+        if descending { names.reverse() }
+        let before: (String, String) -> Bool = descending ? { $0 > $1 } : { $0 < $1 }
+        names = names.filter { name in
+            if let start, before(name, start) { return false }
+            if let end, before(end, name) || (!inclusiveEnd && name == end) { return false }
+            return true
+        }
+        let skip = try positive("skip") ?? 0
+        let limit = try positive("limit") ?? Int.max
+        return Array(names.dropFirst(skip).prefix(limit))
     }
 
     /// `/{db}`: create (PUT, admins), info (GET/HEAD), delete (DELETE, admins), new document (POST).

@@ -28,6 +28,15 @@ extension Database {
         }
     }
 
+    /// Every `_local` document, in id order (CouchDB's `_local_docs`).
+    public func localDocuments() async throws -> [LocalDocument] {
+        try await read { connection in
+            try LocalDocumentRecords(connection: connection).all().map {
+                LocalDocument(id: $0.id, revision: "0-\($0.record.revision)", body: $0.record.body)
+            }
+        }
+    }
+
     /// Creates or updates a `_local` document. Updating needs the current `revision`.
     /// - Returns: the new revision, `0-N`.
     /// - Throws: ``DocStoreError/Code/conflict`` if `revision` is not the current one.

@@ -21,6 +21,20 @@ struct LocalDocumentRecords {
         return Record(revision: revision, body: body)
     }
 
+    /// Every `_local` document, by id (the bare id, its revision counter, its body), in id order.
+    func all() throws -> [(id: String, record: Record)] {
+        let statement = try connection.prepare("SELECT rev AS revision, body, id FROM local_docs ORDER BY id")
+        var result: [(id: String, record: Record)] = []
+        while try statement.step() {
+            let id = statement.text(Columns.id)
+            guard case .object(let body) = try statement.withBlob(Columns.body, { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }) else {
+                throw DocStoreError(.storage, "Corrupt local document \(id)")
+            }
+            result.append((id, Record(revision: statement.int64(Columns.revision), body: body)))
+        }
+        return result
+    }
+
     /// The counter of the current revision, or `nil` when there is no such document.
     func currentRevision(id: String) throws -> Int64? {
         try connection.scalarInt("SELECT rev FROM local_docs WHERE id = ?", [.text(id)])
@@ -38,5 +52,6 @@ struct LocalDocumentRecords {
     private enum Columns {
         static let revision: Int32 = 0
         static let body: Int32 = 1
+        static let id: Int32 = 2
     }
 }

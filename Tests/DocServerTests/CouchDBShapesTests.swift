@@ -1,0 +1,196 @@
+@testable import DocServer
+import DocStore
+import Foundation
+import TestSupport
+import XCTest
+
+/// Endpoints, statuses and headers where DocServer answered otherwise than Apache CouchDB 3.3.3; each
+/// expectation was recorded with curl from the real one.
+final class CouchDBShapesTests: XCTestCase {
+    private func server() async throws -> TestServer {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
+        return server
+    }
+
+    /// `_design_docs` is `_all_docs` over the design documents (`total_rows` counting them, `offset`
+    /// as `_all_docs` counts it); `_local_docs` lists `_local` documents with `null` totals.
+    func testDesignDocsAndLocalDocs() async throws {
+        let server = try await server()
+        for path in ["/db/a", "/db/b", "/db/_design/x", "/db/_design/y"] {
+            await XCTAssertEqualAsync(try await server.request("PUT", path, json: [:]).status, 201)
+        }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l", json: ["a": 1]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/m", json: ["a": 2]).status, 201)
+
+        let designs = try await server.request("GET", "/db/_design_docs")
+        XCTAssertEqual(designs.json["total_rows"], 2)
+        XCTAssertEqual(designs.json["offset"], 0)
+        XCTAssertEqual(designs.json["rows"]?.arrayValue?.map { $0["id"] }, ["_design/x", "_design/y"])
+        let descending = try await server.request("GET", "/db/_design_docs?descending=true")
+        XCTAssertEqual(descending.json["rows"]?.arrayValue?.map { $0["id"] }, ["_design/y", "_design/x"])
+        XCTAssertEqual(descending.json["offset"], 2, "b and a come first in descending _all_docs")
+        let from = try await server.request("GET", "/db/_design_docs?startkey=%22_design/y%22")
+        XCTAssertEqual(from.json["rows"]?.arrayValue?.map { $0["id"] }, ["_design/y"])
+        XCTAssertEqual(from.json["offset"], 1)
+        let keyed = try await server.request("POST", "/db/_design_docs", json: ["keys": ["_design/y", "_design/zz"]])
+        XCTAssertEqual(keyed.json["offset"], .null)
+        XCTAssertEqual(keyed.json["rows"]?[1], ["key": "_design/zz", "error": "not_found"])
+        let withDocs = try await server.request("GET", "/db/_design_docs?include_docs=true&limit=1")
+        XCTAssertEqual(withDocs.json["rows"]?[0]?["doc"]?["_id"], "_design/x")
+        XCTAssertEqual(withDocs.json["rows"]?.arrayValue?.count, 1)
+
+        let locals = try await server.request("GET", "/db/_local_docs")
+        XCTAssertEqual(locals.json, ["total_rows": .null, "offset": .null, "rows": [
+            ["id": "_local/l", "key": "_local/l", "value": ["rev": "0-1"]],
+            ["id": "_local/m", "key": "_local/m", "value": ["rev": "0-1"]],
+        ]])
+        let localDocs = try await server.request("GET", "/db/_local_docs?include_docs=true&descending=true&limit=1&update_seq=true")
+        XCTAssertEqual(localDocs.json, ["total_rows": .null, "offset": .null, "update_seq": .null, "rows": [
+            ["id": "_local/m", "key": "_local/m", "value": ["rev": "0-1"], "doc": ["_id": "_local/m", "_rev": "0-1", "a": 2]],
+        ]])
+        let localKeys = try await server.request("POST", "/db/_local_docs", json: ["keys": ["_local/m", "_local/zz"]])
+        XCTAssertEqual(localKeys.json["rows"]?[1], ["key": "_local/zz", "error": "not_found"])
+    }
+
+    /// `COPY` with `Destination` (`id`, or `id?rev=` to overwrite): 201 with ETag and Location; a
+    /// missing header 400; an existing destination without its revision 409; a missing source 404.
+    func testCopy() async throws {
+        let server = try await server()
+        let upload = try await server.request("PUT", "/db/a/note.txt", body: Data("hello".utf8), contentType: "text/plain")
+        XCTAssertEqual(upload.status, 201)
+        let copied = try await server.request("COPY", "/db/a", headers: ["Destination": "c"])
+        XCTAssertEqual(copied.status, 201)
+        XCTAssertEqual(copied.json["id"], "c")
+        XCTAssertEqual(copied.header("ETag"), "\"\(copied.json["rev"]!.stringValue!)\"")
+        XCTAssertEqual(copied.header("Location"), "http://127.0.0.1:\(server.port)/db/c")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/c/note.txt").text, "hello")
+        let conflict = try await server.request("COPY", "/db/a", headers: ["Destination": "c"])
+        XCTAssertEqual(conflict.status, 409)
+        let overwritten = try await server.request("COPY", "/db/a", headers: ["Destination": "c?rev=\(copied.json["rev"]!.stringValue!)"])
+        XCTAssertEqual(overwritten.status, 201)
+        XCTAssertEqual(overwritten.json["rev"]?.stringValue?.hasPrefix("2-"), true)
+        let spaced = try await server.request("COPY", "/db/a", headers: ["Destination": "d%20e"])
+        XCTAssertEqual(spaced.json["id"], "d e")
+        let noHeader = try await server.request("COPY", "/db/a")
+        XCTAssertEqual(noHeader.status, 400)
+        XCTAssertEqual(noHeader.json["reason"], "Destination header is mandatory for COPY.")
+        await XCTAssertEqualAsync(try await server.request("COPY", "/db/zz", headers: ["Destination": "y"]).status, 404)
+    }
+
+    /// `X-HTTP-Method-Override` turns a POST (only a POST) into the method it names; `?batch=ok`
+    /// answers 202 `{"ok", "id"}` whatever became of the write; `all_or_nothing` is 417.
+    func testMethodOverrideBatchAndAllOrNothing() async throws {
+        let server = try await server()
+        let created = try await server.request("PUT", "/db/b", json: [:])
+        let revision = try XCTUnwrap(created.json["rev"]?.stringValue)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/b", headers: ["X-HTTP-Method-Override": "DELETE"]).status, 409)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/b", headers: ["X-HTTP-Method-Override": "DELETE"]).status, 200)
+        let deleted = try await server.request("POST", "/db/b?rev=\(revision)", headers: ["X-HTTP-Method-Override": "DELETE"])
+        XCTAssertEqual(deleted.status, 200)
+        XCTAssertEqual(deleted.json["rev"]?.stringValue?.hasPrefix("2-"), true)
+
+        let batch = try await server.request("PUT", "/db/bt?batch=ok", json: ["v": 1])
+        XCTAssertEqual(batch.status, 202)
+        XCTAssertEqual(batch.json, ["ok": true, "id": "bt"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/bt").json["v"], 1)
+        let conflicting = try await server.request("PUT", "/db/bt?batch=ok", json: ["v": 2])
+        XCTAssertEqual(conflicting.status, 202, "the conflict is not told")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/bt").json["v"], 1)
+        let posted = try await server.request("POST", "/db?batch=ok", json: ["_id": "bt2"])
+        XCTAssertEqual(posted.json, ["ok": true, "id": "bt2"])
+
+        let refused = try await server.request("POST", "/db/_bulk_docs", json: ["all_or_nothing": true, "docs": [["_id": "n1"], ["_id": "bt", "_rev": "1-abc"]]])
+        XCTAssertEqual(refused.status, 417)
+        XCTAssertEqual(refused.json, [
+            ["id": "n1", "error": "not_implemented", "reason": "all_or_nothing is not supported", "rev": "0-"],
+            ["id": "bt", "error": "not_implemented", "reason": "all_or_nothing is not supported", "rev": "1-abc"],
+        ])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/n1").status, 404)
+        let replicated = try await server.request("POST", "/db/_bulk_docs", json: ["all_or_nothing": true, "new_edits": false, "docs": [["_id": "x", "_rev": "1-abc"]]])
+        XCTAssertEqual(replicated.status, 201, "ignored with new_edits=false")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/x").json["_rev"], "1-abc")
+    }
+
+    /// `_all_docs` takes its parameters from a POST body too (the query string winning), and a key that
+    /// is not a string is a `not_found` row.
+    func testAllDocsBodyParametersAndNonStringKeys() async throws {
+        let server = try await server()
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "0"], ["_id": "1"], ["_id": "2"], ["_id": "a"]]])
+        let keyed = try await server.request("POST", "/db/_all_docs", json: ["keys": [1, "a"]])
+        XCTAssertEqual(keyed.status, 200)
+        XCTAssertEqual(keyed.json["rows"]?[0], ["key": 1, "error": "not_found"])
+        XCTAssertEqual(keyed.json["rows"]?[1]?["id"], "a")
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs", json: ["keys": [1, 2], "limit": 1]).json["rows"]?.arrayValue?.count, 1)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs?limit=1", json: ["keys": ["0", "1"], "limit": 2]).json["rows"]?.arrayValue?.count, 1)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs", json: ["startkey": "1", "limit": 2]).json["rows"]?.arrayValue?.map { $0["id"] }, ["1", "2"])
+        let badKeys = try await server.request("GET", "/db/_all_docs?keys=%22a%22")
+        XCTAssertEqual(badKeys.status, 400)
+        XCTAssertEqual(badKeys.json["reason"], "`keys` parameter must be an array.")
+    }
+
+    /// `_uuids`: 1 to 1000, GET only, never cached; `_all_dbs` with `_all_docs`' range parameters;
+    /// `_session` says `default` for Basic; every answer has an `X-Couch-Request-ID`.
+    func testServerEndpoints() async throws {
+        let server = try await server()
+        let uuids = try await server.request("GET", "/_uuids?count=3")
+        XCTAssertEqual(uuids.json["uuids"]?.arrayValue?.count, 3)
+        XCTAssertEqual(uuids.header("Cache-Control"), "no-cache")
+        XCTAssertEqual(uuids.header("Pragma"), "no-cache")
+        XCTAssertEqual(uuids.header("Expires"), "Mon, 01 Jan 1990 00:00:00 GMT")
+        let tooMany = try await server.request("GET", "/_uuids?count=1001")
+        XCTAssertEqual(tooMany.status, 400)
+        XCTAssertEqual(tooMany.json, ["error": "bad_request", "reason": "count parameter too large"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_uuids?count=-1").json["reason"], "count must be a positive integer")
+        let post = try await server.request("POST", "/_uuids", json: [:])
+        XCTAssertEqual(post.status, 405)
+        XCTAssertEqual(post.json, ["error": "method_not_allowed", "reason": "Only GET allowed"])
+
+        for name in ["b", "c", "d"] { _ = try await server.request("PUT", "/\(name)") }
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?limit=0").json, [])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?skip=1&limit=2&descending=true").json, ["d", "c"], "after db")
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?startkey=%22b%22&endkey=%22d%22&inclusive_end=false").json, ["b", "c"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?limit=-1").json["error"], "query_parse_error")
+
+        let basic = try await server.request("GET", "/_session")
+        XCTAssertEqual(basic.json["info"]?["authenticated"], "default")
+        let anonymous = try await server.request("GET", "/_session", as: .none)
+        XCTAssertNil(anonymous.json["info"]?["authenticated"])
+        let id = try XCTUnwrap(basic.header("X-Couch-Request-ID"))
+        XCTAssertEqual(id.count, 10)
+        XCTAssertTrue(id.allSatisfy(\.isHexDigit))
+        let other = try await server.request("GET", "/").header("X-Couch-Request-ID")
+        XCTAssertNotEqual(other, id)
+    }
+
+    /// `If-None-Match` with weak tags and lists; a range from 0 to the end (alone or among others) is
+    /// the whole content, 200; `heartbeat` must be a positive number of milliseconds.
+    func testETagsRangesAndHeartbeats() async throws {
+        let server = try await server()
+        let created = try await server.request("PUT", "/db/a", json: [:])
+        let etag = try XCTUnwrap(created.header("ETag"))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a", headers: ["If-None-Match": "W/\(etag)"], as: .admin).status, 304)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a", headers: ["If-None-Match": "\"x\", \(etag)"]).status, 304)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/a", headers: ["If-None-Match": "\"x\""]).status, 200)
+
+        let content = "This is a base64 encoded text"
+        let upload = try await server.request("PUT", "/db/r/t.bin", body: Data(content.utf8), contentType: "application/octet-stream")
+        let stored = try await server.request("GET", "/db/r/t.bin")
+        let md5 = try XCTUnwrap(stored.header("ETag"))
+        XCTAssertEqual(upload.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/r/t.bin", headers: ["If-None-Match": "W/\(md5)"]).status, 304)
+        for (range, status, body, contentRange) in [("bytes=0-28", 206, content, "bytes 0-28/29"), ("bytes=0-", 200, content, nil),
+                                                    ("bytes=0-,0-,0-", 200, content, nil), ("bytes=2-", 206, String(content.dropFirst(2)), "bytes 2-28/29"),
+                                                    ("bytes=-3", 206, "ext", "bytes 26-28/29")] {
+            let answer = try await server.request("GET", "/db/r/t.bin", headers: ["Range": range])
+            XCTAssertEqual(answer.status, status, range)
+            XCTAssertEqual(answer.text, body, range)
+            XCTAssertEqual(answer.header("Content-Range"), contentRange, range)
+        }
+        for heartbeat in ["abc", "-1", "0"] {
+            let refused = try await server.request("GET", "/db/_changes?feed=longpoll&heartbeat=\(heartbeat)")
+            XCTAssertEqual(refused.status, 400, heartbeat)
+            XCTAssertEqual(refused.json["reason"], "The heartbeat value should be a positive integer (in milliseconds).")
+        }
+    }
+}
