@@ -38,6 +38,12 @@ public final class DocServer: Sendable {
     let metrics: ServerMetrics
     /// The replications running: started by `POST /_replicate` or by `_replicator` documents.
     let scheduler: ReplicationScheduler
+    /// CouchDB's configuration, read and written at `/_node/{node}/_config`.
+    let nodeConfiguration: NodeConfiguration
+    /// Makes `_uuids` and the ids of new documents, as `uuids/algorithm` says.
+    let uuids = UUIDGenerator()
+    /// When the server was made, for `_system`'s uptime.
+    let started = ContinuousClock.now
     private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
@@ -64,7 +70,20 @@ public final class DocServer: Sendable {
         registry.observeReplicatorDatabase { database in
             if let database { scheduler.watchDocuments(database) } else { await scheduler.unwatchDocuments() }
         }
-        self.authenticator = Authenticator(configuration: configuration, users: users)
+        var base: [String: [String: String]] = [
+            "chttpd": ["port": String(configuration.port), "bind_address": configuration.host,
+                       "max_http_request_size": String(configuration.maximumBodySize)],
+            "couchdb": ["database_dir": configuration.dataDirectory.path, "view_index_dir": configuration.dataDirectory.path,
+                        "single_node": "true", "uuid": registry.serverUUID, "max_document_size": "8000000"],
+            "uuids": ["algorithm": "sequential", "max_count": "1000"],
+            "chttpd_auth": ["authentication_db": "_users"],
+        ]
+        if let admin = configuration.admin {
+            base["admins"] = [admin.name: NodeConfiguration.hashedAdminPassword(admin.password, iterations: 10)]
+        }
+        let node = NodeConfiguration(base: base, file: UserStore.directory(for: configuration.dataDirectory).appendingPathComponent("config.json"))
+        self.nodeConfiguration = node
+        self.authenticator = Authenticator(configuration: configuration, users: users, node: node)
         self.filters = filters
         self.logger = logger
     }
@@ -202,16 +221,19 @@ public final class DocServer: Sendable {
                 method = overridden
             }
             var couch = try CouchRequest(method: method, path: request.uri.path, rawQuery: request.uri.query,
-                                         headers: request.headers, body: [])
+                                         headers: request.headers, body: [],
+                                         plusIsSpace: nodeConfiguration.bool("chttpd", "decode_plus_to_space", default: true))
+            couch.forwardedHost = HTTPField.Name(nodeConfiguration.value("chttpd", "x_forwarded_host") ?? "X-Forwarded-Host")
             couch.authority = request.head.authority
             if DocServer.streamsBody(couch) {
                 streaming = true
                 couch.bodyStream = request.body
             } else {
-                if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumBodySize {
+                let limit = nodeConfiguration.integer("chttpd", "max_http_request_size", default: configuration.maximumBodySize)
+                if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
                     throw tooLarge
                 }
-                couch.body = Array(try await request.collectBody(upTo: configuration.maximumBodySize).readableBytesView)
+                couch.body = Array(try await request.collectBody(upTo: limit).readableBytesView)
             }
             route = ServerMetrics.route(of: couch.segments)
             response = try await self.route(couch)
@@ -225,6 +247,13 @@ public final class DocServer: Sendable {
                 response.headers[.connection] = "close"
                 ConnectionControl.closeAfterResponse()
             }
+        }
+        if let callback = request.uri.queryParameters["callback"].map(String.init), nodeConfiguration.bool("chttpd", "allow_jsonp", default: false) {
+            response = JSONP.isValid(callback) ? JSONP.wrap(response, callback: callback)
+                : CouchError.badRequest("invalid_callback").response
+        }
+        if response.status == .unauthorized, let challenge = nodeConfiguration.value("chttpd", "WWW-Authenticate") {
+            response.headers[.wwwAuthenticate] = challenge
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -285,6 +314,8 @@ public final class DocServer: Sendable {
     static func streamsBody(_ request: CouchRequest) -> Bool {
         let segments = request.segments
         guard segments.count >= 2 || request.method == .post else { return false }
+        // The node's endpoints take small JSON bodies: `/_node/{node}/_config/…` is no attachment.
+        if segments.first == "_node" { return false }
         let isMultipart = request.header(.contentType).map { Multipart.mediaType(of: $0) == "multipart/related" } ?? false
         switch request.method {
         case .put:
@@ -305,13 +336,16 @@ public final class DocServer: Sendable {
         let segments = request.segments
         // Public: welcome, health, session.
         if segments.isEmpty { return try welcome(request) }
-        if segments == ["_up"] { return Response.json(["status": "ok"]) }
+        if segments == ["_up"] {
+            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
+            return Response.json(["status": "ok", "seeds": [:]])
+        }
         if segments == ["_session"] { return try await session(request) }
         if segments == ["_uuids"] { return try uuids(request) }
 
-        guard let principal = try await authenticator.principal(for: request) ?? (configuration.allowAnonymous ? .admin(name: nil) : nil) else {
-            throw CouchError.authenticationRequired
-        }
+        let authenticated = try await authenticator.principal(for: request) ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
+        if ["_membership", "_node", "_reshard"].contains(segments[0]) { return try await nodeRoute(request, principal: authenticated) }
+        guard let principal = authenticated else { throw CouchError.authenticationRequired }
         if segments == ["_all_dbs"] {
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
             return Response.json(JSON(try allDatabaseNames(request)))
@@ -320,12 +354,7 @@ public final class DocServer: Sendable {
         if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
         if segments == ["_active_tasks"] { return try activeTasks(request, principal: principal) }
         if segments[0] == "_scheduler" { return try schedulerRoute(request, principal: principal) }
-        if segments == ["_node", "_local", "_prometheus"] {
-            guard principal.isAdmin else { throw CouchError.adminRequired }
-            guard request.method == .get else { throw CouchError.methodNotAllowed }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
-        }
+
         if segments[0].hasPrefix("_"), segments[0] != ReplicationScheduler.databaseName {
             throw CouchError.notFound("Unknown endpoint \(segments[0])")
         }
@@ -419,8 +448,8 @@ public final class DocServer: Sendable {
             guard let value = Int(text), value > 0 else { throw CouchError.badRequest("count must be a positive integer") }
             count = value
         }
-        guard count <= 1000 else { throw CouchError.badRequest("count parameter too large") }
-        let ids = (0..<count).map { _ in JSON.string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")) }
+        guard count <= nodeConfiguration.integer("uuids", "max_count", default: 1000) else { throw CouchError.badRequest("count parameter too large") }
+        let ids = (0..<count).map { _ in JSON.string(newUUID()) }
         return Response.json(["uuids": .array(ids)], headers: [
             .cacheControl: "no-cache", HTTPField.Name("Pragma")!: "no-cache", .expires: "Mon, 01 Jan 1990 00:00:00 GMT",
         ])

@@ -94,7 +94,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         XCTAssertEqual(job["database"], "_replicator")
         XCTAssertEqual(job["user"], .string(TestServer.admin.name))
         XCTAssertEqual(job["history"]?.arrayValue?.compactMap { $0["type"]?.stringValue }, ["started", "added"])
-        await XCTAssertEqualAsync(try await first.request("GET", "/_scheduler/jobs/\(id)").json["doc_id"], "mirror")
+        await XCTAssertEqualAsync(try await first.request("GET", "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))").json["doc_id"], "mirror")
         let doc = try await first.request("GET", "/_scheduler/docs/_replicator/mirror").json
         XCTAssertEqual(doc["state"], "running")
         XCTAssertEqual(doc["id"], .string(id))
@@ -115,7 +115,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         let second = try await TestServer(self, directory: directory)
         try await eventually { try await self.rowCount(second, "b") == 7 }
         try await eventually {
-            let info = try await second.request("GET", "/_scheduler/jobs/\(id)").json["info"]
+            let info = try await second.request("GET", "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))").json["info"]
             return info?["checkpointed_source_seq"] == 7
         }
         // It started after sequence 5, and its figures go on from the checkpoint's, as CouchDB's (from
@@ -123,7 +123,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         let restarted = try XCTUnwrap(second.server.scheduler.job(id))
         XCTAssertEqual(restarted.status.positions[.push]?.startedFrom, 5)
         XCTAssertEqual(restarted.status.figures.revisionsChecked, 2, "only the changes after the checkpoint were read")
-        let info = try await second.request("GET", "/_scheduler/jobs/\(id)").json["info"]
+        let info = try await second.request("GET", "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))").json["info"]
         XCTAssertEqual(info?["revisions_checked"], 7, "\(info ?? .null)")
         XCTAssertEqual(info?["missing_revisions_found"], 7)
         XCTAssertEqual(info?["docs_written"], 7)
@@ -191,7 +191,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: .object(cancel)).status, 200)
         try await eventually { try await server.request("GET", "/_scheduler/docs/_replicator/late").json["state"] == "running" }
         let lateJob = try await server.request("GET", "/_scheduler/docs/_replicator/late").json
-        await XCTAssertEqualAsync(try await server.request("GET", "/_scheduler/jobs/\(lateJob["id"]?.stringValue ?? "")").json["doc_id"], "late")
+        await XCTAssertEqualAsync(try await server.request("GET", "/_scheduler/jobs/\(lateJob["id"]?.stringValue?.replacingOccurrences(of: "+", with: "%2B") ?? "")").json["doc_id"], "late")
         let lateRevision = try await server.request("GET", "/_replicator/late").json["_rev"]?.stringValue ?? ""
         await XCTAssertEqualAsync(try await server.request("DELETE", "/_replicator/late?rev=\(lateRevision)").status, 200)
         try await eventually { try await server.request("GET", "/_scheduler/docs/_replicator/late").status == 404 }

@@ -40,7 +40,7 @@ final class ServerAPITests: XCTestCase {
         // CouchDB 3.3.3: "Server: CouchDB/3.3.3 (Erlang OTP/25)", on every answer, errors included.
         XCTAssertEqual(welcome.header("Server"), "CouchDB/3.3.3 (DocStore/0.1.0)")
         await XCTAssertEqualAsync(try await server.request("GET", "/missing", as: .none).header("Server")?.hasPrefix("CouchDB/3.3.3"), true)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_up", as: .none).json, ["status": "ok"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_up", as: .none).json, ["status": "ok", "seeds": [:]])
         await XCTAssertEqualAsync(try await server.request("GET", "/_uuids?count=3", as: .none).json["uuids"]?.arrayValue?.count, 3)
 
         await XCTAssertEqualAsync(try await server.request("PUT", "/alpha").status, 201)

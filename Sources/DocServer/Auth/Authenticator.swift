@@ -64,12 +64,15 @@ enum Principal: Sendable {
 struct Authenticator: Sendable {
     let configuration: ServerConfiguration
     let users: UserStore
+    /// Its `[admins]` are the server's admins: the one the server started with, and those set over HTTP.
+    let node: NodeConfiguration
     /// Signs session cookies; made at start, so restarting the server ends sessions.
     let secret: SymmetricKey
 
-    init(configuration: ServerConfiguration, users: UserStore) {
+    init(configuration: ServerConfiguration, users: UserStore, node: NodeConfiguration) {
         self.configuration = configuration
         self.users = users
+        self.node = node
         self.secret = SymmetricKey(size: .bits256)
     }
 
@@ -95,8 +98,14 @@ struct Authenticator: Sendable {
 
     /// The principal for a name and password, if they match the administrator or a user.
     func check(name: String, password: String) async throws -> Principal? {
-        if let admin = configuration.admin, admin.name == name {
-            let ok = constantTimeEqual(Array(admin.password.utf8), Array(password.utf8))
+        if let stored = node.value("admins", name) {
+            let ok: Bool
+            if let admin = configuration.admin, admin.name == name, stored == node.baseValue("admins", name) {
+                // The admin the server started with: its password is known, no hash to compute.
+                ok = constantTimeEqual(Array(admin.password.utf8), Array(password.utf8))
+            } else {
+                ok = NodeConfiguration.adminPassword(password, matches: stored)
+            }
             return ok ? .admin(name: name) : nil
         }
         return try await users.authenticate(name: name, password: password).map(Principal.user)
@@ -120,7 +129,7 @@ struct Authenticator: Sendable {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, let expiry = Int(parts[1]), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
         let name = String(parts[0])
-        let isAdmin = configuration.admin?.name == name
+        let isAdmin = node.value("admins", name) != nil
         let binding = isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
         let payload = "\(name):\(expiry)"
         let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)

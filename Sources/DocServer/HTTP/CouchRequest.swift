@@ -32,14 +32,20 @@ struct CouchRequest: Sendable {
     /// The query string as it arrived (percent-encoded), for `req.raw_path`.
     var rawQuery: String?
 
-    init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8]) throws {
+    /// The header a proxy names the original host in (CouchDB's `chttpd/x_forwarded_host`).
+    var forwardedHost = HTTPField.Name("X-Forwarded-Host")
+
+    /// - Parameter plusIsSpace: a `+` in the path is a space, as CouchDB reads paths by default
+    ///   (`chttpd/decode_plus_to_space`); `%2B` is always a plus.
+    init(method: HTTPRequest.Method, path: String, rawQuery: String?, headers: HTTPFields, body: [UInt8],
+         plusIsSpace: Bool = false) throws {
         self.rawQuery = rawQuery
         self.method = method
         self.headers = headers
         self.body = body
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = String(raw).removingPercentEncoding else {
+            guard let decoded = (plusIsSpace ? raw.replacingOccurrences(of: "+", with: " ") : String(raw)).removingPercentEncoding else {
                 throw CouchError.badRequest("Invalid percent-encoding in the path")
             }
             segments.append(decoded)
@@ -101,7 +107,7 @@ struct CouchRequest: Sendable {
     func location(_ parts: String...) -> String {
         let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
         let path = parts.map { "/" + ($0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0) }.joined()
-        guard let host = headers[HTTPField.Name("X-Forwarded-Host")!] ?? authority ?? headers[HTTPField.Name("Host")!] else { return path }
+        guard let host = forwardedHost.flatMap({ headers[$0] }) ?? authority ?? headers[HTTPField.Name("Host")!] else { return path }
         let scheme = headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
         return "\(scheme)://\(host)\(path)"
     }

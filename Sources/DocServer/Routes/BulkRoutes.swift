@@ -28,8 +28,12 @@ extension DocServer {
                 continue
             }
             do {
-                let document = try Document(json: item)
-                if document.hasID { try DocumentValidation.validateID(document.id, allowDesign: true) }
+                var document = try Document(json: item)
+                if document.hasID {
+                    try DocumentValidation.validateID(document.id, allowDesign: true)
+                } else if newEdits {
+                    document.id = newUUID()
+                }
                 try DocumentValidation.validateBody(document.body)
                 if !newEdits && document.revision == nil {
                     throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
@@ -44,7 +48,7 @@ extension DocServer {
         if newEdits, try request.jsonObjectBody()["all_or_nothing"] == true {
             let failure = ErrorBody(error: "not_implemented", reason: "all_or_nothing is not supported")
             let refused = items.map { item -> JSON in
-                var row = WriteResult(id: item["_id"]?.stringValue ?? db.configuration.idFactory(), failure: failure).json
+                var row = WriteResult(id: item["_id"]?.stringValue ?? newUUID(), failure: failure).json
                 row["rev"] = .string(item["_rev"]?.stringValue ?? "0-")
                 return row
             }

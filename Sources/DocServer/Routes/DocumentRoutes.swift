@@ -321,13 +321,14 @@ extension DocServer {
         }
         var document = try await documentFromBody(request, db: db)
         if request.query["batch"] == "ok" {
-            if !document.hasID { document.id = db.configuration.idFactory() }
+            if !document.hasID { document.id = newUUID() }
             return await batchAnswer(id: document.id) { [document] in
                 var document = document
                 try await checkWrite(&document, in: db, principal)
                 _ = try await db.save(document)
             }
         }
+        if !document.hasID { document.id = newUUID() }
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: request.location(db.name, saved.id)])

@@ -1,0 +1,142 @@
+import CouchProtocol
+import Crypto
+import CryptoExtras
+import DocStore
+import Foundation
+import Synchronization
+
+/// CouchDB's configuration (`/_node/{node}/_config`): sections of string values in three layers — the
+/// values the server started with (from ``ServerConfiguration``), those set over HTTP and kept in the
+/// data folder (`.docstore-system/config.json`, CouchDB's `local.ini`), and those set with
+/// `X-Couch-Persist: false`, which `_reload` drops. A later layer wins; a key deleted in one is gone
+/// from the ones below it too. DocServer reads the settings it honours from here on each use, so a
+/// change takes effect at once.
+final class NodeConfiguration: Sendable {
+    /// The values the server started with.
+    private let base: [String: [String: String]]
+    private let file: URL
+    /// The persisted and the in-memory layer; `nil` marks a key deleted in that layer.
+    private let layers = Mutex<(persisted: [String: [String: String?]], memory: [String: [String: String?]])>(([:], [:]))
+
+    /// The sections CouchDB refuses to change over HTTP.
+    static let protectedSections: Set<String> = [
+        "daemons", "external", "httpd_design_handlers", "httpd_db_handlers", "httpd_global_handlers",
+        "native_query_servers", "os_daemons", "query_servers", "feature_flags",
+    ]
+
+    init(base: [String: [String: String]], file: URL) {
+        self.base = base
+        self.file = file
+        let persisted = Self.read(file)
+        layers.withLock { $0.persisted = persisted }
+    }
+
+    private static func read(_ file: URL) -> [String: [String: String?]] {
+        guard let data = try? Data(contentsOf: file), case .object(let sections)? = try? JSON(parsing: data) else { return [:] }
+        var result: [String: [String: String?]] = [:]
+        for (section, keys) in sections {
+            guard case .object(let values) = keys else { continue }
+            for (key, value) in values { result[section, default: [:]][key] = value.stringValue }
+        }
+        return result
+    }
+
+    /// Every section with its values.
+    func all() -> [String: [String: String]] {
+        let (persisted, memory) = layers.withLock { ($0.persisted, $0.memory) }
+        var result = base
+        for layer in [persisted, memory] {
+            for (section, values) in layer {
+                for (key, value) in values { result[section, default: [:]][key] = value }
+                if result[section]?.isEmpty == true { result[section] = nil }
+            }
+        }
+        return result
+    }
+
+    /// The values of `section` (empty when there is none).
+    func section(_ section: String) -> [String: String] { all()[section] ?? [:] }
+
+    /// The value of `key` in `section`, or `nil`.
+    func value(_ section: String, _ key: String) -> String? {
+        let (persisted, memory) = layers.withLock { ($0.persisted[section]?[key], $0.memory[section]?[key]) }
+        if let memory { return memory }
+        if let persisted { return persisted }
+        return base[section]?[key]
+    }
+
+    /// The value `key` of `section` had when the server started.
+    func baseValue(_ section: String, _ key: String) -> String? { base[section]?[key] }
+
+    /// `value(section, key)` as an integer, or `fallback`.
+    func integer(_ section: String, _ key: String, default fallback: Int) -> Int {
+        value(section, key).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? fallback
+    }
+
+    /// `value(section, key)` as a Boolean (`"true"`), or `fallback`.
+    func bool(_ section: String, _ key: String, default fallback: Bool) -> Bool {
+        value(section, key).map { $0.trimmingCharacters(in: .whitespaces) == "true" } ?? fallback
+    }
+
+    /// Sets `key` of `section` (kept in the data folder unless `persist` is false) and returns the
+    /// value it had.
+    @discardableResult
+    func set(_ section: String, _ key: String, to value: String?, persist: Bool) throws -> String? {
+        let old = self.value(section, key)
+        let snapshot = try layers.withLock { layers -> [String: [String: String?]]? in
+            layers.memory[section, default: [:]][key] = .some(value)
+            guard persist else { return nil }
+            layers.persisted[section, default: [:]][key] = .some(value)
+            return layers.persisted
+        }
+        if let snapshot { try write(snapshot) }
+        return old
+    }
+
+    /// Drops the changes made without persisting them, as CouchDB's `_reload` rereads its files.
+    func reload() {
+        layers.withLock { $0.memory = [:] }
+    }
+
+    private func write(_ persisted: [String: [String: String?]]) throws {
+        var sections = JSONObject()
+        for (section, values) in persisted.sorted(by: { $0.key < $1.key }) {
+            var object = JSONObject()
+            for (key, value) in values.sorted(by: { $0.key < $1.key }) { object[key] = value.map(JSON.string) ?? .null }
+            sections[section] = .object(object)
+        }
+        do {
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(try JSON.object(sections).serialized()).write(to: file, options: .atomic)
+        } catch {
+            throw CouchError(DocStoreError(.io, "Cannot write the configuration to \(file.path)", cause: error))
+        }
+    }
+
+    // MARK: Admins
+
+    /// An admin's password as CouchDB keeps it in `[admins]`: `-pbkdf2-<derived key>,<salt>,<iterations>`
+    /// (PBKDF2-SHA1, hex), for a plain password; a hashed one (`-pbkdf2-`, `-hashed-`) stays as it is.
+    static func hashedAdminPassword(_ value: String, iterations: Int) -> String {
+        if value.hasPrefix("-pbkdf2-") || value.hasPrefix("-hashed-") { return value }
+        let salt = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        let salted = hex(salt)
+        return "-pbkdf2-\(hex(derivedKey(value, salt: salted, iterations: iterations))),\(salted),\(iterations)"
+    }
+
+    /// Whether `password` is the one `stored` (``hashedAdminPassword(_:iterations:)``) was made from.
+    static func adminPassword(_ password: String, matches stored: String) -> Bool {
+        guard stored.hasPrefix("-pbkdf2-") else { return false }
+        let parts = stored.dropFirst("-pbkdf2-".count).split(separator: ",")
+        guard parts.count == 3, let iterations = Int(parts[2]), iterations > 0 else { return false }
+        let key = derivedKey(password, salt: String(parts[1]), iterations: iterations).map { String(format: "%02x", $0) }.joined()
+        return constantTimeEqual(Array(key.utf8), Array(parts[0].utf8))
+    }
+
+    private static func derivedKey(_ password: String, salt: String, iterations: Int) -> [UInt8] {
+        guard let key = try? KDF.Insecure.PBKDF2.deriveKey(from: Array(password.utf8), salt: Array(salt.utf8), using: .insecureSHA1,
+                                                           outputByteCount: 20, unsafeUncheckedRounds: iterations) else { return [] }
+        return key.withUnsafeBytes { [UInt8]($0) }
+    }
+}
