@@ -63,15 +63,17 @@ final class EditDecisionTests: XCTestCase {
         }
     }
 
-    /// The new revision's name depends on the parent, the deletion flag and the stored body only.
+    /// The new revision's name depends on the parent, the deletion flag, the body and the attachments
+    /// only (its CouchDB ids are in ``RevisionHashTests``).
     func testRevisionHash() {
-        let body = Array(#"{"a":1}"#.utf8)
-        let first = RevisionHash.revision(parent: nil, isDeleted: false, storedBody: body)
+        let body: JSONObject = ["a": 1]
+        let first = RevisionHash.revision(parent: nil, isDeleted: false, body: body)
         XCTAssertEqual(first.generation, 1)
-        XCTAssertEqual(first, RevisionHash.revision(parent: nil, isDeleted: false, storedBody: body), "deterministic")
-        XCTAssertNotEqual(first, RevisionHash.revision(parent: nil, isDeleted: true, storedBody: body))
-        XCTAssertNotEqual(first, RevisionHash.revision(parent: nil, isDeleted: false, storedBody: Array(#"{"a":2}"#.utf8)))
-        let second = RevisionHash.revision(parent: first, isDeleted: false, storedBody: body)
+        XCTAssertEqual(first, RevisionHash.revision(parent: nil, isDeleted: false, body: body), "deterministic")
+        XCTAssertNotEqual(first, RevisionHash.revision(parent: nil, isDeleted: true, body: body))
+        XCTAssertNotEqual(first, RevisionHash.revision(parent: nil, isDeleted: false, body: ["a": 2]))
+        XCTAssertNotEqual(first, RevisionHash.revision(parent: nil, isDeleted: false, body: ["a": 1.0]), "1 and 1.0 differ, as in CouchDB")
+        let second = RevisionHash.revision(parent: first, isDeleted: false, body: body)
         XCTAssertEqual(second.generation, 2)
         XCTAssertNotEqual(second.digest, first.digest)
     }

@@ -11,11 +11,11 @@ struct PreparedBody: Sendable {
     /// document): the writer's parent in all but conflicts and recreations of deleted documents.
     private var digest: (parent: RevisionID?, isDeleted: Bool, value: Insecure.MD5Digest)?
 
-    /// The digest of a new revision of `parent` with these bytes: the one computed ahead when the
+    /// The digest of a new revision of `parent` with `document`'s body: the one computed ahead when the
     /// writer decided the parent that was assumed, else computed now.
-    func revisionDigest(parent: RevisionID?, isDeleted: Bool, storedBody: [UInt8]) -> Insecure.MD5Digest {
-        if let digest, digest.parent == parent, digest.isDeleted == isDeleted, bytes == storedBody { return digest.value }
-        return RevisionHash.digest(parent: parent, isDeleted: isDeleted, storedBody: storedBody)
+    func revisionDigest(parent: RevisionID?, of document: Document) -> Insecure.MD5Digest {
+        if let digest, digest.parent == parent, digest.isDeleted == document.isDeleted { return digest.value }
+        return RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, body: document.body, attachments: document.attachments)
     }
 
     /// What the writer would compute first for `document`: the body check, the stored bytes and,
@@ -36,7 +36,7 @@ struct PreparedBody: Sendable {
         bytes = writer.bytes
         if newEdits {
             digest = (document.revision, document.isDeleted,
-                      RevisionHash.digest(parent: document.revision, isDeleted: document.isDeleted, storedBody: writer.bytes))
+                      RevisionHash.digest(parent: document.revision, isDeleted: document.isDeleted, body: document.body, attachments: [:]))
         }
     }
 }

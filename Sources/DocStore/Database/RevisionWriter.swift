@@ -43,8 +43,8 @@ struct RevisionWriter {
                 guard let parent, let existing else { return [:] }
                 return try storedAttachments(of: parent, in: existing) ?? [:]
             }
-        let digest = prepared?.revisionDigest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
-            ?? RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, storedBody: body)
+        let digest = prepared?.revisionDigest(parent: parent, of: document)
+            ?? RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, body: document.body, attachments: document.attachments)
         let revision = RevisionID(generation: generation, digest16: digest)
         tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
         document.revision = revision
