@@ -268,6 +268,7 @@ public final class DocServer: Sendable {
         response.headers[.server] = DocServer.serverHeader
         // As CouchDB: an id for each request, ten hex digits, for the client to quote.
         response.headers[DocServer.requestIDHeader] = DocServer.requestID()
+        response.headers[DocServer.bodyTimeHeader] = "0"
         metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
         if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
@@ -403,8 +404,10 @@ public final class DocServer: Sendable {
             _ = try await db.compact()
             return Response.json(["ok": true], status: .accepted)
         case "_local":
-            guard rest.count >= 2 else { throw CouchError.notFound() }
-            return try await localDocument(db, id: rest[1...].joined(separator: "/"), request)
+            // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.
+            guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
+            guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
+            return try await localDocument(db, id: rest[1], request)
         case "_design":
             guard rest.count >= 2 else { throw CouchError.notFound() }
             if rest.count == 2 { return try await documentRoute(db, id: "_design/\(rest[1])", request, principal: principal) }
@@ -424,6 +427,9 @@ public final class DocServer: Sendable {
     static let serverHeader = "CouchDB/3.3.3 (DocStore/0.1.0)"
 
     static let requestIDHeader = HTTPField.Name("X-Couch-Request-ID")!
+    /// CouchDB's time spent reading the request body, which clients may read; DocServer says 0, as
+    /// CouchDB does for most requests.
+    static let bodyTimeHeader = HTTPField.Name("X-CouchDB-Body-Time")!
 
     /// A new request id: ten random hex digits, as CouchDB's.
     static func requestID() -> String {

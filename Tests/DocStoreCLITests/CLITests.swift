@@ -65,7 +65,7 @@ final class CLITests: XCTestCase {
             (["put", #"{"a":1,}"#], nil, "docstore: error: bad_request: Expected a string key but found character '}' at byte offset 7"),
             (["put", "[1,2]"], nil, "docstore: error: doc_validation: Document must be a JSON object"),
             (["put"], "", "docstore: error: bad_request: no document JSON given"),
-            (["put", #"{"_id":"_foo"}"#], nil, #"docstore: error: illegal_docid: Only reserved document ids may start with underscore: "_foo""#),
+            (["put", #"{"_id":"_foo"}"#], nil, #"docstore: error: illegal_docid: Only reserved document ids may start with underscore."#),
             (["put", #"{"_id":""}"#], nil, "docstore: error: illegal_docid: Document id must not be empty"),
             (["put", #"{"_id":"x","_private":1}"#], nil, "docstore: error: doc_validation: Bad special document member: _private"),
             (["put", #"{"_id":"x","_rev":"banana"}"#], nil, #"docstore: error: bad_request: Invalid rev format: "banana""#),

@@ -52,7 +52,7 @@ struct CouchRequest: Sendable {
         }
         // `/db/_design%2Fname` and `/db/_local%2Fname` name the same documents as `/db/_design/name`.
         if segments.count >= 2 {
-            for prefix in ["_design/", "_local/"] where segments[1].hasPrefix(prefix) && segments[1].count > prefix.count {
+            for prefix in ["_design/", "_local/"] where segments[1].hasPrefix(prefix) && (segments[1].count > prefix.count || prefix == "_local/") {
                 let name = String(segments[1].dropFirst(prefix.count))
                 segments[1] = String(prefix.dropLast())
                 segments.insert(name, at: 2)
@@ -157,7 +157,9 @@ struct CouchRequest: Sendable {
         do {
             return try JSON(parsing: body)
         } catch let error as DocStoreError {
-            throw CouchError(.badRequest, "bad_request", "Request body is not valid JSON: \(error.reason)")
+            // CouchDB's words for any malformed body; a duplicate key, which CouchDB takes, is named.
+            if error.reason.hasPrefix("Duplicate key") { throw CouchError(.badRequest, "bad_request", "Request body has a \(error.reason.prefix(1).lowercased())\(error.reason.dropFirst())") }
+            throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
         }
     }
 

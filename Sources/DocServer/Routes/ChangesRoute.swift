@@ -84,9 +84,10 @@ struct ChangesRequest: Sendable {
             guard let text = parameter(name) else { return nil }
             if name == "heartbeat" {
                 if text == "true" { return .seconds(60) }
-                guard let value = Int(text), value > 0 else {
-                    throw CouchError.badRequest("The heartbeat value should be a positive integer (in milliseconds).")
+                guard let value = Int(text) else {
+                    throw CouchError.badRequest("Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
                 }
+                guard value > 0 else { throw CouchError.badRequest("The heartbeat value should be a positive integer (in milliseconds).") }
             }
             guard let value = Int(text), value >= 0 else { throw CouchError(.badRequest, "query_parse_error", "Invalid \(name): \(text)") }
             return .milliseconds(max(value, 100))

@@ -267,6 +267,16 @@ extension Attachment {
         }
     }
 
+    /// Strict base64, as CouchDB decodes attachment data: whole groups of four (padded), `=` only at the
+    /// end. (Foundation alone takes some malformed text, such as `notBase64Encoded=`.)
+    static func decodeBase64(_ text: String) -> Data? {
+        let bytes = Array(text.utf8)
+        guard bytes.count % 4 == 0 else { return nil }
+        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2, !bytes.dropLast(padding).contains(UInt8(ascii: "=")) else { return nil }
+        return Data(base64Encoded: text)
+    }
+
     /// Reads one `_attachments` member in CouchDB's JSON form: a stub (`"stub": true`, matched by name
     /// when saved, so its other members may be absent) or inline content (`"data"` in base64, the
     /// decoded content: as CouchDB, a given `digest` or `encoding` is ignored and the digest is computed).
@@ -278,7 +288,7 @@ extension Attachment {
         let contentType = object["content_type"]?.stringValue ?? "application/octet-stream"
         let revpos = object["revpos"]?.intValue
         if let base64 = object["data"] {
-            guard let text = base64.stringValue, let data = Data(base64Encoded: text) else {
+            guard let text = base64.stringValue, let data = Attachment.decodeBase64(text) else {
                 throw DocStoreError(.invalidAttachment, "Invalid attachment data for \(name)")
             }
             self.init(data: data, contentType: contentType)

@@ -9,7 +9,7 @@ package enum DocumentValidation {
         if id.utf8.first == UInt8(ascii: "_") {
             if allowDesign && id.hasPrefix("_design/") && id.utf8.count > 8 { return }
             throw DocStoreError(.invalidDocumentID,
-                                "Only reserved document ids may start with underscore: \"\(id)\"")
+                                "Only reserved document ids may start with underscore.")
         }
     }
 
