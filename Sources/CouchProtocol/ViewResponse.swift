@@ -151,7 +151,7 @@ extension DatabaseInfo {
     package var serverJSON: JSON {
         var json = couchDBJSON
         json["update_seq"] = CouchSequence.json(updateSequence)
-        json["purge_seq"] = CouchSequence.json(0)
+        json["purge_seq"] = CouchSequence.json(Int64(purgeCount))
         return json
     }
 

@@ -186,6 +186,49 @@ final class CouchDBShapesTests: XCTestCase {
                                   ["error": "illegal_docid", "reason": "Only reserved document ids may start with underscore."])
     }
 
+    /// A form upload (`POST /db/doc`, `multipart/form-data`: `_rev` and `_attachments` fields, with a
+    /// `Referer`); attachment writes on a revision the document never had (404 `missing_rev`) or on an
+    /// older one (404 for a missing attachment, else 409); `If-Match` disagreeing with the body's
+    /// `_rev`; `purge_seq` moving with purges; `_session` taking `username`; a COPY to a URL.
+    func testFormsAttachmentRevisionsAndOtherCouchDBAnswers() async throws {
+        let server = try await server()
+        let created = try await server.request("PUT", "/db/form", json: [:])
+        let revision = try XCTUnwrap(created.json["rev"]?.stringValue)
+        let form = "------TF\r\nContent-Disposition: form-data; name=\"_rev\"\r\n\r\n\(revision)\r\n------TF\r\n"
+            + "Content-Disposition: form-data; name=\"_attachments\"; filename=\"file.txt\"\r\nContent-Type: text/plain\r\n\r\n"
+            + "contents of file.txt\r\n------TF--"
+        let noReferer = try await server.request("POST", "/db/form", body: Data(form.utf8), contentType: "multipart/form-data; boundary=----TF")
+        XCTAssertEqual(noReferer.json, ["error": "bad_request", "reason": "Referer header required."])
+        let notAForm = try await server.request("POST", "/db/form", body: Data("a=1".utf8), contentType: "application/x-www-form-urlencoded",
+                                                headers: ["Referer": "http://127.0.0.1"])
+        XCTAssertEqual(notAForm.status, 415)
+        XCTAssertEqual(notAForm.json, ["error": "bad_content_type", "reason": "Content-Type must be multipart/form-data"])
+        let uploaded = try await server.request("POST", "/db/form", body: Data(form.utf8), contentType: "multipart/form-data; boundary=----TF",
+                                                headers: ["Referer": "http://127.0.0.1"])
+        XCTAssertEqual(uploaded.status, 201, uploaded.text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/form/file.txt").text, "contents of file.txt")
+
+        let missingRevision = try await server.request("DELETE", "/db/form/file.txt?rev=4-garbage")
+        XCTAssertEqual(missingRevision.json, ["error": "not_found", "reason": "missing_rev"])
+        let olderWithout = try await server.request("DELETE", "/db/form/file.txt?rev=\(revision)")
+        XCTAssertEqual(olderWithout.json, ["error": "not_found", "reason": "Document is missing attachment"])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/form/other.txt?rev=\(revision)", body: Data("x".utf8), contentType: "text/plain").status, 409)
+
+        let mismatch = try await server.request("PUT", "/db/other", json: ["_id": "elsewhere", "_rev": "1-abc"], headers: ["If-Match": "1-foobar"])
+        XCTAssertEqual(mismatch.json, ["error": "bad_request", "reason": "Document rev and etag have different values"])
+
+        let before = try await server.request("GET", "/db").json["purge_seq"]
+        XCTAssertEqual(sequenceNumber(before), 0)
+        let current = try await server.request("GET", "/db/form").json["_rev"]!
+        _ = try await server.request("POST", "/db/_purge", json: ["form": [current]])
+        await XCTAssertEqualAsync(sequenceNumber(try await server.request("GET", "/db").json["purge_seq"]), 1)
+
+        let session = try await server.request("POST", "/_session", json: ["username": .string(TestServer.admin.name), "password": .string(TestServer.admin.password)], as: .none)
+        XCTAssertEqual(session.json["ok"], true)
+        await XCTAssertEqualAsync(try await server.request("COPY", "/db/other", headers: ["Destination": "http://localhost:5984/db/x"]).json["reason"],
+                                  "Destination URL must be relative.")
+    }
+
     /// `If-None-Match` with weak tags and lists; a range from 0 to the end (alone or among others) is
     /// the whole content, 200; `heartbeat` must be a positive number of milliseconds.
     func testETagsRangesAndHeartbeats() async throws {

@@ -114,7 +114,12 @@ extension DocServer {
             .map(parseRevision)
         var document: Document
         if let current = try await db.document(withID: id) {
-            guard let revision, revision == current.revision else {
+            guard let revision else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
+            if revision != current.revision {
+                // As CouchDB, the revision named is opened first: one the document never had is 404
+                // `missing_rev`, one without the attachment to delete 404; then it conflicts.
+                guard let named = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound("missing_rev") }
+                if request.method == .delete, named.attachments[name] == nil { throw CouchError.notFound("Document is missing attachment") }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             document = current

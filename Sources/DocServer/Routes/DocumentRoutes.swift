@@ -81,6 +81,8 @@ extension DocServer {
             return Response.json(WriteResult(written: tombstone).json, headers: [.eTag: "\"\(tombstone.revision!)\""])
         case DocServer.copy:
             return try await copyDocument(db, id: id, request, principal: principal)
+        case .post:
+            return try await formUpload(db, id: id, request, principal: principal)
         default:
             throw CouchError.methodNotAllowed
         }
@@ -94,6 +96,7 @@ extension DocServer {
         guard let destination = request.header(HTTPField.Name("Destination")!) else {
             throw CouchError.badRequest("Destination header is mandatory for COPY.")
         }
+        guard !destination.contains("://") else { throw CouchError.badRequest("Destination URL must be relative.") }
         let parts = destination.split(separator: "?", maxSplits: 1)
         guard let target = parts.first.flatMap({ String($0).removingPercentEncoding }), !target.isEmpty else {
             throw CouchError.badRequest("Destination header is mandatory for COPY.")
@@ -121,6 +124,44 @@ extension DocServer {
         let saved = try await db.save(copy)
         return Response.json(WriteResult(written: saved).json, status: .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, target)])
+    }
+
+    /// `POST /db/doc` with an HTML form (`multipart/form-data`): its `_attachments` file fields added to
+    /// the document at its `_rev` field, as CouchDB takes them. Like CouchDB it wants a `Referer` (400
+    /// without) and a form (415 for anything else).
+    private func formUpload(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard request.header(HTTPField.Name("Referer")!) != nil else { throw CouchError.badRequest("Referer header required.") }
+        let type = request.header(.contentType) ?? ""
+        guard Multipart.mediaType(of: type) == "multipart/form-data", let boundary = Multipart.boundary(from: type) else {
+            throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be multipart/form-data")
+        }
+        let parts: [(headers: MultipartHeaders, body: [UInt8])]
+        do {
+            parts = try Multipart.parse(request.body, boundary: boundary)
+        } catch let error as DocStoreError {
+            throw CouchError(error)
+        }
+        func field(_ headers: MultipartHeaders) -> String? {
+            guard let disposition = headers["Content-Disposition"], let range = disposition.range(of: "name=\"") else { return nil }
+            return String(disposition[range.upperBound...].prefix { $0 != "\"" })
+        }
+        var document = try await db.document(withID: id) ?? Document(id: id)
+        if let revisionPart = parts.first(where: { field($0.headers) == "_rev" }) {
+            let given = try parseRevision(String(decoding: revisionPart.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            guard given == document.revision else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
+        }
+        for part in parts where field(part.headers) == "_attachments" {
+            guard let name = part.headers.filename, !name.isEmpty else { continue }
+            do {
+                try Attachment.checkName(name)
+            } catch let error as DocStoreError {
+                throw CouchError(error)
+            }
+            document.attachments[name] = Attachment(data: Data(part.body), contentType: part.headers["Content-Type"] ?? "application/octet-stream")
+        }
+        try await checkWrite(&document, in: db, principal)
+        let saved = try await db.save(document)
+        return Response.json(WriteResult(written: saved).json, status: .created, headers: [.eTag: "\"\(saved.revision!)\""])
     }
 
     /// `?batch=ok`: CouchDB answers 202 `{"ok": true, "id": …}` at once and writes later, so that the
@@ -276,6 +317,10 @@ extension DocServer {
     /// multipart document.
     private func putDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         var document = try await documentFromBody(request, db: db)
+        if let given = document.revision, let etag = request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
+            etag != given.description {
+            throw CouchError.badRequest("Document rev and etag have different values")
+        }
         if document.hasID, document.id != id {
             throw CouchError.badRequest("Document id in the body does not match the URL")
         }

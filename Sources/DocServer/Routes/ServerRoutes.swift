@@ -41,13 +41,13 @@ extension DocServer {
         if type.hasPrefix("application/x-www-form-urlencoded") {
             let form = try CouchRequest(method: .post, path: "/", rawQuery: String(decoding: request.body, as: UTF8.self),
                                         headers: [:], body: [])
-            guard let name = form.query["name"], let password = form.query["password"] else {
+            guard let name = form.query["name"] ?? form.query["username"], let password = form.query["password"] else {
                 throw CouchError.badRequest("name and password are required")
             }
             return (name, password)
         }
         let body = try request.jsonObjectBody()
-        guard let name = body["name"]?.stringValue, let password = body["password"]?.stringValue else {
+        guard let name = (body["name"] ?? body["username"])?.stringValue, let password = body["password"]?.stringValue else {
             throw CouchError.badRequest("name and password are required")
         }
         return (name, password)

@@ -14,6 +14,8 @@ public struct DatabaseInfo: Sendable, Hashable {
     public let fileSize: Int
     /// A UUID made when the file was created; stays with the file.
     public let uuid: String
+    /// How many documents were purged (CouchDB's `purge_seq` counts them).
+    public var purgeCount: Int = 0
 }
 
 extension Database {
@@ -125,8 +127,10 @@ extension Database {
                 let attributes = try? FileManager.default.attributesOfItem(atPath: fileURL.path + suffix)
                 size += (attributes?[.size] as? NSNumber)?.intValue ?? 0
             }
-            return DatabaseInfo(name: name, documentCount: live, deletedDocumentCount: deleted,
-                                updateSequence: sequence, fileSize: size, uuid: uuid)
+            var info = DatabaseInfo(name: name, documentCount: live, deletedDocumentCount: deleted,
+                                    updateSequence: sequence, fileSize: size, uuid: uuid)
+            info.purgeCount = try connection.scalarInt("SELECT COUNT(*) FROM purges", []).map(Int.init) ?? 0
+            return info
         }
     }
 }
