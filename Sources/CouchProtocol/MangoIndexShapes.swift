@@ -10,6 +10,8 @@ package struct CreateIndexRequest: Sendable {
     package var type: MangoIndex.Kind = .json
     package var designDocument: String?
     package var name: String?
+    /// `partitioned`: whether the index answers partition queries (`nil`: as its database).
+    package var partitioned: Bool?
 
     private static let members: Set<String> = ["index", "ddoc", "name", "type", "partitioned", "w"]
 
@@ -33,6 +35,11 @@ package struct CreateIndexRequest: Sendable {
         }
         designDocument = try string("ddoc")
         name = try string("name")
+        switch object["partitioned"] {
+        case nil: partitioned = nil
+        case .bool(let flag)?: partitioned = flag
+        case let other?: throw DocStoreError(.badRequest, "Invalid value for partitioned: \(other)")
+        }
         let typeName = try string("type") ?? "json"
         guard let type = MangoIndex.Kind(rawValue: typeName) else { throw DocStoreError(.invalidIndex, "Invalid type for index: \(typeName)") }
         self.type = type

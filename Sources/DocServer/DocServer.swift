@@ -367,8 +367,11 @@ public final class DocServer: Sendable {
         try security.authorize(principal)
         // Who writes, for the validation functions of the database's design documents.
         let writer = WriteContext(userContext: principal.userContext(database: name), securityObject: .object(security.json))
+        let partitioned = try await registry.isPartitioned(name, db)
         return try await WriteContext.$current.withValue(writer) {
-            try await databaseItemRoute(db, name: name, Array(segments.dropFirst()), request, principal: principal)
+            try await Partition.$current.withValue(partitioned) {
+                try await databaseItemRoute(db, name: name, Array(segments.dropFirst()), request, principal: principal)
+            }
         }
     }
 
@@ -378,9 +381,10 @@ public final class DocServer: Sendable {
         switch rest[0] {
         case "_security" where rest.count == 1: return try await security(db, name: name, request, principal: principal)
         case "_all_docs": return try await allDocuments(db, request, principal: principal)
+        case "_partition": return try await partitionRoute(db, rest, request, principal: principal)
         case "_design_docs" where rest.count == 1:
             guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
-            return Response.json(try await allDocumentsAnswer(db, request, principal: principal, designOnly: true))
+            return Response.json(try await allDocumentsAnswer(db, request, principal: principal, idRange: ("_design/", "_design0"), designOnly: true))
         case "_local_docs" where rest.count == 1:
             guard principal.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
             return try await localDocumentList(db, request)
@@ -476,6 +480,8 @@ final class DatabaseRegistry: Sendable {
     private let opened = Mutex<[String: Database]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Mutex<[String: SecurityObject]>([:])
+    /// Whether each database read so far is partitioned.
+    private let partitioned = Mutex<[String: Bool]>([:])
     /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
     private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
 
@@ -568,12 +574,27 @@ final class DatabaseRegistry: Sendable {
 
     func setSecurity(_ object: SecurityObject, of name: String) { securities.withLock { $0[name] = object } }
 
+    /// Whether database `name` was created partitioned, read once and kept.
+    func isPartitioned(_ name: String, _ database: Database) async throws -> Bool {
+        if let known = partitioned.withLock({ $0[name] }) { return known }
+        let value = try await database.property("partitioned") == "true"
+        partitioned.withLock { $0[name] = value }
+        return value
+    }
+
+    /// Makes database `name` partitioned.
+    func setPartitioned(_ name: String, _ database: Database) async throws {
+        try await database.setProperty("partitioned", "true")
+        partitioned.withLock { $0[name] = true }
+    }
+
     /// Forgets a database that is being deleted.
     func forget(_ name: String) async {
         if name == ReplicationScheduler.databaseName, let observer = replicatorObserver.withLock({ $0 }) {
             await observer(nil)
         }
         securities.withLock { _ = $0.removeValue(forKey: name) }
+        partitioned.withLock { _ = $0.removeValue(forKey: name) }
         metrics.databasesOpen(opened.withLock { opened in
             opened.removeValue(forKey: name)
             return opened.count

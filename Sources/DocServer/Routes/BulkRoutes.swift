@@ -34,6 +34,7 @@ extension DocServer {
                 } else if newEdits {
                     document.id = newUUID()
                 }
+                if document.hasID { try Partition.check(document.id) }
                 try DocumentValidation.validateBody(document.body)
                 if !newEdits && document.revision == nil {
                     throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
@@ -66,6 +67,14 @@ extension DocServer {
                 positions.append(position)
             } catch let error as CouchError {
                 rows[position] = WriteResult(id: document.hasID ? document.id : nil, failure: error.body)
+            }
+        }
+        if newEdits {
+            let refused = try await partitionOverflows(documents, in: db)
+            for index in refused.keys.sorted(by: >) {
+                rows[positions[index]] = WriteResult(id: documents[index].id, failure: refused[index]!.body)
+                documents.remove(at: index)
+                positions.remove(at: index)
             }
         }
         let results = newEdits ? try await db.save(documents) : try await db.insertRevisions(documents)
@@ -139,6 +148,8 @@ extension DocServer {
             var entries: [BulkGet.Entry] = []
             if id == nil {
                 entries.append(failure("bad_request", "Missing id"))
+            } else if let id, Partition.current, let error = Partition.error(of: id) {
+                entries.append(.failure(BulkGet.Failure(id: id, revision: nil, error: error.body)))
             } else if let read = item.read {
                 if found[read].isEmpty { entries.append(failure("not_found", "missing")) }
                 for document in found[read] {
@@ -190,8 +201,25 @@ extension DocServer {
     /// string winning): rows the principal may read. `designOnly` answers `_design_docs`: the rows of
     /// design documents, `total_rows` counting them. A key that is not a string names no document: its
     /// row is `not_found`, as in CouchDB 3.3.3.
-    func allDocumentsAnswer(_ db: Database, _ original: CouchRequest, principal: Principal, designOnly: Bool = false) async throws -> JSON {
-        let request = try original.withBodyParameters()
+    func allDocumentsAnswer(_ db: Database, _ original: CouchRequest, principal: Principal, idRange: (low: String, high: String)? = nil,
+                            designOnly: Bool = false, limit maximum: Int? = nil) async throws -> JSON {
+        var request = try original.withBodyParameters()
+        var idRange = idRange, maximum = maximum
+        if let partition = request.query["partition"], idRange == nil {
+            // `_all_docs?partition=p` is the partition's `_all_docs`, in a partitioned database only.
+            guard Partition.current else {
+                throw CouchError(.badRequest, "query_parse_error", "`partition` parameter is not supported on this db")
+            }
+            try Partition.validate(partition: partition)
+            idRange = Partition.range(partition)
+            maximum = partitionQueryLimit
+        }
+        if let maximum {
+            if let limit = try request.int("limit"), limit > maximum {
+                throw CouchError(.badRequest, "query_parse_error", "Limit is too large, must not exceed \(maximum)")
+            }
+            if request.query["limit"] == nil { request.query["limit"] = String(maximum) }
+        }
         func stringKey(_ names: String...) throws -> String? {
             for name in names {
                 guard let value = try request.json(name) else { continue }
@@ -208,9 +236,9 @@ extension DocServer {
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
-        if designOnly {
-            // Design document ids sort between "_design/" and "_design0", neither of them an id.
-            let (low, high) = ("_design/", "_design0")
+        if let (low, high) = idRange {
+            // Design document ids sort between "_design/" and "_design0", a partition's between "p:"
+            // and "p;": none of them an id.
             if query.descending {
                 query.startKey = min(query.startKey ?? high, high)
                 query.endKey = max(query.endKey ?? low, low)
@@ -302,6 +330,11 @@ extension DocServer {
             return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
         }
         let query = try viewQuery(request)
+        if let partitioned = try await partitionedView(db, name: name, request, query, principal: principal) {
+            var answer = partitioned
+            if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
+            return Response.json(answer.json)
+        }
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
         if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
         if request.query["sorted"] == "false" {

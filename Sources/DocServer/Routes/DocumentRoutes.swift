@@ -60,6 +60,15 @@ extension DocServer {
     // MARK: /{db}/{docid}
 
     func documentRoute(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        if Partition.current {
+            // A partitioned database reads ids of any form (404 for those it cannot have) but one
+            // without a partition; it writes only well-formed ones.
+            if [.get, .head].contains(request.method) {
+                if !id.hasPrefix("_design/"), !id.contains(":") { throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id") }
+            } else {
+                try Partition.check(id)
+            }
+        }
         switch request.method {
         case .get, .head: return try await getDocument(db, id: id, request, principal: principal)
         case .put: return try await putDocument(db, id: id, request, principal: principal)
@@ -101,6 +110,7 @@ extension DocServer {
         guard let target = parts.first.flatMap({ String($0).removingPercentEncoding }), !target.isEmpty else {
             throw CouchError.badRequest("Destination header is mandatory for COPY.")
         }
+        try Partition.check(target)
         var targetRevision: RevisionID?
         if parts.count == 2 {
             let query = try CouchRequest(method: .get, path: "/", rawQuery: String(parts[1]), headers: [:], body: [])
@@ -351,6 +361,7 @@ extension DocServer {
             return Response.json(WriteResult(written: document).json, status: .created,
                                  headers: [.eTag: "\"\(document.revision!)\""])
         }
+        if let refusal = try await partitionOverflows([document], in: db)[0] { throw refusal }
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, id)])
@@ -374,7 +385,9 @@ extension DocServer {
             }
         }
         if !document.hasID { document.id = newUUID() }
+        try Partition.check(document.id)
         try await checkWrite(&document, in: db, principal)
+        if let refusal = try await partitionOverflows([document], in: db)[0] { throw refusal }
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: request.location(db.name, saved.id)])
     }

@@ -7,21 +7,53 @@ import Hummingbird
 extension DocServer {
     /// `POST /{db}/_find` and `POST /{db}/_explain`: Mango queries. A user finds only the documents of
     /// the channels they may read.
-    func mangoQueryRoute(_ db: Database, explain: Bool, _ request: CouchRequest, principal: Principal) async throws -> Response {
+    func mangoQueryRoute(_ db: Database, explain: Bool, _ request: CouchRequest, principal: Principal,
+                         partition pathPartition: String? = nil) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         do {
             try request.requireJSONContentType()
-            var query = try FindRequest.query(json: try request.jsonBody())
+            let body = try request.jsonBody()
+            var query = try FindRequest.query(json: body)
             if !principal.isAdmin {
                 query.visible = { principal.canRead($0.channels) }
             }
+            var partition = pathPartition
+            if partition == nil, let given = body["partition"]?.stringValue, !given.isEmpty { partition = given }
+            if partition != nil, !Partition.current { throw CouchError.badRequest("partition specified on non-partitioned db") }
+            if Partition.current {
+                // A partition's query reads its documents and its partitioned indexes; a global one the global indexes.
+                let global = try await globalIndexDesigns(db)
+                let wantsPartitioned = partition != nil
+                query.usableIndexes = { global.contains($0.designDocument) != wantsPartitioned }
+                if let partition {
+                    try Partition.validate(partition: partition)
+                    let prefix = partition + ":", visible = query.visible
+                    query.visible = { $0.id.hasPrefix(prefix) && visible?($0) != false }
+                }
+            }
             if explain {
-                return Response.json(FindResponse.explain(try await db.explain(query), query: query, database: db.name))
+                var answer = FindResponse.explain(try await db.explain(query), query: query, database: db.name)
+                answer["opts"]?["partition"] = .string(partition ?? "")
+                answer["mrargs"]?["partition"] = partition.map(JSON.string) ?? .null
+                return Response.json(answer)
             }
             return Response.json(FindResponse.json(try await db.find(query)))
+        } catch let error as DocStoreError where error.code == .noUsableIndex && Partition.current && error.reason.hasPrefix("No index exists for this sort") {
+            let kind = request.query["partition"] != nil || pathPartition != nil ? "partitioned" : "global"
+            throw CouchError(.badRequest, "no_usable_index", "No \(kind) index exists for this sort, try indexing by the sort fields.")
         } catch let error as DocStoreError {
             throw CouchError(error)
         }
+    }
+
+    /// The query design documents of a partitioned database that say `"options": {"partitioned": false}`.
+    private func globalIndexDesigns(_ db: Database) async throws -> Set<String> {
+        var query = AllDocumentsQuery()
+        query.startKey = "_design/"
+        query.endKey = "_design0"
+        query.includeDocuments = true
+        let designs = try await db.allDocuments(query).rows.compactMap(\.document)
+        return Set(designs.filter { $0["options"]?["partitioned"] == false }.map(\.id))
     }
 
     /// `GET|POST /{db}/_index` and `DELETE /{db}/_index/{ddoc}/{json|text}/{name}` (the design document
@@ -32,12 +64,29 @@ extension DocServer {
             switch (request.method, rest.count) {
             case (.get, 1):
                 let indexes = try await db.mangoIndexes()
-                return Response.json(IndexListResponse.json(indexes, skip: try request.int("skip") ?? 0, limit: try request.int("limit")))
+                var listing = IndexListResponse.json(indexes, skip: try request.int("skip") ?? 0, limit: try request.int("limit"))
+                if Partition.current, case .array(var entries)? = listing["indexes"] {
+                    // In a partitioned database, indexes are partitioned unless their design document says otherwise.
+                    let global = try await globalIndexDesigns(db)
+                    for index in entries.indices where entries[index]["partitioned"] != nil {
+                        entries[index]["partitioned"] = .bool(!global.contains(entries[index]["ddoc"]?.stringValue ?? ""))
+                    }
+                    listing["indexes"] = .array(entries)
+                }
+                return Response.json(listing)
             case (.post, 1):
                 guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 try request.requireJSONContentType()
                 let body = try CreateIndexRequest(json: try request.jsonBody())
-                return Response.json(CreateIndexRequest.answer(try await body.create(in: db)))
+                let creation = try await body.create(in: db)
+                if let partitioned = body.partitioned, creation.created, var design = try await db.document(withID: creation.designDocument) {
+                    // As CouchDB, an index that says whether it is partitioned says it in its design document.
+                    var options = design["options"]?.objectValue ?? [:]
+                    options["partitioned"] = .bool(partitioned)
+                    design["options"] = .object(options)
+                    _ = try await db.save(design)
+                }
+                return Response.json(CreateIndexRequest.answer(creation))
             case (.delete, 4), (.delete, 5):
                 guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 // ["_index", ddoc…, "json"|"text", name]: the design document may come as `_design/x` or `x`.

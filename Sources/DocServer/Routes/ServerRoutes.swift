@@ -123,10 +123,17 @@ extension DocServer {
         case .put:
             guard principal.isAdmin else { throw CouchError.adminRequired }
             try DatabaseRegistry.validate(name)
+            var partitioned = false
+            if let value = request.query["partitioned"] {
+                guard value == "true" || value == "false" else { throw CouchError.badRequest("Invalid `partitioned` parameter") }
+                partitioned = value == "true"
+            }
+            if partitioned, Partition.isSystemDatabase(name) { throw CouchError.badRequest("Cannot partition a system database") }
             guard !registry.exists(name) else {
                 throw CouchError(.preconditionFailed, "file_exists", "The database could not be created, the file already exists.")
             }
-            _ = try await registry.open(name)
+            let created = try await registry.open(name)
+            if partitioned { try await registry.setPartitioned(name, created) }
             return Response.json(["ok": true], status: .created, headers: [.location: request.location(name)])
         case .delete:
             guard principal.isAdmin else { throw CouchError.adminRequired }
@@ -141,11 +148,23 @@ extension DocServer {
         case .get, .head:
             let db = try await registry.database(named: name)
             try await registry.security(of: name, db).authorize(principal)
-            return Response.json(try await db.info().serverJSON)
+            var info = try await db.info().serverJSON
+            if try await registry.isPartitioned(name, db) {
+                // A partitioned database's figures, as its partitions' add up to them.
+                let figures = try await db.figures(ofIDsFrom: "", below: "\u{10FFFF}\u{10FFFF}")
+                info["sizes"]?["external"] = .integer(figures.bodyBytes)
+                info["sizes"]?["active"] = .integer(figures.bodyBytes)
+                info["props"] = ["partitioned": true]
+            } else {
+                info["props"] = [:]
+            }
+            return Response.json(info)
         case .post:
             let db = try await registry.database(named: name)
             try await registry.security(of: name, db).authorize(principal)
-            return try await createDocument(db, request, principal: principal)
+            return try await Partition.$current.withValue(try await registry.isPartitioned(name, db)) {
+                try await createDocument(db, request, principal: principal)
+            }
         default:
             throw CouchError.methodNotAllowed
         }

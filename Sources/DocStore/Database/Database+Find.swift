@@ -32,6 +32,8 @@ public struct FindQuery: Sendable {
     /// Which documents the asker may see at all (a server's access rules); applied before `skip` and
     /// `limit`, as if the others did not exist.
     package var visible: (@Sendable (Document) -> Bool)?
+    /// Which json indexes the planner may choose (a server's partitioned or global ones).
+    package var usableIndexes: (@Sendable (MangoIndex) -> Bool)?
 
     public init(selector: Selector) {
         self.selector = selector
@@ -204,7 +206,7 @@ extension Database {
         if Set(query.sort.map(\.descending)).count > 1 {
             throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
         }
-        let indexes = try await synchronizeMangoIndexes().filter { $0.type == .json }
+        let indexes = try await synchronizeMangoIndexes().filter { $0.type == .json && query.usableIndexes?($0) != false }
         return try QueryPlanner.plan(query.selector, sort: query.sort, indexes: indexes, useIndex: query.useIndex)
     }
 }

@@ -314,6 +314,10 @@ actor DatabaseWriter {
     }
 
     /// Keeps a security object.
+    func setProperty(_ key: String, _ value: String) throws {
+        try plainTransaction { try $0.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("property:" + key), .text(value)]) }
+    }
+
     func setSecurity(_ json: String) throws {
         try plainTransaction { try Schema.storeSecurity($0, json) }
     }
