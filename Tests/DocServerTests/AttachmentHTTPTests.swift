@@ -118,6 +118,37 @@ final class AttachmentHTTPTests: XCTestCase {
         XCTAssertEqual(stubs.json["results"]?.arrayValue?.first { $0["id"] == "g" }?["doc"]?["_attachments"]?["notes.txt"]?["stub"], true)
     }
 
+    /// As CouchDB 3.3.3 with its default `[attachments]`: a text attachment arriving whole in a new
+    /// edit is stored gzip (`att_encoding_info` shows it, the digest is the gzip bytes', readers get the
+    /// text); other types, `compression_level = 0` and replicated revisions are kept as they came.
+    func testCompressibleAttachmentsAreStoredGzip() async throws {
+        let server = try await server()
+        let text = text(200)
+        let put = try await server.request("PUT", "/db/t", json: ["_attachments": [
+            "notes.txt": ["content_type": "text/plain", "data": .string(text.base64EncodedString())],
+            "pixel.png": ["content_type": "image/png", "data": "AAEC"],
+        ]])
+        XCTAssertEqual(put.status, 201)
+        let info = try await server.request("GET", "/db/t?att_encoding_info=true").json["_attachments"]
+        XCTAssertEqual(info?["notes.txt"]?["encoding"], "gzip")
+        XCTAssertLessThan(info?["notes.txt"]?["encoded_length"]?.intValue ?? .max, text.count)
+        XCTAssertEqual(info?["notes.txt"]?["length"], .integer(text.count))
+        XCTAssertNotEqual(info?["notes.txt"]?["digest"], .string(Attachment.digest(of: text)), "the gzip bytes' digest")
+        XCTAssertNil(info?["pixel.png"]?["encoding"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/t/notes.txt", headers: ["Accept-Encoding": "identity"]).body, text)
+
+        let replicated = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [[
+            "_id": "r", "_rev": "1-abc", "_attachments": ["notes.txt": ["content_type": "text/plain", "data": .string(text.base64EncodedString())]],
+        ]]])
+        XCTAssertEqual(replicated.status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/r?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["digest"],
+                                  .string(Attachment.digest(of: text)), "a replicated revision keeps its peer's bytes")
+
+        _ = try await server.request("PUT", "/_node/_local/_config/attachments/compression_level", json: "0", headers: ["X-Couch-Persist": "false"])
+        _ = try await server.request("PUT", "/db/plain", json: ["_attachments": ["notes.txt": ["content_type": "text/plain", "data": .string(text.base64EncodedString())]]])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/plain?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["encoding"], nil)
+    }
+
     func testAttachmentGetEncodingsRangesAndETags() async throws {
         let server = try await server()
         let content = text(2000)

@@ -46,3 +46,33 @@ extension DocServer {
         }
     }
 }
+
+extension DocServer {
+    /// CouchDB's `[attachments]` `compressible_types` (default `text/*, application/javascript,
+    /// application/json, application/xml`) and `compression_level` (default 8; 0 turns it off): an
+    /// attachment of such a type that arrives whole in a JSON document is stored gzip-compressed, as
+    /// CouchDB stores it — its `digest` is then the MD5 of the gzip bytes, `att_encoding_info` shows
+    /// `encoding` and `encoded_length`, and clients that do not take gzip get it decoded. New edits only:
+    /// a replicated revision keeps the bytes and digests its peer sent (DESIGN.md §5).
+    func compressAttachments(of document: inout Document) {
+        let level = nodeConfiguration.integer("attachments", "compression_level", default: 8)
+        guard level > 0, !document.attachments.isEmpty else { return }
+        let types = (nodeConfiguration.value("attachments", "compressible_types")
+            ?? "text/*, application/javascript, application/json, application/xml")
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        func compressible(_ type: String) -> Bool {
+            let type = (type.split(separator: ";").first.map(String.init) ?? type).trimmingCharacters(in: .whitespaces).lowercased()
+            return types.contains { pattern in
+                pattern.hasSuffix("*") ? type.hasPrefix(String(pattern.dropLast())) : type == pattern
+            }
+        }
+        for (name, attachment) in document.attachments where attachment.encoding == .identity && compressible(attachment.contentType) {
+            guard let data = attachment.encodedData,
+                let gzip = try? GzipStream.compress(data, level: Int32(min(level, 9))),
+                var compressed = try? Attachment(encodedData: gzip, encoding: .gzip, contentType: attachment.contentType)
+            else { continue }
+            compressed.revpos = attachment.revpos
+            document.attachments[name] = compressed
+        }
+    }
+}

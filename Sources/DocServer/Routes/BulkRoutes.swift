@@ -35,6 +35,8 @@ extension DocServer {
                     document.id = newUUID()
                 }
                 if document.hasID { try Partition.check(document.id) }
+                // Replicated revisions keep their attachments' bytes and digests as their peer sent them.
+                if newEdits { compressAttachments(of: &document) }
                 try DocumentValidation.validateBody(document.body)
                 if !newEdits && document.revision == nil {
                     throw CouchError.badRequest("When `new_edits: false`, the document needs `_rev` or `_revisions` specified")

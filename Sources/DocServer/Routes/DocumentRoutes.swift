@@ -169,6 +169,7 @@ extension DocServer {
             }
             document.attachments[name] = Attachment(data: Data(part.body), contentType: part.headers["Content-Type"] ?? "application/octet-stream")
         }
+        compressAttachments(of: &document)
         try await checkWrite(&document, in: db, principal)
         let saved = try await db.save(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.eTag: "\"\(saved.revision!)\""])
@@ -327,6 +328,7 @@ extension DocServer {
     /// multipart document.
     private func putDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         var document = try await documentFromBody(request, db: db)
+        if try request.bool("new_edits", default: true) { compressAttachments(of: &document) }
         if let given = document.revision, let etag = request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
             etag != given.description {
             throw CouchError.badRequest("Document rev and etag have different values")
@@ -376,6 +378,7 @@ extension DocServer {
             return Response.json(try await self.write(write, in: db).json, status: .created)
         }
         var document = try await documentFromBody(request, db: db)
+        compressAttachments(of: &document)
         if request.query["batch"] == "ok" {
             if !document.hasID { document.id = newUUID() }
             return await batchAnswer(id: document.id) { [document] in
