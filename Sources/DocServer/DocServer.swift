@@ -460,8 +460,10 @@ public final class DocServer: Sendable {
         }
         guard count <= nodeConfiguration.integer("uuids", "max_count", default: 1000) else { throw CouchError.badRequest("count parameter too large") }
         let ids = (0..<count).map { _ in JSON.string(newUUID()) }
+        // As CouchDB: never cached, and an ETag of its own each time.
         return Response.json(["uuids": .array(ids)], headers: [
             .cacheControl: "no-cache", HTTPField.Name("Pragma")!: "no-cache", .expires: "Mon, 01 Jan 1990 00:00:00 GMT",
+            .eTag: "\"\(UUID().uuidString.replacingOccurrences(of: "-", with: ""))\"",
         ])
     }
 }

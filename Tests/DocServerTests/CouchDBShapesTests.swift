@@ -124,6 +124,8 @@ final class CouchDBShapesTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs", json: ["keys": [1, 2], "limit": 1]).json["rows"]?.arrayValue?.count, 1)
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs?limit=1", json: ["keys": ["0", "1"], "limit": 2]).json["rows"]?.arrayValue?.count, 1)
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs", json: ["startkey": "1", "limit": 2]).json["rows"]?.arrayValue?.map { $0["id"] }, ["1", "2"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs", json: ["keys": "a"]).json["reason"],
+                                  "`keys` body member must be an array.")
         let badKeys = try await server.request("GET", "/db/_all_docs?keys=%22a%22")
         XCTAssertEqual(badKeys.status, 400)
         XCTAssertEqual(badKeys.json["reason"], "`keys` parameter must be an array.")
@@ -138,6 +140,7 @@ final class CouchDBShapesTests: XCTestCase {
         XCTAssertEqual(uuids.header("Cache-Control"), "no-cache")
         XCTAssertEqual(uuids.header("Pragma"), "no-cache")
         XCTAssertEqual(uuids.header("Expires"), "Mon, 01 Jan 1990 00:00:00 GMT")
+        XCTAssertNotNil(uuids.header("ETag"))
         let tooMany = try await server.request("GET", "/_uuids?count=1001")
         XCTAssertEqual(tooMany.status, 400)
         XCTAssertEqual(tooMany.json, ["error": "bad_request", "reason": "count parameter too large"])

@@ -565,7 +565,7 @@ final class ServerAPITests: XCTestCase {
         let more = feed.readChunked(until: { String(decoding: $0, as: UTF8.self).contains("\"fourth\"") }, ended: &ended)
         XCTAssertTrue(String(decoding: more, as: UTF8.self).contains("\"seq\":\"4-"), "the feed keeps waiting after a change")
 
-        let bounded = try await server.request("GET", "/db/_changes?feed=continuous&since=2&heartbeat=30&timeout=100")
+        let bounded = try await server.request("GET", "/db/_changes?feed=live&since=2&heartbeat=30&timeout=100")
         let boundedLines = bounded.text.split(separator: "\n").map { (try? JSON(parsing: String($0))) ?? .null }
         XCTAssertEqual(boundedLines.first?["id"], "third")
         XCTAssertEqual(sequenceNumber(boundedLines.last?["last_seq"]), 4)

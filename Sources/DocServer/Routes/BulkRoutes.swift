@@ -205,6 +205,9 @@ extension DocServer {
     /// row is `not_found`, as in CouchDB 3.3.3.
     func allDocumentsAnswer(_ db: Database, _ original: CouchRequest, principal: Principal, idRange: (low: String, high: String)? = nil,
                             designOnly: Bool = false, limit maximum: Int? = nil) async throws -> JSON {
+        if original.method == .post, case .object(let body) = try original.jsonBody(), let keys = body["keys"], keys.arrayValue == nil {
+            throw CouchError.badRequest("`keys` body member must be an array.")
+        }
         var request = try original.withBodyParameters()
         var idRange = idRange, maximum = maximum
         if let partition = request.query["partition"], idRange == nil {

@@ -38,7 +38,8 @@ struct ChangesRequest: Sendable {
 
     init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
         if let text = request.query["feed"] {
-            guard let feed = Feed(rawValue: text) else { throw CouchError.badRequest("Invalid feed: \(text)") }
+            // `live` is CouchDB's other name for `continuous`.
+            guard let feed = Feed(rawValue: text == "live" ? "continuous" : text) else { throw CouchError.badRequest("Invalid feed: \(text)") }
             self.feed = feed
         }
         let body = request.method == .post && !request.body.isEmpty ? try request.jsonObjectBody() : JSONObject()
