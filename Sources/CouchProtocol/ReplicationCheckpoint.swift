@@ -5,9 +5,9 @@ import DocStore
 ///
 /// Written by DocSync; read back from whichever replicator wrote it last (CouchDB's own included), so
 /// unknown fields of history entries survive a rewrite.
-package struct ReplicationCheckpoint: Sendable, Equatable {
+package struct ReplicationCheckpoint: Sendable, Hashable {
     /// One replication session's record, newest first in ``ReplicationCheckpoint/history``.
-    package struct Session: Sendable, Equatable {
+    package struct Session: Sendable, Hashable {
         package var sessionID: String
         package var startTime: String = ""
         package var endTime: String = ""

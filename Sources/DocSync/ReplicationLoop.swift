@@ -209,7 +209,7 @@ struct ReplicationLoop {
         }
         let targetRevision = try await save(checkpoint, to: target, replacing: session.target?.revision)
         checkpointer?.saved(checkpoint, sourceRevision: sourceRevision, targetRevision: targetRevision)
-        replicator.checkpointed(flow, at: sequence)
+        replicator.checkpointed(flow, at: sequence, history: checkpoint.history)
         return .checkpointSaved
     }
 

@@ -1,3 +1,4 @@
+import CouchProtocol
 import DocStore
 import Foundation
 import Synchronization
@@ -108,6 +109,9 @@ public struct ReplicationPosition: Sendable, Hashable {
     public var checkpointed: JSON
     /// The sequence of the last change transferred.
     public var through: JSON
+    /// The sessions the last checkpoint saved records, this run's first (empty before the first save):
+    /// what CouchDB's `_replicate` answers as `history`.
+    package var history: [ReplicationCheckpoint.Session] = []
 }
 
 /// One document revision that a replication moved (or failed to).
@@ -400,10 +404,11 @@ public final class Replicator: Sendable {
         }
     }
 
-    /// A direction saved its checkpoints at `sequence`.
-    func checkpointed(_ flow: ReplicationFlow, at sequence: JSON) {
+    /// A direction saved its checkpoints at `sequence`, with `history`.
+    func checkpointed(_ flow: ReplicationFlow, at sequence: JSON, history: [ReplicationCheckpoint.Session]) {
         update { status, _ in
             status.positions[flow]?.checkpointed = sequence
+            status.positions[flow]?.history = history
             return true
         }
     }

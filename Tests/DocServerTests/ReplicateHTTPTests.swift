@@ -24,6 +24,13 @@ final class ReplicateHTTPTests: XCTestCase {
 
         let again = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"])
         XCTAssertEqual(again.json, ["ok": true, "no_changes": true], "the checkpoint was kept")
+        // As CouchDB 3.3.3: a later run answers the checkpoint's sessions, its own first.
+        _ = try await server.request("PUT", "/a/w", json: ["n": 4])
+        let second = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"])
+        XCTAssertEqual(second.json["history"]?.arrayValue?.count, 2)
+        XCTAssertEqual(second.json["history"]?[0]?["session_id"], second.json["session_id"])
+        XCTAssertEqual(second.json["history"]?[1]?["session_id"], first.json["session_id"])
+        XCTAssertEqual(second.json["history"]?[0]?["docs_written"], 4, "figures carry on from the checkpoint, as CouchDB's")
 
         // To a URL (this very server), with doc_ids; the URL's credentials, or an Authorization header.
         let url = "http://127.0.0.1:\(server.port)/c"
@@ -32,6 +39,10 @@ final class ReplicateHTTPTests: XCTestCase {
             "source": "a", "target": ["url": .string(url), "headers": ["Authorization": .string(authorization)]],
             "create_target": true, "doc_ids": ["x", "z"]])
         XCTAssertEqual(remote.status, 200, remote.text)
+        // Listed documents move without checkpoints: CouchDB answers the run's figures.
+        XCTAssertEqual(remote.json["docs_written"], 2)
+        XCTAssertTrue(remote.json["start_time"]?.stringValue?.hasSuffix(" GMT") == true, remote.text)
+        XCTAssertNil(remote.json["history"])
         let copied = try await server.request("GET", "/c/_all_docs")
         XCTAssertEqual(copied.json["rows"]?.arrayValue?.map { $0["id"]! }, ["x", "z"])
 

@@ -56,8 +56,19 @@ extension DocServer {
             throw CouchError(.badGateway, "replication_failed", "The replication was cancelled before it ended")
         }
         if status.changesProcessed == 0 { return Response.json(["ok": true, "no_changes": true]) }
-        // The history entry has the shape of a checkpoint's, as CouchDB's answer does.
+        if description.documentIDs != nil {
+            // CouchDB replicates listed documents without checkpoints, and says so.
+            let figures = job.figures
+            return Response.json(["ok": true, "start_time": .string(job.startTime.checkpointTimestamp),
+                                  "end_time": .string(Date.now.checkpointTimestamp), "docs_read": .integer(figures.documentsRead),
+                                  "docs_written": .integer(figures.documentsWritten), "doc_write_failures": .integer(figures.documentWriteFailures)])
+        }
+        // The checkpoint's sessions, this one first, as CouchDB's answer gives them.
         let position = job.status.positions.values.first
+        if let position, let current = position.history.first {
+            return Response.json(["ok": true, "session_id": .string(current.sessionID), "source_last_seq": position.checkpointed,
+                                  "replication_id_version": 4, "history": .array(position.history.map(\.json))])
+        }
         var entry = ReplicationCheckpoint.Session(sessionID: UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
         entry.startTime = job.startTime.checkpointTimestamp
         entry.endTime = Date.now.checkpointTimestamp
