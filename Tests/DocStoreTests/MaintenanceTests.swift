@@ -33,6 +33,23 @@ final class MaintenanceTests: XCTestCase {
         XCTAssertEqual(diff.first?.missing, [revisions[0]])
     }
 
+    /// A limit lowered after the history grew applies at the next compaction, as CouchDB's does
+    /// (CouchDB 3.3.3's own rev_stemming test: 6 revisions, the limit set to 5, compact → 5).
+    func testCompactionStemsToALoweredLimit() async throws {
+        let db = try await makeDatabase(self)
+        var doc = try await db.save(Document(id: "s", body: ["n": 0]))
+        for n in 1..<8 {
+            doc["n"] = .integer(n)
+            doc = try await db.save(doc)
+        }
+        try await db.setRevisionsLimit(5)
+        await XCTAssertEqualAsync(try await db.revisionTree(ofDocumentWithID: "s")?.count, 8, "not before compaction")
+        _ = try await db.compact()
+        await XCTAssertEqualAsync(try await db.revisionTree(ofDocumentWithID: "s")?.count, 5)
+        await XCTAssertEqualAsync(try await db.document(withID: "s", includeRevisionHistory: true)?.revisionHistory?.count, 4)
+        await XCTAssertEqualAsync(try await db.document(withID: "s")?["n"], 7)
+    }
+
     /// By default only leaves keep a body: an edit drops its parent's body (and attachment references)
     /// at once, on the winning branch and on a losing one, while conflicts keep theirs.
     func testByDefaultOnlyLeavesKeepBodies() async throws {

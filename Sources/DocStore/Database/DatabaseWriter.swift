@@ -388,8 +388,11 @@ actor DatabaseWriter {
     /// entries of the changes log, then returns freed pages to the file system. Returns the number of
     /// revision bodies dropped.
     func compact() throws -> Int {
+        let limit = revsLimit
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
+            // Trees longer than the revision limit (lowered since they grew) are stemmed to it.
+            _ = try records.stemAllTrees(limit: limit)
             for id in try records.idsWithStoredRevisions() {
                 guard let record = try records.fetch(id: id) else {
                     try records.dropAllRevisions(id: id)

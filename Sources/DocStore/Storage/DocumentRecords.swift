@@ -353,6 +353,21 @@ struct DocumentRecords {
     }
 
     /// The ids of documents with bodies of non-winning revisions stored.
+    /// Stems every document's revision tree to `limit` generations (compaction after `_revs_limit` was
+    /// lowered, as CouchDB's compaction does); returns how many trees changed.
+    func stemAllTrees(limit: Int) throws -> Int {
+        let select = try connection.prepare("SELECT id, tree FROM docs")
+        var stemmed: [(id: String, tree: [UInt8])] = []
+        while try select.step() {
+            var tree = try select.withBlob(1) { try RevisionTree(decoding: $0) }
+            if !tree.stem(limit: limit).isEmpty { stemmed.append((select.text(0), tree.encoded())) }
+        }
+        for (id, tree) in stemmed {
+            try connection.run("UPDATE docs SET tree = ? WHERE id = ?", [.blob(tree), .text(id)])
+        }
+        return stemmed.count
+    }
+
     func idsWithStoredRevisions() throws -> [String] {
         let statement = try connection.prepare("SELECT DISTINCT id FROM revs")
         var ids: [String] = []
