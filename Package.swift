@@ -140,7 +140,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DocServerTests",
-            dependencies: ["DocStore", "DocServer", "TestSupport"]
+            dependencies: ["DocStore", "DocServer", "TestSupport",
+                           .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
         ),
         .testTarget(
             name: "DocSyncTests",

@@ -47,14 +47,14 @@ enum Principal: Sendable {
     func userContext(database: String) -> JSON {
         switch self {
         case .admin(let name): return ["db": .string(database), "name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
-        case .user(let user): return ["db": .string(database), "name": .string(user.name), "roles": []]
+        case .user(let user): return ["db": .string(database), "name": .string(user.name), "roles": JSON(user.roles)]
         }
     }
 
     var userContext: JSON {
         switch self {
         case .admin(let name): return ["name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
-        case .user(let user): return ["name": .string(user.name), "roles": [],
+        case .user(let user): return ["name": .string(user.name), "roles": JSON(user.roles),
                                       "channels": JSON(user.readChannels)]
         }
     }
@@ -81,6 +81,15 @@ struct Authenticator: Sendable {
     func principal(for request: CouchRequest) async throws -> Principal? {
         if let authorization = request.header(.authorization) {
             let parts = authorization.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" {
+                // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
+                // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
+                // default handlers do.
+                if node.section("jwt_keys").isEmpty { return nil }
+                let (name, roles) = try JWTAuthentication(node: node).verify(String(parts[1]))
+                if roles.contains("_admin") { return .admin(name: name) }
+                return .user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles))
+            }
             guard parts.count == 2, parts[0].lowercased() == "basic",
                 let decoded = Data(base64Encoded: String(parts[1])).flatMap({ String(data: $0, encoding: .utf8) }),
                 let colon = decoded.firstIndex(of: ":")

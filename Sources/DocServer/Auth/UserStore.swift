@@ -12,6 +12,8 @@ public struct ServerUser: Sendable, Hashable {
     public var readChannels: [String]
     /// Channels the user may write documents into; `*` means all.
     public var writeChannels: [String]
+    /// CouchDB roles (a JWT's `_couchdb.roles`), shown in `userCtx`.
+    public var roles: [String] = []
 
     /// Whether the user may read a document in `channels`.
     func canRead(_ channels: [String]) -> Bool {

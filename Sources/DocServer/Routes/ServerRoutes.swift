@@ -15,7 +15,8 @@ extension DocServer {
             // for an anonymous one.
             var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
             if principal != nil {
-                info["authenticated"] = request.header(.authorization)?.lowercased().hasPrefix("basic ") == true ? "default" : "cookie"
+                let scheme = request.header(.authorization)?.lowercased() ?? ""
+                info["authenticated"] = scheme.hasPrefix("basic ") ? "default" : scheme.hasPrefix("bearer ") ? "jwt" : "cookie"
             }
             return Response.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
