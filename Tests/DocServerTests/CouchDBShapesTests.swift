@@ -212,6 +212,7 @@ final class CouchDBShapesTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/form/file.txt").text, "contents of file.txt")
 
         let missingRevision = try await server.request("DELETE", "/db/form/file.txt?rev=4-garbage")
+        XCTAssertEqual(missingRevision.status, 409, "CouchDB's status for it")
         XCTAssertEqual(missingRevision.json, ["error": "not_found", "reason": "missing_rev"])
         let olderWithout = try await server.request("DELETE", "/db/form/file.txt?rev=\(revision)")
         XCTAssertEqual(olderWithout.json, ["error": "not_found", "reason": "Document is missing attachment"])
@@ -219,6 +220,13 @@ final class CouchDBShapesTests: XCTestCase {
 
         let mismatch = try await server.request("PUT", "/db/other", json: ["_id": "elsewhere", "_rev": "1-abc"], headers: ["If-Match": "1-foobar"])
         XCTAssertEqual(mismatch.json, ["error": "bad_request", "reason": "Document rev and etag have different values"])
+        // The URL names the document; an `_id` in the body is not looked at.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/urlid", json: ["_id": "bodyid"]).json["id"], "urlid")
+        // `_revisions` shows at most `_revs_limit` revisions, before compaction too.
+        var longRevision = try await server.request("PUT", "/db/long", json: [:]).json["rev"]!
+        for _ in 0..<6 { longRevision = try await server.request("PUT", "/db/long", json: ["_rev": longRevision]).json["rev"]! }
+        _ = try await server.request("PUT", "/db/_revs_limit", body: Data("5".utf8), contentType: "application/json")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/long?revs=true").json["_revisions"]?["ids"]?.arrayValue?.count, 5)
 
         let before = try await server.request("GET", "/db").json["purge_seq"]
         XCTAssertEqual(sequenceNumber(before), 0)

@@ -62,7 +62,11 @@ final class JWTAuthenticationTests: XCTestCase {
         try await set(server, "jwt_keys", "ec:_default", ec.publicKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n"))
         try await set(server, "jwt_auth", "allowed_algorithms", "ES256, ES384, ES512")
         // CouchDB's test signs ES384 with a P-256 key: the curve is the key's, the hash the algorithm's.
-        let es384 = try token("ES384", claims: claims) { try ec.signature(for: SHA384.hash(data: $0)).rawRepresentation }
+        // CouchDB's JOSE signature gives r and s the algorithm's 48 bytes each, zero-padded.
+        let es384 = try token("ES384", claims: claims) { bytes in
+            let raw = try ec.signature(for: SHA384.hash(data: bytes)).rawRepresentation
+            return Data(repeating: 0, count: 16) + raw.prefix(32) + Data(repeating: 0, count: 16) + raw.suffix(32)
+        }
         await XCTAssertEqualAsync(try await session(server, es384).json["userCtx"]?["name"], "couch@apache.org")
 
         // Without a token, Basic works as before.

@@ -99,18 +99,28 @@ struct JWTAuthentication {
             }
         case "ES":
             let text = try pem("ec")
+            // JOSE signatures are r and s side by side, each as long as the algorithm's hash says (CouchDB
+            // pads a P-256 key's ES384 signature to 48 bytes each): resized to the key's curve.
+            func raw(_ size: Int) -> Data? {
+                guard signature.count % 2 == 0 else { return nil }
+                let half = signature.count / 2
+                var result = Data()
+                for part in [signature.prefix(half), signature.suffix(half)] {
+                    let trimmed = part.drop { $0 == 0 }
+                    guard trimmed.count <= size else { return nil }
+                    result += Data(repeating: 0, count: size - trimmed.count) + trimmed
+                }
+                return result
+            }
             func valid<D: Digest>(_ digest: D) -> Bool {
-                if let key = try? P256.Signing.PublicKey(pemRepresentation: text),
-                    let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature) {
-                    return key.isValidSignature(ecdsa, for: digest)
+                if let key = try? P256.Signing.PublicKey(pemRepresentation: text) {
+                    return raw(32).flatMap { try? P256.Signing.ECDSASignature(rawRepresentation: $0) }.map { key.isValidSignature($0, for: digest) } ?? false
                 }
-                if let key = try? P384.Signing.PublicKey(pemRepresentation: text),
-                    let ecdsa = try? P384.Signing.ECDSASignature(rawRepresentation: signature) {
-                    return key.isValidSignature(ecdsa, for: digest)
+                if let key = try? P384.Signing.PublicKey(pemRepresentation: text) {
+                    return raw(48).flatMap { try? P384.Signing.ECDSASignature(rawRepresentation: $0) }.map { key.isValidSignature($0, for: digest) } ?? false
                 }
-                if let key = try? P521.Signing.PublicKey(pemRepresentation: text),
-                    let ecdsa = try? P521.Signing.ECDSASignature(rawRepresentation: signature) {
-                    return key.isValidSignature(ecdsa, for: digest)
+                if let key = try? P521.Signing.PublicKey(pemRepresentation: text) {
+                    return raw(66).flatMap { try? P521.Signing.ECDSASignature(rawRepresentation: $0) }.map { key.isValidSignature($0, for: digest) } ?? false
                 }
                 return false
             }

@@ -104,6 +104,13 @@ extension DocServer {
             }
         }
         if options.localSequence, let sequence = document.sequence { members["_local_seq"] = .integer(Int(sequence)) }
+        var document = document
+        if options.revs, let ancestry = document.revisionHistory {
+            // As CouchDB, `_revisions` shows at most `_revs_limit` revisions, also of a history that
+            // grew before the limit was lowered (compaction stems it).
+            let limit = await db.revisionsLimit
+            if ancestry.count >= limit { document.revisionHistory = Array(ancestry.prefix(max(0, limit - 1))) }
+        }
         // The newest revision the client has on this revision's history; without one every
         // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
         let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])

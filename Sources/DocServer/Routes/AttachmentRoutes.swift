@@ -119,9 +119,12 @@ extension DocServer {
         if let current = try await db.document(withID: id) {
             guard let revision else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
             if revision != current.revision {
-                // As CouchDB, the revision named is opened first: one the document never had is 404
+                // As CouchDB, the revision named is opened first: one the document never had is
                 // `missing_rev`, one without the attachment to delete 404; then it conflicts.
-                guard let named = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound("missing_rev") }
+                // (CouchDB 3.3.3 answers that one 409 with a `not_found` body.)
+                guard let named = try await db.document(withID: id, revision: revision) else {
+                    throw CouchError(.conflict, "not_found", "missing_rev")
+                }
                 if request.method == .delete, named.attachments[name] == nil { throw CouchError.notFound("Document is missing attachment") }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }

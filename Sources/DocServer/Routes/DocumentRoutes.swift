@@ -333,9 +333,7 @@ extension DocServer {
             etag != given.description {
             throw CouchError.badRequest("Document rev and etag have different values")
         }
-        if document.hasID, document.id != id {
-            throw CouchError.badRequest("Document id in the body does not match the URL")
-        }
+        // As CouchDB, the URL names the document; an `_id` in the body is not looked at.
         document.id = id
         if let given = document.revision, let query = request.query["rev"], query != given.description {
             throw CouchError.badRequest("Document rev from request body and query string have different values")
