@@ -50,6 +50,11 @@ final class ReplicateHTTPTests: XCTestCase {
         let missing = try await server.request("POST", "/_replicate", json: ["source": "nope", "target": "b"])
         XCTAssertEqual(missing.status, 404)
         XCTAssertEqual(missing.json["error"], "db_not_found")
+        // A remote one too, as CouchDB 3.3.3 answers it (recorded with curl).
+        let remoteMissing = try await server.request("POST", "/_replicate", json: [
+            "source": .string("http://\(TestServer.admin.name):\(TestServer.admin.password)@127.0.0.1:\(server.port)/nosuch"), "target": "b"])
+        XCTAssertEqual(remoteMissing.status, 404)
+        XCTAssertEqual(remoteMissing.json, ["error": "db_not_found", "reason": .string("could not open http://127.0.0.1:\(server.port)/nosuch/")])
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["target": "b"]).status, 400)
         // DocSync sends one set of headers to both sides: one side's token must not reach the other.
         let leaking = try await server.request("POST", "/_replicate", json: [

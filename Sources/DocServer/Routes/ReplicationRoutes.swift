@@ -50,6 +50,14 @@ extension DocServer {
         guard let job else { throw CouchError.notFound("missing") }
         let status = await scheduler.outcome(of: job)
         if let error = status.error {
+            // A remote database that is not there is the client's 404, as CouchDB answers it.
+            if error.httpStatus == 404, status.changesProcessed == 0 {
+                let missing = [description.source, description.target].first { endpoint in
+                    if case .remote = endpoint { return error.reason.contains(endpoint.description.dropLast()) }
+                    return false
+                } ?? description.source
+                throw CouchError(.notFound, "db_not_found", "could not open \(missing.description)")
+            }
             throw CouchError(.badGateway, "replication_failed", error.description)
         }
         guard status.activity != .stopped else {
