@@ -90,6 +90,14 @@ final class JWTAuthenticationTests: XCTestCase {
         XCTAssertEqual(missing.json["reason"], "Missing iss claim")
         XCTAssertEqual(JWTAuthentication.requirements(#"exp, nbf, {iss, "hello"}"#).map(\.claim), ["exp", "nbf", "iss"])
 
+        // Roles from a nested claim (`\.` a dot within a key); a path that leads nowhere is 404.
+        try await set(server, "jwt_auth", "roles_claim_path", #"foo.bar\.zonk.roles"#)
+        let nested = try token("HS256", claims: ["iss": "hello", "sub": "u", "foo": ["bar.zonk": ["roles": ["nested"]]]], sign: sign)
+        await XCTAssertEqualAsync(try await session(server, nested).json["userCtx"]?["roles"], ["nested"])
+        let lost = try token("HS256", claims: ["iss": "hello", "sub": "u", "foo": [:]], sign: sign)
+        await XCTAssertEqualAsync(try await session(server, lost).json, ["error": "not_found", "reason": "missing json key: bar.zonk"])
+        _ = try await server.request("DELETE", "/_node/_local/_config/jwt_auth/roles_claim_path", headers: ["X-Couch-Persist": "false"])
+
         // `_admin` among the roles makes an admin.
         let admin = try token("HS256", claims: ["iss": "hello", "sub": "ops", "_couchdb.roles": ["_admin"]], sign: sign)
         await XCTAssertEqualAsync(try await server.request("GET", "/_node/_local/_config", headers: ["Authorization": "Bearer \(admin)"], as: .none).status, 200)

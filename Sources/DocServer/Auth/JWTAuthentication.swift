@@ -8,7 +8,8 @@ import Foundation
 /// with `\n` written as two characters; `_default` for a token without `kid`), the algorithms in
 /// `jwt_auth/allowed_algorithms` (HS, RS, ES with 256, 384, 512), required claims in
 /// `jwt_auth/required_claims` (`exp`, `nbf`, or `{iss, "value"}`), the user the `sub` claim, their
-/// roles the `_couchdb.roles` claim (or `jwt_auth/roles_claim_name`). A token that does not check out
+/// roles the `_couchdb.roles` claim (or `jwt_auth/roles_claim_name`, or the nested claim
+/// `jwt_auth/roles_claim_path` leads to). A token that does not check out
 /// is 400, as in CouchDB.
 struct JWTAuthentication {
     let node: NodeConfiguration
@@ -31,9 +32,40 @@ struct JWTAuthentication {
         }
         try checkClaims(claims)
         guard let subject = claims["sub"]?.stringValue else { throw CouchError.badRequest("Missing sub claim") }
-        let rolesClaim = node.value("jwt_auth", "roles_claim_name") ?? "_couchdb.roles"
-        let roles = claims[rolesClaim]?.arrayValue?.compactMap(\.stringValue) ?? []
-        return (subject, roles)
+        return (subject, try roles(in: claims))
+    }
+
+    /// The roles: the claim `jwt_auth/roles_claim_path` leads to (dotted, `\.` a dot within a key;
+    /// 404 `missing json key: …` where it leads nowhere), else the top-level claim
+    /// `jwt_auth/roles_claim_name` (`_couchdb.roles` by default).
+    private func roles(in claims: JSONObject) throws -> [String] {
+        guard let path = node.value("jwt_auth", "roles_claim_path") else {
+            let name = node.value("jwt_auth", "roles_claim_name") ?? "_couchdb.roles"
+            return claims[name]?.arrayValue?.compactMap(\.stringValue) ?? []
+        }
+        var keys: [String] = []
+        var current = ""
+        var escaped = false
+        for character in path {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "." {
+                keys.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        keys.append(current)
+        var value = JSON.object(claims)
+        for key in keys {
+            guard let next = value[key] else { throw CouchError.notFound("missing json key: \(key)") }
+            value = next
+        }
+        return value.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
     private func checkClaims(_ claims: JSONObject) throws {
