@@ -118,8 +118,8 @@ final class AttachmentHTTPTests: XCTestCase {
         XCTAssertEqual(stubs.json["results"]?.arrayValue?.first { $0["id"] == "g" }?["doc"]?["_attachments"]?["notes.txt"]?["stub"], true)
     }
 
-    /// As CouchDB 3.3.3 with its default `[attachments]`: a text attachment arriving whole in a new
-    /// edit is stored gzip (`att_encoding_info` shows it, the digest is the gzip bytes', readers get the
+    /// As CouchDB 3.3.3 with its default `[attachments]`: a text attachment of a new edit, whole in its
+    /// JSON or streamed in alone, is stored gzip (`att_encoding_info` shows it, the digest is the gzip bytes', readers get the
     /// text); other types, `compression_level = 0` and replicated revisions are kept as they came.
     func testCompressibleAttachmentsAreStoredGzip() async throws {
         let server = try await server()
@@ -143,6 +143,17 @@ final class AttachmentHTTPTests: XCTestCase {
         XCTAssertEqual(replicated.status, 201)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/r?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["digest"],
                                   .string(Attachment.digest(of: text)), "a replicated revision keeps its peer's bytes")
+
+        // Streamed in alone: compressed as it arrives (but where a Content-MD5 vouches for the bytes as sent).
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/s/notes.txt", body: text, contentType: "text/plain").status, 201)
+        let streamed = try await server.request("GET", "/db/s?att_encoding_info=true").json["_attachments"]?["notes.txt"]
+        XCTAssertEqual(streamed?["encoding"], "gzip")
+        XCTAssertEqual(streamed?["length"], .integer(text.count))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/s/notes.txt", headers: ["Accept-Encoding": "identity"]).body, text)
+        let md5 = String(Attachment.digest(of: text).dropFirst(4))
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/m/notes.txt", body: text, contentType: "text/plain",
+                                                           headers: ["Content-MD5": md5]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/m?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["encoding"], nil)
 
         _ = try await server.request("PUT", "/_node/_local/_config/attachments/compression_level", json: "0", headers: ["X-Couch-Persist": "false"])
         _ = try await server.request("PUT", "/db/plain", json: ["_attachments": ["notes.txt": ["content_type": "text/plain", "data": .string(text.base64EncodedString())]]])

@@ -55,24 +55,28 @@ extension DocServer {
     /// `encoding` and `encoded_length`, and clients that do not take gzip get it decoded. New edits only:
     /// a replicated revision keeps the bytes and digests its peer sent (DESIGN.md §5).
     func compressAttachments(of document: inout Document) {
-        let level = nodeConfiguration.integer("attachments", "compression_level", default: 8)
-        guard level > 0, !document.attachments.isEmpty else { return }
-        let types = (nodeConfiguration.value("attachments", "compressible_types")
-            ?? "text/*, application/javascript, application/json, application/xml")
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        func compressible(_ type: String) -> Bool {
-            let type = (type.split(separator: ";").first.map(String.init) ?? type).trimmingCharacters(in: .whitespaces).lowercased()
-            return types.contains { pattern in
-                pattern.hasSuffix("*") ? type.hasPrefix(String(pattern.dropLast())) : type == pattern
-            }
-        }
-        for (name, attachment) in document.attachments where attachment.encoding == .identity && compressible(attachment.contentType) {
-            guard let data = attachment.encodedData,
-                let gzip = try? GzipStream.compress(data, level: Int32(min(level, 9))),
+        guard !document.attachments.isEmpty else { return }
+        for (name, attachment) in document.attachments where attachment.encoding == .identity {
+            guard let level = compressionLevel(for: attachment.contentType), let data = attachment.encodedData,
+                let gzip = try? GzipStream.compress(data, level: level),
                 var compressed = try? Attachment(encodedData: gzip, encoding: .gzip, contentType: attachment.contentType)
             else { continue }
             compressed.revpos = attachment.revpos
             document.attachments[name] = compressed
         }
+    }
+
+    /// The gzip level at which content of `contentType` is stored, or `nil` when it is stored as it is.
+    func compressionLevel(for contentType: String) -> Int32? {
+        let level = nodeConfiguration.integer("attachments", "compression_level", default: 8)
+        guard level > 0 else { return nil }
+        let types = (nodeConfiguration.value("attachments", "compressible_types")
+            ?? "text/*, application/javascript, application/json, application/xml")
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let type = (contentType.split(separator: ";").first.map(String.init) ?? contentType).trimmingCharacters(in: .whitespaces).lowercased()
+        let compressible = types.contains { pattern in
+            pattern.hasSuffix("*") ? type.hasPrefix(String(pattern.dropLast())) : type == pattern
+        }
+        return compressible ? Int32(min(level, 9)) : nil
     }
 }

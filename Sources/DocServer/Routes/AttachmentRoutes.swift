@@ -160,6 +160,31 @@ extension DocServer {
             throw CouchError(.unsupportedMediaType, "bad_content_type", "Only gzip and identity content-encodings are supported")
         }
         let digest = request.header(HTTPField.Name("Content-MD5")!).map { "md5-" + $0.trimmingCharacters(in: .whitespaces) }
+        let contentType = request.header(.contentType) ?? "application/octet-stream"
+        if encoding == .identity, digest == nil, let level = compressionLevel(for: contentType) {
+            // A compressible type is compressed as it streams in, and stored gzip, as CouchDB stores it.
+            do {
+                let writer = try db.attachmentWriter(contentType: contentType, encoding: .gzip, digest: nil, encodedLength: nil,
+                                                     maximumLength: configuration.maximumAttachmentSize)
+                do {
+                    let deflater = try GzipStream(.deflate, level: level)
+                    try await request.readBody { chunk in
+                        var compressed: [UInt8] = []
+                        try Array(chunk).withUnsafeBytes { try deflater.update($0) { compressed += $0 } }
+                        if !compressed.isEmpty { try await writer.write(compressed) }
+                    }
+                    var tail: [UInt8] = []
+                    try deflater.finish { tail += $0 }
+                    try await writer.write(tail)
+                    return try await writer.finish()
+                } catch {
+                    await writer.cancel()
+                    throw error
+                }
+            } catch let error as DocStoreError where error.code == .attachmentTooLarge {
+                throw CouchError(.contentTooLarge, "attachment_too_large", name)
+            }
+        }
         do {
             let writer = try db.attachmentWriter(contentType: request.header(.contentType) ?? "application/octet-stream",
                                                  encoding: encoding, digest: digest,
