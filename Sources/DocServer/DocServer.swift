@@ -248,7 +248,7 @@ public final class DocServer: Sendable {
                 ConnectionControl.closeAfterResponse()
             }
         }
-        if let callback = request.uri.queryParameters["callback"].map(String.init), nodeConfiguration.bool("chttpd", "allow_jsonp", default: false) {
+        if nodeConfiguration.bool("chttpd", "allow_jsonp", default: false), let callback = request.uri.queryParameters["callback"].map(String.init) {
             response = JSONP.isValid(callback) ? JSONP.wrap(response, callback: callback)
                 : CouchError.badRequest("invalid_callback").response
         }
