@@ -39,13 +39,15 @@ struct Checkpointer: Sendable {
     ///   - source: The source's checkpoint, `nil` when it has none.
     ///   - sourceIsWritable: `false` when the source refused to show its checkpoint.
     ///   - target: The target's checkpoint.
-    init(sessionID: String, startTime: String, source: Record?, sourceIsWritable: Bool = true, target: Record?) {
+    ///   - startingAt: where to start instead of where the checkpoints say (`since_seq`).
+    init(sessionID: String, startTime: String, source: Record?, sourceIsWritable: Bool = true, target: Record?,
+         startingAt override: JSON? = nil) {
         self.sessionID = sessionID
         self.startTime = startTime
         self.source = source
         self.target = target
         self.sourceIsWritable = sourceIsWritable
-        let start = Self.startSequence(source: source?.checkpoint, target: target?.checkpoint)
+        let start = override ?? Self.startSequence(source: source?.checkpoint, target: target?.checkpoint)
         startSequence = start
         recordedSequence = start
         history = source?.checkpoint?.history ?? target?.checkpoint?.history ?? []

@@ -52,6 +52,9 @@ public struct ReplicationConfiguration: Sendable {
     public var continuous = false
     /// Create the target database when it does not exist.
     public var createTarget = false
+    /// Start after this source sequence, not where the checkpoints say (CouchDB's `since_seq`); the
+    /// checkpoints are a replication of their own then, as CouchDB keeps them.
+    public var startSequence: JSON?
     /// Take only documents in these channels (their `channels` field) from a remote source, as
     /// Couchbase Lite: what a local database sends is not narrowed (use ``pushFilter``). Against DocServer and Sync Gateway this is the
     /// `sync_gateway/bychannel` filter; against CouchDB a `_selector` on `channels`.

@@ -3,11 +3,12 @@ import DocStore
 import Foundation
 
 /// The replication id: a deterministic hash of everything that decides *what* is replicated — the
-/// endpoints' identities (never credentials), filters, their parameters, document ids, channels and
-/// selector — so that a change of any of them starts over, and a new password does not.
+/// endpoints' identities (never credentials), filters, their parameters, document ids, channels,
+/// selector and starting sequence — so that a change of any of them starts over, and a new password does not.
 enum ReplicationID {
-    static func make(source: String, target: String, filter: SourceFilter) -> String {
+    static func make(source: String, target: String, filter: SourceFilter, startSequence: JSON? = nil) -> String {
         var object: JSONObject = ["source": .string(source), "target": .string(target)]
+        if let startSequence { object["since_seq"] = startSequence }
         if let ids = filter.documentIDs { object["doc_ids"] = JSON(ids.sorted()) }
         if let channels = filter.channels { object["channels"] = JSON(channels.sorted()) }
         if let selector = filter.selector { object["selector"] = selector.root }

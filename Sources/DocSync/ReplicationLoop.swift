@@ -105,7 +105,8 @@ struct ReplicationLoop {
         try await source.prepare(create: false)
         try await target.prepare(create: configuration.createTarget)
         let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
-        checkpointID = ReplicationID.make(source: try await source.identity(), target: try await target.identity(), filter: filter)
+        checkpointID = ReplicationID.make(source: try await source.identity(), target: try await target.identity(),
+                                          filter: filter, startSequence: configuration.startSequence)
         var sourceRecord: Checkpointer.Record?
         var sourceIsWritable = true
         do {
@@ -114,8 +115,11 @@ struct ReplicationLoop {
             sourceIsWritable = false
         }
         let targetRecord = try await target.checkpoint(checkpointID)
+        // With a starting sequence the checkpoints (of a replication of their own) are read only when
+        // they go further.
         let session = Checkpointer(sessionID: UUID().uuidString.lowercased(), startTime: Date.now.checkpointTimestamp,
-                                   source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord)
+                                   source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord,
+                                   startingAt: sourceRecord == nil && targetRecord == nil ? configuration.startSequence : nil)
         checkpointer = session
         replicator.startPosition(flow, from: session.startSequence, after: session.earlier)
         return .connected(since: session.startSequence)

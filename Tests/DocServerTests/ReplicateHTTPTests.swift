@@ -69,6 +69,25 @@ final class ReplicateHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
     }
 
+    /// `since_seq` starts after a source sequence (CouchDB 3.3.3's replication test): only the later
+    /// documents move, and the run has checkpoints of its own.
+    func testSinceSequence() async throws {
+        let server = try await TestServer(self)
+        _ = try await server.request("PUT", "/src")
+        _ = try await server.request("POST", "/src/_bulk_docs", json: ["docs": .array((1...5).map { ["_id": .string("d\($0)")] })])
+        let feed = try await server.request("GET", "/src/_changes").json
+        let changes = try XCTUnwrap(feed["results"]?.arrayValue)
+        let since = try XCTUnwrap(changes[2]["seq"])
+        let source = "http://\(TestServer.admin.name):\(TestServer.admin.password)@127.0.0.1:\(server.port)/src"
+        let result = try await server.request("POST", "/_replicate", json: ["source": .string(source), "target": "tgt",
+                                                                              "create_target": true, "since_seq": since])
+        XCTAssertEqual(result.status, 200, result.text)
+        XCTAssertEqual(result.json["history"]?[0]?["docs_written"], 2)
+        XCTAssertEqual(result.json["history"]?[0]?["missing_checked"], 2)
+        let copied = try await server.request("GET", "/tgt/_all_docs").json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
+        XCTAssertEqual(copied, changes.dropFirst(3).compactMap { $0["id"]?.stringValue })
+    }
+
     func testContinuousReplicationsAreListedAndCancelled() async throws {
         let server = try await TestServer(self)
         await XCTAssertEqualAsync(try await server.request("PUT", "/a").status, 201)

@@ -51,6 +51,8 @@ struct ReplicationRequest: Sendable, Hashable {
     var createTarget = false
     var cancel = false
     var documentIDs: [String]?
+    /// `since_seq`: the source sequence to start after.
+    var sinceSequence: JSON?
     var selector: JSON?
     var filter: String?
     var queryParameters: [String: String] = [:]
@@ -64,6 +66,7 @@ struct ReplicationRequest: Sendable, Hashable {
         }
         continuous = try flag("continuous")
         createTarget = try flag("create_target")
+        if let value = body["since_seq"], value != .null { sinceSequence = value }
         cancel = try flag("cancel")
         if let value = body["doc_ids"], value != .null {
             guard let items = value.arrayValue else { throw .option("parameter `doc_ids` must be an array") }
@@ -152,6 +155,7 @@ struct ReplicationRequest: Sendable, Hashable {
     func identifier(server: String) -> String {
         var described: JSONObject = ["server": .string(server), "source": .string(source.description), "target": .string(target.description)]
         if let documentIDs { described["doc_ids"] = JSON(documentIDs) }
+        if let sinceSequence { described["since_seq"] = sinceSequence }
         if let selector { described["selector"] = selector }
         if let filter {
             described["filter"] = .string(filter)

@@ -318,6 +318,7 @@ final class ReplicationScheduler: Sendable {
         configuration.continuous = request.continuous
         configuration.logger = logger
         configuration.documentIDs = request.documentIDs
+        configuration.startSequence = request.sinceSequence
         configuration.selector = request.selector
         configuration.filterName = request.filter
         configuration.filterParameters = request.queryParameters
