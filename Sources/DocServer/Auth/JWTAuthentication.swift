@@ -43,23 +43,8 @@ struct JWTAuthentication {
             let name = node.value("jwt_auth", "roles_claim_name") ?? "_couchdb.roles"
             return claims[name]?.arrayValue?.compactMap(\.stringValue) ?? []
         }
-        var keys: [String] = []
-        var current = ""
-        var escaped = false
-        for character in path {
-            if escaped {
-                current.append(character)
-                escaped = false
-            } else if character == "\\" {
-                escaped = true
-            } else if character == "." {
-                keys.append(current)
-                current = ""
-            } else {
-                current.append(character)
-            }
-        }
-        keys.append(current)
+        // The path reads as a Mango field path does: dots between keys, `\.` a dot within one.
+        guard let keys = try? FieldPath(path).components else { throw CouchError.notFound("missing json key: \(path)") }
         var value = JSON.object(claims)
         for key in keys {
             guard let next = value[key] else { throw CouchError.notFound("missing json key: \(key)") }

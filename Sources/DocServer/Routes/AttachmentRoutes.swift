@@ -161,37 +161,26 @@ extension DocServer {
         }
         let digest = request.header(HTTPField.Name("Content-MD5")!).map { "md5-" + $0.trimmingCharacters(in: .whitespaces) }
         let contentType = request.header(.contentType) ?? "application/octet-stream"
-        if encoding == .identity, digest == nil, let level = compressionLevel(for: contentType) {
-            // A compressible type is compressed as it streams in, and stored gzip, as CouchDB stores it.
+        // A compressible type sent as it is is compressed as it streams in, and stored gzip, as CouchDB
+        // stores it (not when a Content-MD5 vouches for the bytes as sent).
+        let deflater = try (encoding == .identity && digest == nil ? compressionLevel(for: contentType) : nil)
+            .map { try GzipStream(.deflate, level: $0) }
+        do {
+            let writer = try db.attachmentWriter(contentType: contentType, encoding: deflater == nil ? encoding : .gzip, digest: digest,
+                                                 encodedLength: deflater == nil ? request.header(.contentLength).flatMap(Int.init) : nil,
+                                                 maximumLength: configuration.maximumAttachmentSize)
             do {
-                let writer = try db.attachmentWriter(contentType: contentType, encoding: .gzip, digest: nil, encodedLength: nil,
-                                                     maximumLength: configuration.maximumAttachmentSize)
-                do {
-                    let deflater = try GzipStream(.deflate, level: level)
-                    try await request.readBody { chunk in
-                        var compressed: [UInt8] = []
-                        try Array(chunk).withUnsafeBytes { try deflater.update($0) { compressed += $0 } }
-                        if !compressed.isEmpty { try await writer.write(compressed) }
-                    }
+                try await request.readBody { chunk in
+                    guard let deflater else { return try await writer.write(chunk) }
+                    var compressed: [UInt8] = []
+                    try Array(chunk).withUnsafeBytes { try deflater.update($0) { compressed += $0 } }
+                    if !compressed.isEmpty { try await writer.write(compressed) }
+                }
+                if let deflater {
                     var tail: [UInt8] = []
                     try deflater.finish { tail += $0 }
                     try await writer.write(tail)
-                    return try await writer.finish()
-                } catch {
-                    await writer.cancel()
-                    throw error
                 }
-            } catch let error as DocStoreError where error.code == .attachmentTooLarge {
-                throw CouchError(.contentTooLarge, "attachment_too_large", name)
-            }
-        }
-        do {
-            let writer = try db.attachmentWriter(contentType: request.header(.contentType) ?? "application/octet-stream",
-                                                 encoding: encoding, digest: digest,
-                                                 encodedLength: request.header(.contentLength).flatMap(Int.init),
-                                                 maximumLength: configuration.maximumAttachmentSize)
-            do {
-                try await request.readBody { try await writer.write($0) }
                 return try await writer.finish()
             } catch {
                 await writer.cancel()
