@@ -7,16 +7,11 @@ import XCTest
 /// Endpoints, statuses and headers where DocServer answered otherwise than Apache CouchDB 3.3.3; each
 /// expectation was recorded with curl from the real one.
 final class CouchDBShapesTests: XCTestCase {
-    private func server() async throws -> TestServer {
-        let server = try await TestServer(self)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
-        return server
-    }
 
     /// `_design_docs` is `_all_docs` over the design documents (`total_rows` counting them, `offset`
     /// as `_all_docs` counts it); `_local_docs` lists `_local` documents with `null` totals.
     func testDesignDocsAndLocalDocs() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         for path in ["/db/a", "/db/b", "/db/_design/x", "/db/_design/y"] {
             await XCTAssertEqualAsync(try await server.request("PUT", path, json: [:]).status, 201)
         }
@@ -56,7 +51,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// `COPY` with `Destination` (`id`, or `id?rev=` to overwrite): 201 with ETag and Location; a
     /// missing header 400; an existing destination without its revision 409; a missing source 404.
     func testCopy() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let upload = try await server.request("PUT", "/db/a/note.txt", body: Data("hello".utf8), contentType: "text/plain")
         XCTAssertEqual(upload.status, 201)
         let copied = try await server.request("COPY", "/db/a", headers: ["Destination": "c"])
@@ -81,7 +76,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// `X-HTTP-Method-Override` turns a POST (only a POST) into the method it names; `?batch=ok`
     /// answers 202 `{"ok", "id"}` whatever became of the write; `all_or_nothing` is 417.
     func testMethodOverrideBatchAndAllOrNothing() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let created = try await server.request("PUT", "/db/b", json: [:])
         let revision = try XCTUnwrap(created.json["rev"]?.stringValue)
         await XCTAssertEqualAsync(try await server.request("POST", "/db/b", headers: ["X-HTTP-Method-Override": "DELETE"]).status, 409)
@@ -115,7 +110,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// `_all_docs` takes its parameters from a POST body too (the query string winning), and a key that
     /// is not a string is a `not_found` row.
     func testAllDocsBodyParametersAndNonStringKeys() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "0"], ["_id": "1"], ["_id": "2"], ["_id": "a"]]])
         let keyed = try await server.request("POST", "/db/_all_docs", json: ["keys": [1, "a"]])
         XCTAssertEqual(keyed.status, 200)
@@ -134,7 +129,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// `_uuids`: 1 to 1000, GET only, never cached; `_all_dbs` with `_all_docs`' range parameters;
     /// `_session` says `default` for Basic; every answer has an `X-Couch-Request-ID`.
     func testServerEndpoints() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let uuids = try await server.request("GET", "/_uuids?count=3")
         XCTAssertEqual(uuids.json["uuids"]?.arrayValue?.count, 3)
         XCTAssertEqual(uuids.header("Cache-Control"), "no-cache")
@@ -171,7 +166,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// groups of four is refused, `_local` needs a name and takes no attachment, a reserved id is named
     /// without the id, and every answer says `X-CouchDB-Body-Time: 0`.
     func testCouchDBsWordsForBadRequests() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let malformed = try await server.request("PUT", "/db/a", body: Data(#"{"a":"#.utf8), contentType: "application/json")
         XCTAssertEqual(malformed.json, ["error": "bad_request", "reason": "invalid UTF-8 JSON"])
         XCTAssertEqual(malformed.header("X-CouchDB-Body-Time"), "0")
@@ -194,7 +189,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// older one (404 for a missing attachment, else 409); `If-Match` disagreeing with the body's
     /// `_rev`; `purge_seq` moving with purges; `_session` taking `username`; a COPY to a URL.
     func testFormsAttachmentRevisionsAndOtherCouchDBAnswers() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let created = try await server.request("PUT", "/db/form", json: [:])
         let revision = try XCTUnwrap(created.json["rev"]?.stringValue)
         let form = "------TF\r\nContent-Disposition: form-data; name=\"_rev\"\r\n\r\n\(revision)\r\n------TF\r\n"
@@ -243,7 +238,7 @@ final class CouchDBShapesTests: XCTestCase {
     /// `If-None-Match` with weak tags and lists; a range from 0 to the end (alone or among others) is
     /// the whole content, 200; `heartbeat` must be a positive number of milliseconds.
     func testETagsRangesAndHeartbeats() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let created = try await server.request("PUT", "/db/a", json: [:])
         let etag = try XCTUnwrap(created.header("ETag"))
         await XCTAssertEqualAsync(try await server.request("GET", "/db/a", headers: ["If-None-Match": "W/\(etag)"], as: .admin).status, 304)

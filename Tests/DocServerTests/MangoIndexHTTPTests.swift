@@ -4,14 +4,9 @@ import XCTest
 
 /// `/{db}/_index` with CouchDB 3.3.3's shapes, statuses and error names (recorded from the real server).
 final class MangoIndexHTTPTests: XCTestCase {
-    private func server() async throws -> TestServer {
-        let server = try await TestServer(self)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
-        return server
-    }
 
     func testCreateListAndDeleteAsCouchDB() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let body: JSON = ["index": ["fields": ["kind"], "partial_filter_selector": ["v": ["$gt": 1]]], "ddoc": "mine", "name": "byKind"]
         let created = try await server.request("POST", "/db/_index", json: body)
         XCTAssertEqual(created.status, 200)
@@ -49,7 +44,7 @@ final class MangoIndexHTTPTests: XCTestCase {
     /// in one). A partial filter is stored normalised in the view's map and the listing, as given in
     /// `options.def`; the map has `"partial_filter_selector": {}` without one (recorded with curl).
     func testIndexesWithoutDesignDocumentGetOneEachAndNormalisedFilters() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let one = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "one"])
         let two = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "two"])
         XCTAssertEqual(one.json["result"], "created")
@@ -81,7 +76,7 @@ final class MangoIndexHTTPTests: XCTestCase {
     }
 
     func testMalformedRequestsGetCouchDBsErrors() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         let cases: [(JSON, String)] = [
             ([:], "missing_required_key"),
             (["index": [:]], "missing_required_key"),
@@ -109,7 +104,7 @@ final class MangoIndexHTTPTests: XCTestCase {
     }
 
     func testUsersListButOnlyAdminsCreateOrDelete() async throws {
-        let server = try await server()
+        let server = try await TestServer.withDatabase(self)
         await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
         let alice = TestServer.Credentials.user("alice", "pw")
         let refused = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "ddoc": "d", "name": "n"], as: alice)

@@ -4,13 +4,6 @@ import Foundation
 import XCTest
 
 final class ServerAPITests: XCTestCase {
-    private func serverWithDatabase(_ name: String = "db") async throws -> TestServer {
-        let server = try await TestServer(self)
-        let created = try await server.request("PUT", "/\(name)")
-        XCTAssertEqual(created.status, 201)
-        XCTAssertEqual(created.json, ["ok": true])
-        return server
-    }
 
     /// CouchDB 3.3.3 (curl): `DELETE /db?rev=1-abc` (even `?rev=`, even of a missing database) is 400
     /// `bad_request` "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a
@@ -78,7 +71,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testDocumentCrudWithEtagsConflictsAndErrors() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let put = try await server.request("PUT", "/db/doc1", json: ["name": "Ada"])
         XCTAssertEqual(put.status, 201)
         let rev1 = try XCTUnwrap(put.json["rev"]?.stringValue)
@@ -132,7 +125,7 @@ final class ServerAPITests: XCTestCase {
     /// `_revisions` names the revision whatever `_rev` says (`3-c` with `{"start":2,"ids":["c","a"]}`
     /// is stored as `2-c`), and `"_rev": "1-"` is kept as written. DocServer refused both.
     func testReplicatedRevisionsAsPouchDBSendsThem() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
             ["_id": "r1", "_rev": "3-c", "_revisions": ["start": 2, "ids": ["c", "a"]]],
             ["_id": "r2", "_rev": "1-"],
@@ -189,7 +182,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testConflictsOpenRevsAndMultipart() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let docs: JSON = ["new_edits": false, "docs": [
             ["_id": "c", "_rev": "2-bbb", "_revisions": ["start": 2, "ids": ["bbb", "aaa"]], "side": "b"],
             ["_id": "c", "_rev": "2-ccc", "_revisions": ["start": 2, "ids": ["ccc", "aaa"]], "side": "c"],
@@ -256,7 +249,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testAttachmentsAsResourcesAndInline() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let created = try await server.request("PUT", "/db/photo/image.png", body: Data([1, 2, 3]), contentType: "image/png")
         XCTAssertEqual(created.status, 201)
         let rev1 = created.json["rev"]!.stringValue!
@@ -307,7 +300,7 @@ final class ServerAPITests: XCTestCase {
     /// CouchDB 3.3.3 (curl): DELETE without a revision is 404 `missing` or `deleted` when there is no
     /// live document, 409 otherwise; a PUT whose `?rev=` and body `_rev` differ is 400.
     func testDeleteWithoutRevisionAndDisagreeingRevisions() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         await XCTAssertEqualAsync(try await server.request("DELETE", "/db/nosuch").json, ["error": "not_found", "reason": "missing"])
         let created = try await server.request("PUT", "/db/doc", json: ["v": 1])
         let rev = try XCTUnwrap(created.json["rev"]?.stringValue)
@@ -329,7 +322,7 @@ final class ServerAPITests: XCTestCase {
     /// `rev`, `attachments`, `latest`, and for `conflicts`/`deleted_conflicts` when there are none; 200
     /// without an ETag for `conflicts` when there are some, `revs_info` and `meta`.
     func testNotModifiedOnlyWhereTheBodyCannotHaveChanged() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let branches: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "1-aaa", "v": 1], ["_id": "a", "_rev": "1-bbb", "v": 2]]]
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branches).status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/plain", json: [:]).status, 201)
@@ -358,7 +351,7 @@ final class ServerAPITests: XCTestCase {
     /// CouchDB 3.3.3 (curl): `_all_docs?include_docs=true&conflicts=true` adds `_conflicts` to the
     /// included documents (`{"_id":"a","_rev":"1-bbb","v":2,"_conflicts":["1-aaa"]}`), also for `keys`.
     func testAllDocsWithConflicts() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let branches: JSON = ["new_edits": false, "docs": [["_id": "a", "_rev": "1-aaa", "v": 1], ["_id": "a", "_rev": "1-bbb", "v": 2],
                                                             ["_id": "b", "_rev": "1-ccc"]]]
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branches).status, 201)
@@ -379,7 +372,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testBulkDocsBulkGetAllDocsRevsDiffAndLocal() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         // As CouchDB: a reserved id fails the whole request before anything is written.
         let refused = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
             ["_id": "a", "v": 1], ["_id": "b", "v": 2], ["_id": "_bad"], ["_id": "c", "v": 3],
@@ -440,7 +433,7 @@ final class ServerAPITests: XCTestCase {
     /// `_attachments` dropped, unknown `_` members refused, a revision not `0-N` "Invalid rev format".
     /// DocServer refused `_local` ids in `_bulk_docs`, `_deleted` and `_attachments`.
     func testLocalDocumentsAsCouchDBWritesThem() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         let bulk = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "_local/l1", "v": 1], ["_id": "n1"]]])
         XCTAssertEqual(bulk.status, 201)
         XCTAssertEqual(bulk.json[0], ["ok": true, "id": "_local/l1", "rev": "0-1"])
@@ -492,7 +485,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testChangesFeedsAndFilters() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
             ["_id": "a", "type": "x", "channels": ["red"]], ["_id": "b", "type": "y", "channels": ["blue"]],
             ["_id": "c", "type": "x", "tags": ["t1", "t2"], "channels": ["red", "blue"]],
@@ -540,7 +533,7 @@ final class ServerAPITests: XCTestCase {
     }
 
     func testLongpollAndContinuousDeliverLaterChanges() async throws {
-        let server = try await serverWithDatabase()
+        let server = try await TestServer.withDatabase(self)
         _ = try await server.request("PUT", "/db/first", json: [:])
         // The write comes after the longpoll has waited through two heartbeats.
         let (poll, start) = try waitingFeed(server, "/db/_changes?feed=longpoll&since=1&heartbeat=30&timeout=10000", heartbeats: 2)

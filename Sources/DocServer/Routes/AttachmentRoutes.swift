@@ -8,9 +8,7 @@ import NIOCore
 extension DocServer {
     /// `/db/doc/name`: one attachment, streamed between SQLite and the connection in chunks both ways.
     func attachmentRoute(_ db: Database, id: String, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        if Partition.current, !id.hasPrefix("_design/"), !id.contains(":") {
-            throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
-        }
+        try Partition.checkHasPartition(id)
         switch request.method {
         case .get, .head:
             return try await getAttachment(db, id: id, name: name, request, principal: principal)

@@ -64,7 +64,7 @@ extension DocServer {
             // A partitioned database reads ids of any form (404 for those it cannot have) but one
             // without a partition; it writes only well-formed ones.
             if [.get, .head].contains(request.method) {
-                if !id.hasPrefix("_design/"), !id.contains(":") { throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id") }
+                try Partition.checkHasPartition(id)
             } else {
                 try Partition.check(id)
             }

@@ -18,7 +18,7 @@ extension DocServer {
         var requests: [(id: String, revisions: [RevisionID])] = []
         for (id, value) in try request.jsonObjectBody() {
             if Partition.current, !id.hasPrefix("_"), !id.contains(":") {
-                throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
+                throw Partition.missingPartition
             }
             guard case .array(let list) = value else { throw CouchError.badRequest("Invalid list of revisions") }
             var revisions: [RevisionID] = []

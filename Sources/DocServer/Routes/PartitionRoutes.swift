@@ -38,11 +38,18 @@ enum Partition {
         } catch let error as DocStoreError {
             throw CouchError(error)
         }
-        guard let colon = id.firstIndex(of: ":") else {
-            throw CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
-        }
+        guard let colon = id.firstIndex(of: ":") else { throw missingPartition }
         try validate(partition: String(id[..<colon]))
         if id[id.index(after: colon)...].isEmpty { throw CouchError(.badRequest, "illegal_docid", "Document id must not be empty") }
+    }
+
+    /// CouchDB's answer to an id without a partition.
+    static let missingPartition = CouchError(.badRequest, "illegal_docid", "Doc id must be of form partition:id")
+
+    /// For reads and attachments, which take any other id as it is: an id of a partitioned database
+    /// must name a partition (design documents excepted).
+    static func checkHasPartition(_ id: String) throws {
+        if current, !id.hasPrefix("_design/"), !id.contains(":") { throw missingPartition }
     }
 
     /// The error `validate(documentID:)` throws for `id`, if any.

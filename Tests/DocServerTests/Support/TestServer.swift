@@ -15,6 +15,15 @@ final class TestServer: Sendable {
     let session: URLSession
     static let admin = (name: "admin", password: "admin-secret")
 
+    /// A server with the empty database `name`, whose creation answered 201 `{"ok": true}`.
+    static func withDatabase(_ testCase: XCTestCase, _ name: String = "db") async throws -> TestServer {
+        let server = try await TestServer(testCase)
+        let created = try await server.request("PUT", "/\(name)")
+        XCTAssertEqual(created.status, 201)
+        XCTAssertEqual(created.json, ["ok": true])
+        return server
+    }
+
     /// - Parameter directory: the data folder; a new temporary one when `nil` (a test that restarts a
     ///   server passes the folder of the one it stopped).
     init(_ testCase: XCTestCase, directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
