@@ -29,13 +29,17 @@ struct RevisionWriter {
         var document = input
         if !document.hasID { document.id = idFactory() }
         try DocumentValidation.validateID(document.id, allowDesign: true)
+        let prepared = try prepare(&document, prepared, replicated: false)
         try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()
         let parent = try EditDecision.parent(
             stored: existing.map { EditDecision.Stored(tree: $0.tree, winner: $0.winner, isDeleted: $0.isDeleted) },
             named: document.revision, policy: policy)
-        try validate(document, replacing: parent, of: existing, replicated: false)
+        // As CouchDB: a document made again after its deletion, without naming a revision, is new to
+        // validation functions (no old document).
+        let recreated = document.revision == nil && (existing?.isDeleted ?? false)
+        try validate(document, replacing: recreated ? nil : parent, of: existing, replicated: false)
         let generation = (parent?.generation ?? 0) + 1
         let (body, contents) = try prepared?.bytes.map { ($0, []) }
             ?? StoredBody.encode(&document, generation: generation, newEdits: true) {
@@ -64,6 +68,7 @@ struct RevisionWriter {
         guard let revision = document.revision else {
             throw DocStoreError(.invalidRevision, "A replicated document needs its _rev")
         }
+        let prepared = try prepare(&document, prepared, replicated: true)
         try validateBody(of: document, prepared: prepared)
         let existing = try records.fetch(id: document.id)
         var tree = existing?.tree ?? RevisionTree()
@@ -124,6 +129,15 @@ struct RevisionWriter {
             if let change = try applyEdit(edit, prepared: nil, policy: .save).1 { changes.append(change) }
         }
         return changes
+    }
+
+    /// Runs the database's preparer (CouchDB's `before_doc_update`) on `document`; the body prepared
+    /// ahead no longer holds for a document it changed.
+    private func prepare(_ document: inout Document, _ prepared: PreparedBody?, replicated: Bool) throws -> PreparedBody? {
+        guard let preparer = validation.preparer, try preparer(&document, replicated, WriteContext.current) else {
+            return prepared
+        }
+        return nil
     }
 
     /// Asks the database's validator whether `document` may replace revision `old` of `existing`.

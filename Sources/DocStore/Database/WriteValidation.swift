@@ -33,6 +33,13 @@ public struct ValidatedWrite: Sendable {
     public let context: WriteContext?
     /// The live design documents of the database that have a `validate_doc_update` member, in id order.
     public let validatingDesignDocuments: [Document]
+
+    /// The same write, shown with other validating design documents: for a validator that handles
+    /// some design documents itself and passes the others on.
+    public func with(validatingDesignDocuments designs: [Document]) -> ValidatedWrite {
+        ValidatedWrite(newDocument: newDocument, oldDocument: oldDocument, isReplicated: isReplicated,
+                       context: context, validatingDesignDocuments: designs)
+    }
 }
 
 /// Decides whether a write may be stored: returns to accept it, throws a ``DocStoreError`` to refuse it
@@ -41,14 +48,28 @@ public struct ValidatedWrite: Sendable {
 /// not write to the database itself. A refused document is reported as that document's failure.
 public typealias WriteValidator = @Sendable (_ write: ValidatedWrite) throws -> Void
 
+/// Changes a document before it is stored — CouchDB's `before_doc_update`, which a CouchDB users
+/// database uses to hash passwords: gets the document of each write (edits and replicated revisions
+/// alike, before validation), whether it is replicated, and who writes it; returns whether it changed
+/// the document, or throws a ``DocStoreError`` to refuse it. It runs inside the write transaction and
+/// must not write to the database itself. A replicated revision keeps its revision id.
+public typealias WritePreparer = @Sendable (_ document: inout Document, _ isReplicated: Bool,
+                                            _ context: WriteContext?) throws -> Bool
+
 /// The validator of a database and the design documents it needs, cached by the writer.
 final class WriteValidation: Sendable {
     private struct State {
+        var preparer: WritePreparer?
         var validator: WriteValidator?
         /// The validating design documents; `nil` once a design document was written.
         var designDocuments: [Document]?
     }
     private let state = Mutex(State())
+
+    var preparer: WritePreparer? {
+        get { state.withLock { $0.preparer } }
+        set { state.withLock { $0.preparer = newValue } }
+    }
 
     var validator: WriteValidator? {
         get { state.withLock { $0.validator } }
@@ -87,5 +108,20 @@ extension Database {
             writer.validation.validator = newValue
             writer.validation.designDocumentWritten()
         }
+    }
+
+    /// The function that may change each document before it is validated and stored (CouchDB's
+    /// `before_doc_update`), or `nil` for none.
+    ///
+    /// ```swift
+    /// db.writePreparer = { document, _, _ in
+    ///     guard document["email"] != nil else { return false }
+    ///     document["email"] = document["email"]?.stringValue.map { .string($0.lowercased()) }
+    ///     return true
+    /// }
+    /// ```
+    public var writePreparer: WritePreparer? {
+        get { writer.validation.preparer }
+        set { writer.validation.preparer = newValue }
     }
 }
