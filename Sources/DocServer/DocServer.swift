@@ -57,7 +57,6 @@ public final class DocServer: Sendable {
                 logger: Logger = Logger(label: "docstore.server")) async throws {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
-        self.users = try await UserStore(dataDirectory: configuration.dataDirectory, iterations: configuration.passwordIterations)
         self.metrics = ServerMetrics()
         let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit) : nil
         self.javaScript = engine
@@ -81,8 +80,21 @@ public final class DocServer: Sendable {
         if let admin = configuration.admin {
             base["admins"] = [admin.name: NodeConfiguration.hashedAdminPassword(admin.password, iterations: 10)]
         }
-        let node = NodeConfiguration(base: base, file: UserStore.directory(for: configuration.dataDirectory).appendingPathComponent("config.json"))
+        let node = NodeConfiguration(base: base, file: DocServer.systemDirectory(for: configuration.dataDirectory).appendingPathComponent("config.json"))
         self.nodeConfiguration = node
+        registry.enableUsersDatabases(node: node, iterations: configuration.passwordIterations)
+        self.users = UserStore(node: node, iterations: configuration.passwordIterations) { name, create in
+            guard create || registry.exists(name) else { return nil }
+            return try await registry.open(name)
+        }
+        let legacy = DocServer.systemDirectory(for: configuration.dataDirectory).appendingPathComponent("users.sqlite")
+        if FileManager.default.fileExists(atPath: legacy.path) {
+            logger.warning("""
+                \(legacy.path) holds users of an earlier DocServer, which are no longer read: users are now \
+                documents of the _users database, as in CouchDB. Add them again with `docstore user add`, then \
+                delete that file.
+                """)
+        }
         self.authenticator = Authenticator(configuration: configuration, users: users, node: node)
         self.filters = filters
         self.logger = logger
@@ -120,7 +132,7 @@ public final class DocServer: Sendable {
     /// Starts serving in the background and returns the port it listens on.
     @discardableResult
     public func start() async throws -> Int {
-        try await openReplicatorDatabase()
+        try await openSystemDatabases()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = makeApplication { port in
             continuation.yield(port)
@@ -155,7 +167,6 @@ public final class DocServer: Sendable {
     private func closeEverything() async {
         await scheduler.stopAll()
         await registry.closeAll()
-        await users.close()
     }
 
     /// Stops a server started with ``start()`` gracefully — no new connections, continuous and longpoll
@@ -176,7 +187,7 @@ public final class DocServer: Sendable {
     /// Serves until the process receives SIGINT or SIGTERM: then the server shuts down gracefully (open
     /// `_changes` feeds end, in-flight requests finish) and the databases are closed.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
-        try await openReplicatorDatabase()
+        try await openSystemDatabases()
         let application = makeApplication { [self] port in
             state.withLock { $0.port = port }
             onListening(port)
@@ -191,11 +202,17 @@ public final class DocServer: Sendable {
         await closeEverything()
     }
 
-    /// Opens the `_replicator` database — created, admins only, when missing, as CouchDB does at
-    /// start — so that the persistent replications its documents describe run again, each from its
-    /// checkpoint.
-    private func openReplicatorDatabase() async throws {
+    /// Opens the system databases, created when missing as CouchDB does at start: `_replicator`
+    /// (admins only) — so that the persistent replications its documents describe run again, each
+    /// from its checkpoint — and `_users`, with its `_design/_auth`.
+    private func openSystemDatabases() async throws {
         _ = try await registry.open(ReplicationScheduler.databaseName)
+        _ = try await users.database(create: UsersDatabase.authenticationDatabase(nodeConfiguration) == "_users")
+    }
+
+    /// The folder of the server's own files in a data folder: its configuration and uuid.
+    static func systemDirectory(for dataDirectory: URL) -> URL {
+        dataDirectory.appendingPathComponent(".docstore-system", isDirectory: true)
     }
 
     // MARK: Requests
@@ -346,31 +363,54 @@ public final class DocServer: Sendable {
 
         let authenticated = try await authenticator.principal(for: request) ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
         if ["_membership", "_node", "_reshard"].contains(segments[0]) { return try await nodeRoute(request, principal: authenticated) }
-        guard let principal = authenticated else { throw CouchError.authenticationRequired }
+        guard let principal = authenticated else {
+            // As CouchDB: a database that is not there is missing before it is forbidden (so a
+            // replication from a URL without credentials reports the missing database).
+            if !(segments.count == 1 && request.method == .put),
+                !segments[0].hasPrefix("_") || DatabaseRegistry.systemDatabases.contains(segments[0]),
+                (try? DatabaseRegistry.validate(segments[0])) != nil, !registry.exists(segments[0]) {
+                throw CouchError.notFound("Database does not exist.")
+            }
+            throw CouchError.authenticationRequired
+        }
         if segments == ["_all_dbs"] {
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
             return Response.json(JSON(try allDatabaseNames(request)))
         }
-        if segments[0] == "_users" { return try await userRoutes(request, principal: principal) }
         if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
         if segments == ["_active_tasks"] { return try activeTasks(request, principal: principal) }
         if segments[0] == "_scheduler" { return try schedulerRoute(request, principal: principal) }
 
-        if segments[0].hasPrefix("_"), segments[0] != ReplicationScheduler.databaseName {
+        if segments[0].hasPrefix("_"), !DatabaseRegistry.systemDatabases.contains(segments[0]) {
             throw CouchError.notFound("Unknown endpoint \(segments[0])")
         }
 
         let name = segments[0]
-        if segments.count == 1 { return try await databaseRoute(name: name, request, principal: principal) }
+        // Creating and deleting a database are the server admins'; the rest is its members'.
+        if segments.count == 1, [.put, .delete].contains(request.method) {
+            return try await databaseRoute(name: name, request, principal: principal)
+        }
         let db = try await registry.database(named: name)
         let security = try await registry.security(of: name, db)
-        try security.authorize(principal)
+        var member = try security.authorize(principal)
+        if UsersDatabase.isUsersDatabase(name, nodeConfiguration), case .user(var user) = member {
+            // User documents have no channels: the users database's own rules say who reads and writes what.
+            user.readChannels = ["*"]
+            user.writeChannels = ["*"]
+            member = .user(user)
+        }
+        let rest = Array(segments.dropFirst())
+        if UsersDatabase.isNamedUsers(name), !member.isDatabaseAdmin,
+            let answer = try await usersDatabaseAnswer(db, rest, request, principal: member) {
+            return answer
+        }
         // Who writes, for the validation functions of the database's design documents.
-        let writer = WriteContext(userContext: principal.userContext(database: name), securityObject: .object(security.json))
+        let writer = WriteContext(userContext: member.userContext(database: name), securityObject: .object(security.json))
         let partitioned = try await registry.isPartitioned(name, db)
         return try await WriteContext.$current.withValue(writer) {
             try await Partition.$current.withValue(partitioned) {
-                try await databaseItemRoute(db, name: name, Array(segments.dropFirst()), request, principal: principal)
+                if rest.isEmpty { return try await databaseRoute(name: name, request, principal: member) }
+                return try await databaseItemRoute(db, name: name, rest, request, principal: member)
             }
         }
     }
@@ -402,7 +442,7 @@ public final class DocServer: Sendable {
             try request.requireJSONContentType()
             return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
         case "_compact":
-            guard principal.isAdmin else { throw CouchError.adminRequired }
+            guard principal.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
             guard request.method == .post else { throw CouchError.methodNotAllowed }
             try request.requireJSONContentType()
             _ = try await db.compact()
@@ -484,6 +524,8 @@ final class DatabaseRegistry: Sendable {
     private let securities = Mutex<[String: SecurityObject]>([:])
     /// Whether each database read so far is partitioned.
     private let partitioned = Mutex<[String: Bool]>([:])
+    /// The configuration and default iterations that users databases hash passwords with, once set.
+    private let usersRules = Mutex<(node: NodeConfiguration, iterations: Int)?>(nil)
     /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
     private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
 
@@ -494,7 +536,7 @@ final class DatabaseRegistry: Sendable {
         self.javaScript = javaScript
         self.metrics = metrics
         self.logger = logger
-        let uuidFile = UserStore.directory(for: directory).appendingPathComponent("server-uuid")
+        let uuidFile = DocServer.systemDirectory(for: directory).appendingPathComponent("server-uuid")
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing
         } else {
@@ -508,10 +550,24 @@ final class DatabaseRegistry: Sendable {
         replicatorObserver.withLock { $0 = observer }
     }
 
-    /// CouchDB's rule for database names, and the system database `_replicator`. A `/` (sent as `%2F`)
-    /// separates folders, as CouchDB keeps such databases; an empty part (`a/`, `a//b`) is refused.
+    /// Gives every database opened from now on the users database's write rules, where its name
+    /// makes it one (``UsersDatabase/isUsersDatabase(_:_:)``, asked at each write: the configuration
+    /// may change).
+    func enableUsersDatabases(node: NodeConfiguration, iterations: Int) {
+        usersRules.withLock { $0 = (node, iterations) }
+    }
+
+    /// The databases whose names start with `_`: CouchDB's system databases.
+    static let systemDatabases: Set<String> = [ReplicationScheduler.databaseName, "_users"]
+
+    /// CouchDB's rule for database names, and the system databases `_replicator` and `_users` (also
+    /// as the last part, `a/_users`). A `/` (sent as `%2F`) separates folders, as CouchDB keeps such
+    /// databases; an empty part (`a/`, `a//b`) is refused.
     static func validate(_ name: String) throws {
-        if name == ReplicationScheduler.databaseName { return }
+        if systemDatabases.contains(name) { return }
+        if let slash = name.lastIndex(of: "/"), systemDatabases.contains(String(name[name.index(after: slash)...])) {
+            return try validate(String(name[..<slash]))
+        }
         let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-/")
         guard let first = name.first, first.isLetter, first.isLowercase, first.isASCII, name.count <= 200,
             name.allSatisfy({ allowed.contains($0) }), !name.hasSuffix("/"), !name.contains("//")
@@ -536,15 +592,22 @@ final class DatabaseRegistry: Sendable {
         return try await open(name)
     }
 
-    func open(_ name: String) async throws -> Database {
-        let isReplicator = name == ReplicationScheduler.databaseName
-        let creates = isReplicator && !exists(name)
+    /// How the server opens database `name` (and `docstore` commands open the server's databases).
+    static func configuration(name: String, directory: URL, indexes: [IndexDefinition]) -> DatabaseConfiguration {
         var configuration = DatabaseConfiguration(name: name, directory: directory)
-        configuration.indexes = indexes(name)
-        configuration.logger = logger
+        configuration.indexes = indexes
         // As CouchDB: an old revision stays readable (`GET /db/doc?rev=`) until `_compact`.
         configuration.keepsAncestorBodies = true
+        return configuration
+    }
+
+    func open(_ name: String) async throws -> Database {
+        let isReplicator = name == ReplicationScheduler.databaseName
+        let existed = exists(name)
+        var configuration = DatabaseRegistry.configuration(name: name, directory: directory, indexes: indexes(name))
+        configuration.logger = logger
         let database = try await Database.open(configuration)
+        let creates = isReplicator && !existed
         // As CouchDB creates it: for admins only.
         if creates { try await database.setSecurityObject(ReplicationScheduler.adminOnly) }
         let (isNew, count) = opened.withLock { opened -> (Bool, Int) in
@@ -554,6 +617,10 @@ final class DatabaseRegistry: Sendable {
         }
         if isNew {
             if let javaScript { database.enableJavaScript(engine: javaScript) }
+            if let rules = usersRules.withLock({ $0 }) { UsersDatabase.install(on: database, named: name, node: rules.node, iterations: rules.iterations) }
+            // As CouchDB makes it (at start, and when made again): a `_users` database validates its
+            // user documents with `_design/_auth`.
+            if UsersDatabase.isNamedUsers(name) { try await UserStore.ensureDesignDocument(in: database) }
             metrics.databasesOpen(count)
             // Every revision the database stores, from any route or replication, counts as a write.
             let batches = database.changeBatches()

@@ -83,7 +83,7 @@ final class NodeConfiguration: Sendable {
     @discardableResult
     func set(_ section: String, _ key: String, to value: String?, persist: Bool) throws -> String? {
         let old = self.value(section, key)
-        let snapshot = try layers.withLock { layers -> [String: [String: String?]]? in
+        let snapshot = layers.withLock { layers -> [String: [String: String?]]? in
             layers.memory[section, default: [:]][key] = .some(value)
             guard persist else { return nil }
             layers.persisted[section, default: [:]][key] = .some(value)

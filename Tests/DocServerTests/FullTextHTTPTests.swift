@@ -45,7 +45,7 @@ final class FullTextHTTPTests: XCTestCase {
         XCTAssertEqual(plain.json["rows"]?.arrayValue?.compactMap { $0["doc"]?["title"]?.stringValue }.sorted(), ["Coffee", "Green tea"])
 
         // A user sees the matches in their channels, counted as such.
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["red"]]), 201)
         let alice = try await server.request("GET", "/db/_design/app/_view/notes?full_text=\(parameter("tea"))", as: .user("alice", "pw"))
         XCTAssertEqual(alice.json["total_rows"], 2)
         XCTAssertEqual(alice.json["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }.sorted(), ["a", "c"])

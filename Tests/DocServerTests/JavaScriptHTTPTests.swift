@@ -173,7 +173,7 @@ final class JavaScriptHTTPTests: XCTestCase {
 
     func testChangesFilters() async throws {
         let server = try await seeded()
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["*"]]), 201)
         let fruit = try await server.request("GET", "/db/_changes?filter=app/of_type&type=fruit")
         XCTAssertEqual(fruit.json["results"]?.arrayValue?.map { $0["id"]! }, ["a", "b"])
         let mine = try await server.request("POST", "/db/_changes?filter=app/mine", json: [:], as: .user("alice", "pw"))
@@ -229,7 +229,7 @@ final class JavaScriptHTTPTests: XCTestCase {
         XCTAssertEqual(upload.status, 403)
         XCTAssertEqual(upload.json["reason"], "frozen")
         // A user writes with their own userCtx.
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:bob", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("bob", ["password": "pw", "channels": ["*"]]), 201)
         let notYours = try await server.request("PUT", "/db/z", json: ["owner": "carol"], as: .user("bob", "pw"))
         XCTAssertEqual(notYours.json, ["error": "forbidden", "reason": "not yours"])
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/z", json: ["owner": "bob"], as: .user("bob", "pw")).status, 201)
@@ -262,7 +262,7 @@ final class JavaScriptHTTPTests: XCTestCase {
         let docs: JSON = ["docs": [["_id": "r", "type": "fruit", "n": 1, "channels": ["red"]],
                                    ["_id": "b", "type": "fruit", "n": 2, "channels": ["blue"]]]]
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: docs).status, 201)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:red", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("red", ["password": "pw", "channels": ["red"]]), 201)
         let red = TestServer.Credentials.user("red", "pw")
         let rows = try await server.request("GET", "/db/_design/app/_view/by_n", as: red)
         XCTAssertEqual(rows.json["rows"]?.arrayValue?.map { $0["id"]! }, ["r"])

@@ -111,7 +111,7 @@ final class MangoFindHTTPTests: XCTestCase {
     func testUsersFindOnlyTheirChannelsAndStatisticsAreReported() async throws {
         let server = try await TestServer(self)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["red"]]), 201)
         _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
             ["_id": "r1", "n": 1, "channels": ["red"]], ["_id": "b1", "n": 2, "channels": ["blue"]], ["_id": "r2", "n": 3, "channels": ["red"]],
         ]])

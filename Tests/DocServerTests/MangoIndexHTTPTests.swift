@@ -105,7 +105,7 @@ final class MangoIndexHTTPTests: XCTestCase {
 
     func testUsersListButOnlyAdminsCreateOrDelete() async throws {
         let server = try await TestServer.withDatabase(self)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["red"]]), 201)
         let alice = TestServer.Credentials.user("alice", "pw")
         let refused = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "ddoc": "d", "name": "n"], as: alice)
         XCTAssertEqual(refused.status, 403)

@@ -41,7 +41,7 @@ final class MetricsHTTPTests: XCTestCase {
         XCTAssertEqual(after[#"docstore_http_requests_total{route="/{db}/_bulk_docs",status="201"}"#], 1)
         XCTAssertEqual(after[#"couchdb_httpd_request_methods{method="GET"}"#].map { $0 - (before[#"couchdb_httpd_request_methods{method="GET"}"#] ?? 0) }, 7)
         XCTAssertEqual(after["couchdb_database_reads_total"], 5)
-        XCTAssertEqual(after["couchdb_open_databases_total"], 2, "the database and _replicator")
+        XCTAssertEqual(after["couchdb_open_databases_total"], 3, "the database, _replicator and _users")
         XCTAssertNotNil(after[#"docstore_http_request_duration_seconds_count{route="/{db}/{docid}"}"#])
         // Writes are counted as the database publishes them, just after each commit.
         try await eventually {
@@ -49,7 +49,7 @@ final class MetricsHTTPTests: XCTestCase {
         }
 
         // Admins only.
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["red"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["red"]]), 201)
         let refused = try await server.request("GET", "/_node/_local/_prometheus", as: .user("alice", "pw"))
         XCTAssertEqual(refused.status, 401)
     }

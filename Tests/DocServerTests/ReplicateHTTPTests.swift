@@ -65,8 +65,34 @@ final class ReplicateHTTPTests: XCTestCase {
         let unreachable = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "http://127.0.0.1:1/none"])
         XCTAssertEqual(unreachable.status, 502)
         XCTAssertEqual(unreachable.json["error"], "replication_failed")
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["*"]]), 201)
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
+    }
+
+    /// As CouchDB 3.3.3: a user who is no admin replicates between URLs with the credentials they
+    /// carry (a target whose `_security` refuses a design document counts a write failure), and may not
+    /// cancel an admin's job (401 "You are not a server admin.").
+    func testUsersReplicateBetweenURLsAndCancelOnlyTheirOwn() async throws {
+        let server = try await TestServer(self)
+        await XCTAssertEqualAsync(try await server.addUser("joe", ["password": "erly"], roles: ["erlanger"]), 201)
+        let joe = TestServer.Credentials.user("joe", "erly")
+        _ = try await server.request("PUT", "/src")
+        _ = try await server.request("PUT", "/tgt")
+        _ = try await server.request("POST", "/src/_bulk_docs", json: ["docs": [["_id": "a"], ["_id": "b"], ["_id": "_design/app", "views": [:]]]])
+        _ = try await server.request("PUT", "/tgt/_security", json: ["admins": ["names": ["superman"], "roles": ["god"]]])
+        func url(_ db: String) -> JSON { .string("http://joe:erly@127.0.0.1:\(server.port)/\(db)") }
+        let result = try await server.request("POST", "/_replicate", json: ["source": url("src"), "target": url("tgt")], as: joe)
+        XCTAssertEqual(result.status, 200, result.text)
+        XCTAssertEqual(result.json["history"]?[0]?["docs_written"], 2)
+        XCTAssertEqual(result.json["history"]?[0]?["doc_write_failures"], 1)
+        await XCTAssertEqualAsync(try await server.request("GET", "/tgt/_design/app").status, 404)
+
+        let started = try await server.request("POST", "/_replicate", json: ["source": "src", "target": "other", "create_target": true, "continuous": true])
+        let id = try XCTUnwrap(started.json["_local_id"])
+        let cancel = try await server.request("POST", "/_replicate", json: ["replication_id": id, "cancel": true], as: joe)
+        XCTAssertEqual(cancel.status, 401)
+        XCTAssertEqual(cancel.json, ["error": "unauthorized", "reason": "You are not a server admin."])
+        await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["replication_id": id, "cancel": true]).status, 200)
     }
 
     /// `since_seq` starts after a source sequence (CouchDB 3.3.3's replication test): only the later
@@ -131,7 +157,7 @@ final class ReplicateHTTPTests: XCTestCase {
 
         // A job still running when the server stops is stopped with it (the teardown would hang otherwise).
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: description).status, 202)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["*"]]), 201)
         await XCTAssertEqualAsync(try await server.request("GET", "/_active_tasks", as: .user("alice", "pw")).status, 401)
     }
 }

@@ -220,7 +220,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         // Admins only, as CouchDB 3.3: the database is theirs, and so is _scheduler.
         await XCTAssertEqualAsync(try await server.request("GET", "/_replicator/_security").json,
                                   ["members": ["roles": ["_admin"]], "admins": ["roles": ["_admin"]]])
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:alice", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["*"]]), 201)
         let alice = TestServer.Credentials.user("alice", "pw")
         for (method, path, body) in [("GET", "/_replicator", nil), ("GET", "/_replicator/r1", nil),
                                      ("PUT", "/_replicator/mine", ["source": "a", "target": "d"] as JSON?)] {
@@ -238,7 +238,7 @@ final class ReplicatorDatabaseTests: XCTestCase {
         // Opened to members by an admin, as CouchDB allows: a member writes in their own name only, and
         // names databases by URL (with their own credentials), not this server's databases directly.
         await XCTAssertEqualAsync(try await server.request("PUT", "/_replicator/_security", json: ["members": ["names": ["bob"]]]).status, 200)
-        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:bob", json: ["password": "pw", "channels": ["*"]]).status, 201)
+        await XCTAssertEqualAsync(try await server.addUser("bob", ["password": "pw", "channels": ["*"]]), 201)
         let bob = TestServer.Credentials.user("bob", "pw")
         let url = JSON.string("http://bob:pw@127.0.0.1:\(server.port)/a")
         let foreign = try await server.request("PUT", "/_replicator/bobs", json: ["source": url, "target": "http://127.0.0.1:1/x", "owner": "admin"], as: bob)

@@ -44,7 +44,7 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(illegal.status, 400)
         XCTAssertEqual(illegal.json["error"], "illegal_database_name")
         await XCTAssertEqualAsync(try await server.request("PUT", "/beta").status, 201)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "alpha", "beta"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "_users", "alpha", "beta"])
 
         let info = try await server.request("GET", "/alpha")
         XCTAssertEqual(info.json["db_name"], "alpha")
@@ -56,7 +56,7 @@ final class ServerAPITests: XCTestCase {
 
         await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").json, ["ok": true])
         await XCTAssertEqualAsync(try await server.request("DELETE", "/beta").status, 404)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "alpha"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "_users", "alpha"])
         let compacted = try await server.request("POST", "/alpha/_compact", json: [:])
         XCTAssertEqual(compacted.status, 202)
         XCTAssertEqual(compacted.json, ["ok": true])
@@ -165,7 +165,7 @@ final class ServerAPITests: XCTestCase {
         XCTAssertEqual(attachment.header("Location"), "https://proxy.test/a/d/e%20f.txt")
         await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb/doc%201").json["v"], 1)
         await XCTAssertEqualAsync(try await server.request("GET", "/a/doc%201").status, 404, "another database")
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "a", "a/b", "a/b/c"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "_users", "a", "a/b", "a/b/c"])
         for illegal in ["/a%2F", "/%2Fa", "/a%2F%2Fb", "/a%2F.b"] {
             let refused = try await server.request("PUT", illegal)
             XCTAssertEqual(refused.status, 400, illegal)
@@ -178,7 +178,7 @@ final class ServerAPITests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("DELETE", "/a%2Fb").json, ["ok": true])
         await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb").status, 404)
         await XCTAssertEqualAsync(try await server.request("GET", "/a%2Fb%2Fc").status, 200)
-        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "a", "a/b/c", "x/y"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "_users", "a", "a/b/c", "x/y"])
     }
 
     func testConflictsOpenRevsAndMultipart() async throws {

@@ -9,10 +9,10 @@ import XCTest
 final class ServeCommandTests: XCTestCase {
     func testServeAnswersWelcomeAndStopsCleanlyOnInterrupt() async throws {
         let dir = try makeTemporaryDirectory(self)
-        let added = try runDocstore(["user", "add", "alice", "--password", "pw", "--channels", "red"], in: dir)
+        let added = try runDocstore(["user", "add", "alice", "--password", "pw", "--channels", "red", "--roles", "staff"], in: dir)
         XCTAssertEqual(added.status, 0, added.stderr)
         let listed = try runDocstore(["user", "list"], in: dir)
-        XCTAssertEqual(try JSON(parsing: listed.lines[0]), ["name": "alice", "read_channels": ["red"], "write_channels": ["red"]])
+        XCTAssertEqual(try JSON(parsing: listed.lines[0]), ["name": "alice", "roles": ["staff"], "read_channels": ["red"], "write_channels": ["red"]])
 
         let (process, stdout, launchedURL) = try launchServe(in: dir, self)
         let output = launchedURL + "\n"

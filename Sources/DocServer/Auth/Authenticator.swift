@@ -6,17 +6,35 @@ import Hummingbird
 
 /// Who is making a request.
 enum Principal: Sendable {
-    /// The server administrator (or anyone, when anonymous access is allowed).
-    case admin(name: String?)
-    /// A user with channel grants.
+    /// A server administrator (or anyone, when anonymous access is allowed), with the roles of a user
+    /// document of the same name, if there is one.
+    case admin(name: String?, roles: [String] = [])
+    /// A user with roles and channel grants.
     case user(ServerUser)
 
     var isAdmin: Bool { if case .admin = self { return true } else { return false } }
 
+    /// Whether the principal administers the database of the request: a server admin, or a user its
+    /// `_security` object names among `admins` — who may write design documents and `_security`.
+    var isDatabaseAdmin: Bool {
+        switch self {
+        case .admin: return true
+        case .user(let user): return user.isDatabaseAdmin
+        }
+    }
+
     var name: String? {
         switch self {
-        case .admin(let name): return name
+        case .admin(let name, _): return name
         case .user(let user): return user.name
+        }
+    }
+
+    /// The roles `userCtx` shows: `_admin` first for an administrator.
+    var roles: [String] {
+        switch self {
+        case .admin(_, let roles): return ["_admin"] + roles.filter { $0 != "_admin" }
+        case .user(let user): return user.roles
         }
     }
 
@@ -45,15 +63,12 @@ enum Principal: Sendable {
 
     /// CouchDB's `userCtx` in database `database`, as validation, filter and show functions see it.
     func userContext(database: String) -> JSON {
-        switch self {
-        case .admin(let name): return ["db": .string(database), "name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
-        case .user(let user): return ["db": .string(database), "name": .string(user.name), "roles": JSON(user.roles)]
-        }
+        ["db": .string(database), "name": name.map(JSON.string) ?? .null, "roles": JSON(roles)]
     }
 
     var userContext: JSON {
         switch self {
-        case .admin(let name): return ["name": name.map(JSON.string) ?? .null, "roles": ["_admin"]]
+        case .admin(let name, _): return ["name": name.map(JSON.string) ?? .null, "roles": JSON(roles)]
         case .user(let user): return ["name": .string(user.name), "roles": JSON(user.roles),
                                       "channels": JSON(user.readChannels)]
         }
@@ -79,30 +94,40 @@ struct Authenticator: Sendable {
     /// The principal of a request, `nil` if it carries no credentials.
     /// - Throws: 401 for wrong credentials.
     func principal(for request: CouchRequest) async throws -> Principal? {
-        if let authorization = request.header(.authorization) {
-            let parts = authorization.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "bearer" {
-                // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
-                // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
-                // default handlers do.
-                if node.section("jwt_keys").isEmpty { return nil }
-                let (name, roles) = try JWTAuthentication(node: node).verify(String(parts[1]))
-                if roles.contains("_admin") { return .admin(name: name) }
-                return .user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles))
-            }
-            guard parts.count == 2, parts[0].lowercased() == "basic",
-                let decoded = Data(base64Encoded: String(parts[1])).flatMap({ String(data: $0, encoding: .utf8) }),
-                let colon = decoded.firstIndex(of: ":")
-            else { throw CouchError.unauthorized }
-            let name = String(decoded[..<colon]), password = String(decoded[decoded.index(after: colon)...])
-            guard let principal = try await check(name: name, password: password) else { throw CouchError.unauthorized }
-            return principal
-        }
-        if let token = cookie(named: "AuthSession", in: request.header(.cookie)), !token.isEmpty {
+        try await authenticate(request)?.principal
+    }
+
+    /// The principal of a request and the CouchDB handler that recognised it (`cookie`, `jwt`,
+    /// `default` for Basic). As CouchDB tries its handlers: a valid session cookie first (so a
+    /// signed-in page's requests are its user's, whatever Basic credentials they also carry), then
+    /// the `Authorization` header.
+    func authenticate(_ request: CouchRequest) async throws -> (principal: Principal, handler: String)? {
+        if let token = cookie(named: "AuthSession", in: request.header(.cookie)), !token.isEmpty,
+            let principal = try await principal(forSession: token) {
             // An invalid or expired cookie is ignored (the request continues as anonymous), as CouchDB does.
-            return try await principal(forSession: token)
+            return (principal, "cookie")
         }
-        return nil
+        guard let authorization = request.header(.authorization) else { return nil }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        if parts.count == 2, parts[0].lowercased() == "bearer" {
+            // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
+            // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
+            // default handlers do.
+            if node.section("jwt_keys").isEmpty { return nil }
+            let (name, roles) = try JWTAuthentication(node: node).verify(String(parts[1]))
+            if roles.contains("_admin") { return (.admin(name: name, roles: roles), "jwt") }
+            return (.user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles)), "jwt")
+        }
+        // As CouchDB: another scheme is not Basic's to refuse (the request is anonymous), and
+        // `_:_` are no credentials.
+        guard parts.count == 2, parts[0].lowercased() == "basic" else { return nil }
+        guard let decoded = Data(base64Encoded: String(parts[1])).flatMap({ String(data: $0, encoding: .utf8) }),
+            let colon = decoded.firstIndex(of: ":")
+        else { throw CouchError.unauthorized }
+        let name = String(decoded[..<colon]), password = String(decoded[decoded.index(after: colon)...])
+        if name == "_", password == "_" { return nil }
+        guard let principal = try await check(name: name, password: password) else { throw CouchError.unauthorized }
+        return (principal, "default")
     }
 
     /// The principal for a name and password, if they match the administrator or a user.
@@ -115,7 +140,10 @@ struct Authenticator: Sendable {
             } else {
                 ok = NodeConfiguration.adminPassword(password, matches: stored)
             }
-            return ok ? .admin(name: name) : nil
+            guard ok else { return nil }
+            // As CouchDB: an admin of the configuration has the roles of a user document of its name too.
+            let roles = (try? await users.document(named: name))??["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            return .admin(name: name, roles: roles)
         }
         return try await users.authenticate(name: name, password: password).map(Principal.user)
     }
@@ -143,7 +171,10 @@ struct Authenticator: Sendable {
         let payload = "\(name):\(expiry)"
         let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
         guard constantTimeEqual(Array(hex(Array(mac)).utf8), Array(parts[2].utf8)) else { return nil }
-        if isAdmin { return .admin(name: name) }
+        if isAdmin {
+            let roles = (try? await users.document(named: name))??["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            return .admin(name: name, roles: roles)
+        }
         return try await users.user(named: name).map(Principal.user)
     }
 

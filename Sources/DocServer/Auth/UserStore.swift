@@ -4,7 +4,7 @@ import DocStore
 import Foundation
 import Synchronization
 
-/// A user of the server: a name, a password hash and the channels it may read and write.
+/// A user of the server: a name, CouchDB roles and the channels it may read and write.
 public struct ServerUser: Sendable, Hashable {
     /// The user name.
     public let name: String
@@ -12,8 +12,10 @@ public struct ServerUser: Sendable, Hashable {
     public var readChannels: [String]
     /// Channels the user may write documents into; `*` means all.
     public var writeChannels: [String]
-    /// CouchDB roles (a JWT's `_couchdb.roles`), shown in `userCtx`.
+    /// CouchDB roles (a user document's `roles`, a JWT's), shown in `userCtx` and matched by `_security`.
     public var roles: [String] = []
+    /// Whether the user administers the database of the request (named by its `_security` admins).
+    var isDatabaseAdmin = false
 
     /// Whether the user may read a document in `channels`.
     func canRead(_ channels: [String]) -> Bool {
@@ -27,108 +29,167 @@ public struct ServerUser: Sendable, Hashable {
         return !channels.isEmpty && channels.allSatisfy { writeChannels.contains($0) }
     }
 
-    var json: JSON {
-        ["name": .string(name), "type": "user", "roles": [], "read_channels": JSON(readChannels), "write_channels": JSON(writeChannels)]
+    /// The user of a user document: its roles, and its channels — `channels` (read and write),
+    /// `read_channels`, `write_channels` — or every channel when it names none (a CouchDB user,
+    /// whom `_security` alone limits).
+    init(document: Document) {
+        func strings(_ key: String) -> [String]? { document[key]?.arrayValue?.compactMap(\.stringValue) }
+        name = document.string(forKey: "name") ?? String(document.id.dropFirst(UsersDatabase.prefix.count))
+        roles = strings("roles") ?? []
+        let both = strings("channels"), read = strings("read_channels"), write = strings("write_channels")
+        let restricted = both != nil || read != nil || write != nil
+        readChannels = restricted ? (both ?? []) + (read ?? []) : ["*"]
+        writeChannels = restricted ? (both ?? []) + (write ?? []) : ["*"]
+    }
+
+    init(name: String, readChannels: [String], writeChannels: [String], roles: [String] = []) {
+        self.name = name
+        self.readChannels = readChannels
+        self.writeChannels = writeChannels
+        self.roles = roles
     }
 }
 
-/// Users kept in the server's own DocStore database (`<data>/.docstore-system/users.sqlite`), with
-/// PBKDF2-SHA256 password hashes (random 16-byte salt, configurable iterations).
+/// The server's users: the documents `org.couchdb.user:NAME` of its users database (CouchDB's
+/// `_users`, or the one `[chttpd_auth] authentication_db` names), with CouchDB's PBKDF2 password
+/// hashes — so users replicate to and from CouchDB — and DocServer's channel grants.
 public final class UserStore: Sendable {
-    let database: Database
+    let node: NodeConfiguration
     let iterations: Int
-    /// Passwords already verified, keyed by user and a SHA-256 of the password, so that HTTP Basic
-    /// requests do not pay PBKDF2 every time. Cleared when users change.
+    /// Opens database `name`, creating it when asked; `nil` when it does not exist and is not to be made.
+    private let open: @Sendable (_ name: String, _ create: Bool) async throws -> Database?
+    /// Passwords already verified, keyed by user, stored hash and a SHA-256 of the password, so that
+    /// HTTP Basic requests do not pay PBKDF2 every time; a changed password changes the key.
     private let verified = Mutex<Set<String>>([])
+    /// What ``close()`` closes: the database a store of a data folder opened itself.
+    private let owned: OpenedDatabases
 
-    /// Opens the user store of a data folder.
-    public init(dataDirectory: URL, iterations: Int = 100_000) async throws {
-        self.database = try await Database.open(name: "users", directory: UserStore.directory(for: dataDirectory))
+    /// The users of a data folder, without a server: its `_users` database (or the one its persisted
+    /// configuration names), created when a user is first added.
+    public convenience init(dataDirectory: URL, iterations: Int = 100_000) async throws {
+        let node = NodeConfiguration(base: [:], file: DocServer.systemDirectory(for: dataDirectory).appendingPathComponent("config.json"))
+        let owned = OpenedDatabases()
+        self.init(node: node, iterations: iterations, owned: owned) { name, create in
+            guard create || Database.exists(name: name, directory: dataDirectory) else { return nil }
+            let database = try await Database.open(DatabaseRegistry.configuration(name: name, directory: dataDirectory, indexes: []))
+            owned.list.withLock { $0.append(database) }
+            return database
+        }
+    }
+
+    init(node: NodeConfiguration, iterations: Int, owned: OpenedDatabases = OpenedDatabases(),
+         open: @escaping @Sendable (_ name: String, _ create: Bool) async throws -> Database?) {
+        self.node = node
         self.iterations = iterations
+        self.open = open
+        self.owned = owned
     }
 
-    static func directory(for dataDirectory: URL) -> URL {
-        dataDirectory.appendingPathComponent(".docstore-system", isDirectory: true)
+    /// The users database; created (a `_users` one with `_design/_auth`) when `create` says so.
+    func database(create: Bool = false) async throws -> Database? {
+        let name = UsersDatabase.authenticationDatabase(node)
+        guard let database = try await open(name, create) else { return nil }
+        if create, UsersDatabase.isNamedUsers(name) { try await UserStore.ensureDesignDocument(in: database) }
+        return database
     }
 
-    /// Closes the user database.
-    public func close() async { await database.close() }
+    /// Gives a `_users` database DocServer's `_design/_auth`, unless it has it.
+    static func ensureDesignDocument(in database: Database) async throws {
+        let existing = try await database.document(withID: UsersDatabase.designID)
+        guard existing?["validate_doc_update"]?.stringValue != UsersDatabase.validateFunction else { return }
+        var design = existing ?? UsersDatabase.designDocument
+        design["language"] = "javascript"
+        design["validate_doc_update"] = .string(UsersDatabase.validateFunction)
+        do {
+            _ = try await database.save(design)
+        } catch let error as DocStoreError where error.code == .conflict {
+            // Made at the same moment by another opener: it is there.
+        }
+    }
 
-    /// Creates or replaces a user.
-    /// - Throws: `bad_request` for an empty name or password.
-    public func setUser(name: String, password: String, readChannels: [String], writeChannels: [String]) async throws {
+    /// Closes the users database a store of a data folder opened (a server's stay open with the server).
+    public func close() async {
+        for database in owned.list.withLock({ $0 }) { await database.close() }
+    }
+
+    /// The databases a store opened itself.
+    final class OpenedDatabases: Sendable {
+        let list = Mutex<[Database]>([])
+    }
+
+    /// Creates or replaces a user: its password (hashed as CouchDB hashes it), roles and channels
+    /// (`nil` for a user that `_security` alone limits).
+    /// - Throws: `bad_request` for an empty name or password, or a name CouchDB refuses.
+    public func setUser(name: String, password: String, roles: [String] = [], readChannels: [String]? = nil,
+                        writeChannels: [String]? = nil) async throws {
         guard !name.isEmpty, !name.hasPrefix("_"), !name.contains(":") else {
             throw CouchError.badRequest("User names must be non-empty, not start with _ and not contain ':'")
         }
         guard !password.isEmpty else { throw CouchError.badRequest("Password must not be empty") }
-        var salt = [UInt8](repeating: 0, count: 16)
-        for i in salt.indices { salt[i] = UInt8.random(in: 0...255) }
-        let key = try derive(password: password, salt: salt, iterations: iterations)
-        var document = try await database.document(withID: name) ?? Document(id: name)
+        guard let database = try await database(create: true) else { throw CouchError.notFound("Database does not exist.") }
+        let id = UsersDatabase.prefix + name
+        var document = try await database.document(withID: id) ?? Document(id: id)
+        let salt = UsersDatabase.newSalt()
+        let rounds = UsersDatabase.setting("iterations", node).flatMap(Int.init) ?? iterations
         document.body = [
-            "type": "user", "name": .string(name), "password_scheme": "pbkdf2-sha256",
-            "iterations": .integer(iterations), "salt": .string(hex(salt)), "derived_key": .string(hex(key)),
-            "read_channels": JSON(readChannels), "write_channels": JSON(writeChannels),
+            "name": .string(name), "type": "user", "roles": JSON(roles), "password_scheme": "pbkdf2",
+            "iterations": .integer(rounds), "derived_key": .string(try UsersDatabase.pbkdf2(password, salt: salt, iterations: rounds, prf: .sha1)),
+            "salt": .string(salt),
         ]
-        try await database.save(document)
-        verified.withLock { $0.removeAll() }
+        if let readChannels { document["read_channels"] = JSON(readChannels) }
+        if let writeChannels { document["write_channels"] = JSON(writeChannels) }
+        _ = try await database.save(document)
     }
 
     /// Removes a user; returns whether it existed.
     @discardableResult
     public func removeUser(name: String) async throws -> Bool {
-        guard let document = try await database.document(withID: name) else { return false }
-        try await database.delete(document)
-        verified.withLock { $0.removeAll() }
+        guard let database = try await database(),
+            let document = try await database.document(withID: UsersDatabase.prefix + name) else { return false }
+        _ = try await database.delete(document)
         return true
     }
 
     /// All users, by name.
     public func users() async throws -> [ServerUser] {
-        try await database.allDocuments(AllDocumentsQuery(includeDocuments: true)).rows.compactMap { row in
-            row.document.map(UserStore.user(from:))
-        }
+        guard let database = try await database() else { return [] }
+        let query = AllDocumentsQuery(startKey: UsersDatabase.prefix, endKey: UsersDatabase.prefix + "\u{10FFFF}", includeDocuments: true)
+        return try await database.allDocuments(query).rows.compactMap { $0.document.map(ServerUser.init(document:)) }
     }
 
     /// The user named `name`, if any.
     public func user(named name: String) async throws -> ServerUser? {
-        guard !name.isEmpty, !name.hasPrefix("_") else { return nil }
-        return try await database.document(withID: name).map(UserStore.user(from:))
+        try await document(named: name).map(ServerUser.init(document:))
     }
 
-    static func user(from document: Document) -> ServerUser {
-        func strings(_ key: String) -> [String] { document[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
-        return ServerUser(name: document.id, readChannels: strings("read_channels"), writeChannels: strings("write_channels"))
+    /// The user document of `name`, if any.
+    /// - Throws: CouchDB's 401 for a document in conflict (unless `allow_conflicted_user_docs`).
+    func document(named name: String) async throws -> Document? {
+        guard !name.isEmpty, let database = try await database() else { return nil }
+        guard let document = try await database.document(withID: UsersDatabase.prefix + name, includeConflicts: true) else {
+            return nil
+        }
+        if !document.conflicts.isEmpty, UsersDatabase.setting("allow_conflicted_user_docs", node) != "true" {
+            throw CouchError(.unauthorized, "unauthorized",
+                             "User document conflicts must be resolved before the document is used for authentication purposes.")
+        }
+        return document
     }
 
     /// The user, if `password` is theirs.
     func authenticate(name: String, password: String) async throws -> ServerUser? {
-        guard !name.isEmpty, !name.hasPrefix("_"), let document = try await database.document(withID: name) else { return nil }
-        let cacheKey = name + "\u{0}" + hex(Array(SHA256.hash(data: Array(password.utf8))))
-        if verified.withLock({ $0.contains(cacheKey) }) { return UserStore.user(from: document) }
-        guard let saltHex = document.string(forKey: "salt"), let salt = bytes(hex: saltHex),
-            let expected = document.string(forKey: "derived_key"), let rounds = document.int(forKey: "iterations"),
-            rounds > 0
-        else { return nil }
-        let key = try derive(password: password, salt: salt, iterations: rounds)
-        // Constant-time comparison of the derived keys.
-        guard let expectedBytes = bytes(hex: expected), expectedBytes.count == key.count else { return nil }
-        var difference: UInt8 = 0
-        for (a, b) in zip(expectedBytes, key) { difference |= a ^ b }
-        guard difference == 0 else { return nil }
+        guard let document = try await document(named: name) else { return nil }
+        let stored = [document.string(forKey: "derived_key"), document.string(forKey: "password_sha"), document.string(forKey: "salt")]
+        let cacheKey = ([name] + stored.map { $0 ?? "" } + [hex(Array(SHA256.hash(data: Array(password.utf8))))]).joined(separator: "\u{0}")
+        if verified.withLock({ $0.contains(cacheKey) }) { return ServerUser(document: document) }
+        guard try UsersDatabase.verify(password, against: document) else { return nil }
         verified.withLock { _ = $0.insert(cacheKey) }
-        return UserStore.user(from: document)
+        return ServerUser(document: document)
     }
 
     /// The part of the stored hash that session cookies are bound to, so a password change ends sessions.
     func sessionSecret(for name: String) async throws -> String? {
-        try await database.document(withID: name)?.string(forKey: "salt")
-    }
-
-    private func derive(password: String, salt: [UInt8], iterations: Int) throws -> [UInt8] {
-        let key = try KDF.Insecure.PBKDF2.deriveKey(from: Array(password.utf8), salt: salt, using: .sha256,
-                                                    outputByteCount: 32, unsafeUncheckedRounds: iterations)
-        return key.withUnsafeBytes { Array($0) }
+        try await document(named: name)?.string(forKey: "salt")
     }
 }
 

@@ -30,6 +30,8 @@ public struct CouchError: Error, Sendable {
     static let unauthorized = CouchError(.unauthorized, "unauthorized", "Name or password is incorrect.")
     static let authenticationRequired = CouchError(.unauthorized, "unauthorized", "You are not authorized to access this db.")
     static let adminRequired = CouchError(.unauthorized, "unauthorized", "You are not a server admin.")
+    /// What a database's administrators alone may do (`_compact`, `_view_cleanup`), as CouchDB words it.
+    static let databaseAdminRequired = CouchError(.unauthorized, "unauthorized", "You are not a server or db admin.")
     /// Design documents are written by admins only, as in CouchDB.
     static let designDocumentsNeedAdmin = CouchError(.forbidden, "forbidden", "You are not a db or server admin.")
     static let methodNotAllowed = CouchError(.methodNotAllowed, "method_not_allowed", "Only the methods of the CouchDB API are allowed here.")

@@ -106,10 +106,15 @@ struct CouchRequest: Sendable {
     /// Without a host, just the path.
     func location(_ parts: String...) -> String {
         let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        let path = parts.map { "/" + ($0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0) }.joined()
-        guard let host = forwardedHost.flatMap({ headers[$0] }) ?? authority ?? headers[HTTPField.Name("Host")!] else { return path }
-        let scheme = headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
-        return "\(scheme)://\(host)\(path)"
+        return absoluteURL(parts.map { "/" + ($0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0) }.joined())
+    }
+
+    /// A path (or URL) a client gave, absolute on this server: `_session?next=/page`.
+    func absoluteURL(_ target: String) -> String {
+        guard target.hasPrefix("/"), let host = forwardedHost.flatMap({ headers[$0] }) ?? authority ?? headers[HTTPField.Name("Host")!] else {
+            return target
+        }
+        return "\(headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http")://\(host)\(target)"
     }
 
     /// A Boolean query parameter (`true`/`false`).

@@ -108,10 +108,10 @@ extension DocServer {
         return version.isEmpty ? [] : [version]
     }()
 
-    /// `POST /{db}/_view_cleanup` (admins): drops the indexes of JavaScript views whose design
+    /// `POST /{db}/_view_cleanup` (database admins): drops the indexes of JavaScript views whose design
     /// document or view is gone.
     func viewCleanup(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        guard principal.isAdmin else { throw CouchError.adminRequired }
+        guard principal.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
         try await db.dropStaleJavaScriptViews()

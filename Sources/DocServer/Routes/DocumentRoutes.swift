@@ -22,8 +22,8 @@ extension DocServer {
         if db.name == ReplicationScheduler.databaseName, !replicated {
             try admitReplicationDocument(&document, principal)
         }
+        if document.id.hasPrefix("_design/"), !principal.isDatabaseAdmin { throw CouchError.designDocumentsNeedAdmin }
         guard !principal.isAdmin else { return }
-        if document.id.hasPrefix("_design/") { throw CouchError.designDocumentsNeedAdmin }
         guard principal.canWrite(document.channels) else {
             throw CouchError.forbidden("You are not allowed to write to channels \(document.channels).")
         }
@@ -81,8 +81,8 @@ extension DocServer {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             let revision = try parseRevision(text)
+            if id.hasPrefix("_design/"), !principal.isDatabaseAdmin { throw CouchError.designDocumentsNeedAdmin }
             if !principal.isAdmin {
-                if id.hasPrefix("_design/") { throw CouchError.designDocumentsNeedAdmin }
                 guard let current = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
                 guard principal.canWrite(current.channels) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
             }

@@ -44,7 +44,7 @@ extension DocServer {
         case .get:
             return Response.json(.integer(await db.revisionsLimit))
         case .put:
-            guard principal.isAdmin else { throw CouchError.adminRequired }
+            guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
             guard case .integer(let limit) = try request.jsonBody(), limit >= 1 else {
                 throw CouchError.badRequest("The revision limit must be a positive integer")
             }
@@ -56,10 +56,10 @@ extension DocServer {
     }
 }
 
-/// A database's `_security` object as the server enforces it: `members` (names and roles) may read and
-/// write the database, within their channels; `admins` too. With no member names or roles, every
-/// signed-in user may (CouchDB's `{}`). DocStore users have channels, not roles: a role in `_security`
-/// is matched against a user's read channels.
+/// A database's `_security` object as the server enforces it, as CouchDB does: `members` (names and
+/// roles; `readers` where an old object has no `members`) may use the database, `admins` too — and
+/// may also write its design documents and `_security`; with no member names or roles, every
+/// signed-in user may (CouchDB's `{}`). DocServer's channels limit each user within that.
 struct SecurityObject: Sendable {
     struct Group: Sendable {
         var names: [String] = []
@@ -75,7 +75,7 @@ struct SecurityObject: Sendable {
                 guard let value = object[key] else { return [] }
                 let texts = value.arrayValue?.compactMap(\.stringValue)
                 guard let texts, texts.count == value.arrayValue?.count else {
-                    throw CouchError.badRequest("\(member).\(key) must be an array of strings")
+                    throw CouchError.badRequest("\(key) must be a JSON list of strings")
                 }
                 return texts
             }
@@ -84,7 +84,7 @@ struct SecurityObject: Sendable {
         }
 
         func includes(_ user: ServerUser) -> Bool {
-            names.contains(user.name) || roles.contains { user.readChannels.contains($0) }
+            names.contains(user.name) || roles.contains { user.roles.contains($0) }
         }
 
         var isEmpty: Bool { names.isEmpty && roles.isEmpty }
@@ -101,15 +101,18 @@ struct SecurityObject: Sendable {
     init(json object: JSONObject) throws {
         json = object
         admins = try Group(json: object["admins"], member: "admins")
-        members = try Group(json: object["members"], member: "members")
+        members = try Group(json: object["members"] ?? object["readers"], member: "members")
     }
 
-    /// Throws CouchDB's 403 for a user who is neither a member nor an admin of a database that has members.
-    func authorize(_ principal: Principal) throws {
-        guard case .user(let user) = principal, !members.isEmpty else { return }
-        guard members.includes(user) || admins.includes(user) else {
+    /// The principal as this database knows it — a user its `admins` name is its administrator —
+    /// or CouchDB's 403 for a user who is neither a member nor an admin of a database that has members.
+    func authorize(_ principal: Principal) throws -> Principal {
+        guard case .user(var user) = principal else { return principal }
+        user.isDatabaseAdmin = admins.includes(user)
+        guard user.isDatabaseAdmin || members.isEmpty || members.includes(user) else {
             throw CouchError.forbidden("You are not allowed to access this db.")
         }
+        return .user(user)
     }
 }
 
@@ -121,7 +124,11 @@ extension DocServer {
         case .get:
             return Response.json(.object(try await db.securityObject()))
         case .put:
-            guard principal.isAdmin else { throw CouchError.adminRequired }
+            guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
+            if name == UsersDatabase.authenticationDatabase(nodeConfiguration),
+                !nodeConfiguration.bool("couchdb", "users_db_security_editable", default: false) {
+                throw CouchError.forbidden("You can't edit the security object of the user database.")
+            }
             let object = try request.jsonObjectBody()
             let parsed = try SecurityObject(json: object)
             try await db.setSecurityObject(object)

@@ -75,7 +75,7 @@ extension DocServer {
                 }
                 return Response.json(listing)
             case (.post, 1):
-                guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
+                guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 try request.requireJSONContentType()
                 let body = try CreateIndexRequest(json: try request.jsonBody())
                 let creation = try await body.create(in: db)
@@ -88,7 +88,7 @@ extension DocServer {
                 }
                 return Response.json(CreateIndexRequest.answer(creation))
             case (.delete, 4), (.delete, 5):
-                guard principal.isAdmin else { throw CouchError.designDocumentsNeedAdmin }
+                guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 // ["_index", ddoc…, "json"|"text", name]: the design document may come as `_design/x` or `x`.
                 let designDocument = rest[1..<(rest.count - 2)].joined(separator: "/")
                 guard let type = MangoIndex.Kind(rawValue: rest[rest.count - 2]) else { throw CouchError.notFound() }

@@ -6,7 +6,7 @@ import HTTPTypes
 import Hummingbird
 
 extension DocServer {
-    /// `POST /_replicate` (admins): a replication run by DocSync inside the server (see
+    /// `POST /_replicate`: a replication run by DocSync inside the server (see
     /// ``ReplicationRequest`` for the body). A one-shot one is answered when it is done, in CouchDB
     /// 3.3's form — `{"ok": true, "no_changes": true}` when there was nothing to replicate, else
     /// `{"ok", "session_id", "replication_id_version", "history": [one session]}`; a failure is a 502
@@ -16,13 +16,21 @@ extension DocServer {
     /// 202 `{"ok": true, "_local_id": "<id>+continuous"}` (the same description again finds the same
     /// job). `"cancel": true` with the same description stops it (`{"ok": true, "_local_id": …}`; 404
     /// `missing` when there is none). Jobs are listed by `_active_tasks` and `_scheduler/jobs`.
+    ///
+    /// As CouchDB: any signed-in user may replicate between URLs (which carry the credentials the
+    /// replication uses on each side); naming this server's databases directly, which would use the
+    /// server's rights, is for admins. A job is cancelled by an admin or the user who started it.
     func replicate(_ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError(.methodNotAllowed, "method_not_allowed", "Only POST allowed") }
-        guard principal.isAdmin else { throw CouchError.adminRequired }
         try request.requireJSONContentType()
         let body = try request.jsonObjectBody()
+        func checkCancel(_ id: String) throws {
+            guard !principal.isAdmin, let job = scheduler.job(id) else { return }
+            guard job.user == principal.name else { throw CouchError.adminRequired }
+        }
         if body["cancel"] == true, let named = (body["replication_id"] ?? body["_local_id"] ?? body["id"])?.stringValue {
             // Cancelled by its id, as CouchDB allows.
+            try checkCancel(named)
             guard scheduler.job(named)?.document == nil, await scheduler.stop(named) else { throw CouchError.notFound("missing") }
             return Response.json(["ok": true, "_local_id": .string(named)])
         }
@@ -32,8 +40,12 @@ extension DocServer {
         } catch {
             throw CouchError.badRequest(error.message)
         }
+        if !principal.isAdmin, [description.source, description.target].contains(where: { if case .local = $0 { true } else { false } }) {
+            throw CouchError.adminRequired
+        }
         let id = description.identifier(server: registry.serverUUID)
         if description.cancel {
+            try checkCancel(id)
             guard scheduler.job(id)?.document == nil, await scheduler.stop(id) else { throw CouchError.notFound("missing") }
             return Response.json(["ok": true, "_local_id": .string(id)])
         }

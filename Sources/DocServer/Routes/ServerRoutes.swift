@@ -8,27 +8,33 @@ extension DocServer {
     /// `/_session`: cookie sessions, as CouchDB.
     func session(_ request: CouchRequest) async throws -> Response {
         switch request.method {
-        case .get:
-            let principal = try await authenticator.principal(for: request)
-            let context: JSON = principal?.userContext ?? ["name": .null, "roles": []]
-            // As CouchDB 3.3.3: which handler authenticated the request (Basic is `default`), nothing
-            // for an anonymous one.
-            var info: JSONObject = ["authentication_handlers": ["cookie", "default"]]
-            if principal != nil {
-                let scheme = request.header(.authorization)?.lowercased() ?? ""
-                info["authenticated"] = scheme.hasPrefix("basic ") ? "default" : scheme.hasPrefix("bearer ") ? "jwt" : "cookie"
+        case .get, .head:
+            let authenticated = try await authenticator.authenticate(request)
+            if authenticated == nil, request.query["basic"] == "true" {
+                throw CouchError(.unauthorized, "unauthorized", "Please login.")
             }
+            let context: JSON = authenticated?.principal.userContext ?? ["name": .null, "roles": []]
+            // As CouchDB 3.3.3: which handler authenticated the request (Basic is `default`), nothing
+            // for an anonymous one; and the database users are looked up in.
+            var info: JSONObject = ["authentication_handlers": ["cookie", "default"],
+                                    "authentication_db": .string(UsersDatabase.authenticationDatabase(nodeConfiguration))]
+            if let handler = authenticated?.handler { info["authenticated"] = .string(handler) }
             return Response.json(["ok": true, "userCtx": context, "info": .object(info)])
         case .post:
             let (name, password) = try sessionCredentials(request)
             guard let principal = try await authenticator.check(name: name, password: password) else {
+                // As CouchDB: `?fail=` sends a form's browser on with the error.
+                if let fail = request.query["fail"] {
+                    return Response.json(CouchError.unauthorized.body.json, status: .found, headers: [.location: request.absoluteURL(fail)])
+                }
                 throw CouchError.unauthorized
             }
             let token = try await authenticator.makeSessionToken(for: principal)
             let seconds = Int(configuration.sessionLifetime.components.seconds)
-            let roles: JSON = principal.isAdmin ? ["_admin"] : []
-            return Response.json(["ok": true, "name": .string(name), "roles": roles],
-                                 headers: [.setCookie: "AuthSession=\(token); Version=1; Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict"])
+            var headers: HTTPFields = [.setCookie: "AuthSession=\(token); Version=1; Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict"]
+            if let next = request.query["next"] { headers[.location] = request.absoluteURL(next) }
+            return Response.json(["ok": true, "name": .string(name), "roles": JSON(principal.roles)],
+                                 status: request.query["next"] == nil ? .ok : .found, headers: headers)
         case .delete:
             return Response.json(["ok": true], headers: [.setCookie: "AuthSession=; Version=1; Path=/; Max-Age=0; HttpOnly"])
         default:
@@ -52,39 +58,6 @@ extension DocServer {
             throw CouchError.badRequest("name and password are required")
         }
         return (name, password)
-    }
-
-    /// `/_users/org.couchdb.user:NAME` (admins only): create or replace (PUT), read (GET), delete, list.
-    func userRoutes(_ request: CouchRequest, principal: Principal) async throws -> Response {
-        guard principal.isAdmin else { throw CouchError.adminRequired }
-        let segments = request.segments
-        if segments.count == 1 || (segments.count == 2 && segments[1] == "_all_docs") {
-            let all = try await users.users()
-            let rows = all.map { ViewRow(id: "org.couchdb.user:\($0.name)", revision: "1-0") }
-            return Response.json(ViewResponse(totalRows: all.count, offset: 0, rows: rows).json)
-        }
-        guard segments.count == 2, segments[1].hasPrefix("org.couchdb.user:") else { throw CouchError.notFound() }
-        let name = String(segments[1].dropFirst("org.couchdb.user:".count))
-        switch request.method {
-        case .get:
-            guard let user = try await users.user(named: name) else { throw CouchError.notFound() }
-            var json = user.json
-            json["_id"] = .string(segments[1])
-            return Response.json(json)
-        case .put:
-            let body = try request.jsonObjectBody()
-            guard let password = body["password"]?.stringValue else { throw CouchError.badRequest("password is required") }
-            func channels(_ key: String) -> [String] { body[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
-            let both = channels("channels")
-            try await users.setUser(name: name, password: password, readChannels: both + channels("read_channels"),
-                                    writeChannels: both + channels("write_channels"))
-            return Response.json(WriteResult(id: segments[1], revision: "1-0").json, status: .created)
-        case .delete:
-            guard try await users.removeUser(name: name) else { throw CouchError.notFound() }
-            return Response.json(WriteResult(id: segments[1], revision: nil).json)
-        default:
-            throw CouchError.methodNotAllowed
-        }
     }
 
     /// `GET /_all_dbs` with CouchDB's `_all_docs`-like parameters over the sorted names: `startkey`/
@@ -148,7 +121,6 @@ extension DocServer {
             return Response.json(["ok": true])
         case .get, .head:
             let db = try await registry.database(named: name)
-            try await registry.security(of: name, db).authorize(principal)
             var info = try await db.info().serverJSON
             if try await registry.isPartitioned(name, db) {
                 // A partitioned database's figures, as its partitions' add up to them.
@@ -162,7 +134,6 @@ extension DocServer {
             return Response.json(info)
         case .post:
             let db = try await registry.database(named: name)
-            try await registry.security(of: name, db).authorize(principal)
             return try await Partition.$current.withValue(try await registry.isPartitioned(name, db)) {
                 try await createDocument(db, request, principal: principal)
             }

@@ -121,7 +121,13 @@ struct User: AsyncParsableCommand {
         subcommands: [Add.self, List.self, Remove.self])
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a user, or replace its password and channels.")
+        static let configuration = CommandConfiguration(
+            abstract: "Add a user, or replace its password, roles and channels.",
+            discussion: """
+                Users are documents of the _users database (org.couchdb.user:NAME), as in CouchDB. A user \
+                given no channels reads and writes every document of the databases its roles and name \
+                admit (their _security objects); one given channels only documents in them.
+                """)
 
         @Option(help: "The data folder.")
         var data: String = "./docstore-data"
@@ -131,6 +137,9 @@ struct User: AsyncParsableCommand {
 
         @Option(help: "The password (read from standard input when omitted).")
         var password: String?
+
+        @Option(help: "Comma-separated CouchDB roles, matched by databases' _security objects.")
+        var roles: String?
 
         @Option(help: "Comma-separated channels the user may read and write; * for all.")
         var channels: String?
@@ -144,10 +153,12 @@ struct User: AsyncParsableCommand {
         func run() async throws {
             let password = self.password ?? readLine(strippingNewline: true) ?? ""
             func list(_ text: String?) -> [String] { (text ?? "").split(separator: ",").map(String.init) }
+            let restricted = channels != nil || readChannels != nil || writeChannels != nil
             let store = try await UserStore(dataDirectory: URL(fileURLWithPath: data))
             do {
-                try await store.setUser(name: name, password: password, readChannels: list(channels) + list(readChannels),
-                                        writeChannels: list(channels) + list(writeChannels))
+                try await store.setUser(name: name, password: password, roles: list(roles),
+                                        readChannels: restricted ? list(channels) + list(readChannels) : nil,
+                                        writeChannels: restricted ? list(channels) + list(writeChannels) : nil)
             } catch let error as CouchError {
                 await store.close()
                 fail("\(error.error): \(error.reason)")
@@ -158,7 +169,7 @@ struct User: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List users with their channels.")
+        static let configuration = CommandConfiguration(abstract: "List users with their roles and channels.")
 
         @Option(help: "The data folder.")
         var data: String = "./docstore-data"
@@ -166,7 +177,7 @@ struct User: AsyncParsableCommand {
         func run() async throws {
             let store = try await UserStore(dataDirectory: URL(fileURLWithPath: data))
             for user in try await store.users() {
-                print(JSON.object(["name": .string(user.name), "read_channels": JSON(user.readChannels),
+                print(JSON.object(["name": .string(user.name), "roles": JSON(user.roles), "read_channels": JSON(user.readChannels),
                                    "write_channels": JSON(user.writeChannels)]).description)
             }
             await store.close()

@@ -40,12 +40,24 @@ final class TestServer: Sendable {
         sessionConfiguration.httpShouldSetCookies = false
         sessionConfiguration.timeoutIntervalForRequest = 30
         sessionConfiguration.urlCache = nil
-        session = URLSession(configuration: sessionConfiguration)
+        // Redirects (`_session?next=`) are answers to look at, not to follow.
+        session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
         let server = self.server, directory = self.directory
         testCase.addTeardownBlock {
             await server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
+    }
+
+    /// Adds (or replaces) user `name` as CouchDB's `_users` wants its document (`name`, `type`,
+    /// `roles`), with the password and channel grants of `fields`; returns the status (201).
+    func addUser(_ name: String, _ fields: JSON, roles: [String] = []) async throws -> Int {
+        var body = fields.objectValue ?? [:]
+        body["name"] = .string(name)
+        body["type"] = "user"
+        body["roles"] = JSON(roles)
+        body["_rev"] = try await request("GET", "/_users/org.couchdb.user:\(name)").json["_rev"]
+        return try await request("PUT", "/_users/org.couchdb.user:\(name)", json: .object(body)).status
     }
 
     struct Reply {
@@ -101,3 +113,10 @@ final class TestServer: Sendable {
     }
 }
 
+/// A session delegate that hands 3xx answers back instead of following them.
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
