@@ -6,8 +6,10 @@ import Foundation
 /// endpoints' identities (never credentials), filters, their parameters, document ids, channels,
 /// selector and starting sequence — so that a change of any of them starts over, and a new password does not.
 enum ReplicationID {
-    static func make(source: String, target: String, filter: SourceFilter, startSequence: JSON? = nil) -> String {
+    static func make(source: String, target: String, filter: SourceFilter, filterCode: String? = nil,
+                     startSequence: JSON? = nil) -> String {
         var object: JSONObject = ["source": .string(source), "target": .string(target)]
+        if let filterCode { object["filter_code"] = .string(filterCode) }
         if let startSequence { object["since_seq"] = startSequence }
         if let ids = filter.documentIDs { object["doc_ids"] = JSON(ids.sorted()) }
         if let channels = filter.channels { object["channels"] = JSON(channels.sorted()) }

@@ -105,8 +105,12 @@ struct ReplicationLoop {
         try await source.prepare(create: false)
         try await target.prepare(create: configuration.createTarget)
         let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
+        // As CouchDB: a replication by a JavaScript filter checkpoints under the filter's code, so that
+        // changing the function starts it again from the beginning.
+        var filterCode: String?
+        if let name = filter.named?.name, !name.hasPrefix("_") { filterCode = try await source.filterCode(name) }
         checkpointID = ReplicationID.make(source: try await source.identity(), target: try await target.identity(),
-                                          filter: filter, startSequence: configuration.startSequence)
+                                          filter: filter, filterCode: filterCode, startSequence: configuration.startSequence)
         var sourceRecord: Checkpointer.Record?
         var sourceIsWritable = true
         do {

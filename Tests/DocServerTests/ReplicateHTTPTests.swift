@@ -69,6 +69,35 @@ final class ReplicateHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
     }
 
+    /// As CouchDB 3.3.3 (COUCHDB-892): a replication by a JavaScript filter checkpoints under the
+    /// filter's code, so a changed filter starts again from the beginning; `doc_ids` are URL-decoded.
+    func testChangedFilterRestartsAndDocumentIDsAreDecoded() async throws {
+        let server = try await TestServer(self)
+        _ = try await server.request("PUT", "/src")
+        let below = "function(doc, req) { return doc.value < Number(req.query.maxvalue); }"
+        _ = try await server.request("POST", "/src/_bulk_docs", json: ["docs": [
+            ["_id": "_design/mydesign", "filters": ["myfilter": .string(below)]],
+            ["_id": "foo1", "value": 1], ["_id": "foo2", "value": 2], ["_id": "foo3", "value": 3], ["_id": "foo4", "value": 4]]])
+        let source = JSON.string("http://\(TestServer.admin.name):\(TestServer.admin.password)@127.0.0.1:\(server.port)/src")
+        let body: JSON = ["source": source, "target": "tgt", "create_target": true, "filter": "mydesign/myfilter",
+                          "query_params": ["maxvalue": "3"]]
+        let first = try await server.request("POST", "/_replicate", json: body)
+        XCTAssertEqual(first.json["history"]?.arrayValue?.count, 1)
+        XCTAssertEqual(first.json["history"]?[0]?["docs_written"], 2)
+        var design = try await server.request("GET", "/src/_design/mydesign").json
+        design["filters"] = ["myfilter": "function(doc, req) { return true; }"]
+        _ = try await server.request("PUT", "/src/_design/mydesign", json: design)
+        let second = try await server.request("POST", "/_replicate", json: body)
+        XCTAssertEqual(second.json["history"]?.arrayValue?.count, 1, "a new checkpoint: the filter changed")
+        XCTAssertEqual(second.json["history"]?[0]?["docs_read"], 3)
+        await XCTAssertEqualAsync(try await server.request("GET", "/tgt/foo4").status, 200)
+
+        let byID = try await server.request("POST", "/_replicate", json: ["source": source, "target": "ids", "create_target": true,
+                                                                            "doc_ids": ["_design%2Fmydesign", "foo1", "foo1"]])
+        XCTAssertEqual(byID.json["docs_read"], 2)
+        await XCTAssertEqualAsync(try await server.request("GET", "/ids/_design/mydesign").status, 200)
+    }
+
     /// As CouchDB 3.3.3: a user who is no admin replicates between URLs with the credentials they
     /// carry (a target whose `_security` refuses a design document counts a write failure), and may not
     /// cancel an admin's job (401 "You are not a server admin.").

@@ -72,7 +72,8 @@ struct ReplicationRequest: Sendable, Hashable {
             guard let items = value.arrayValue else { throw .option("parameter `doc_ids` must be an array") }
             let ids = items.compactMap(\.stringValue)
             guard ids.count == items.count else { throw .option("parameter `doc_ids` must be an array of strings") }
-            documentIDs = ids
+            // As CouchDB: the ids are URL-decoded (`_design%2Ffoo` is `_design/foo`), sorted, each once.
+            documentIDs = Set(ids.map { $0.removingPercentEncoding ?? $0 }).sorted()
         }
         if let value = body["selector"] {
             guard case .object = value else { throw .option("parameter `selector` must be a JSON object") }

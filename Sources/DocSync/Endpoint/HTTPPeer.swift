@@ -491,6 +491,13 @@ struct HTTPPeer: ReplicationPeer {
         return data
     }
 
+    func filterCode(_ name: String) async throws -> String? {
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        let (status, json) = try await request("GET", "/_design/\(HTTPPeer.encode(parts[0]))", allow: [404])
+        return status == 200 ? json["filters"]?[parts[1]]?.stringValue : nil
+    }
+
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
         let (status, json) = try await request("GET", "/_local/\(HTTPPeer.encode(id))", allow: [404])
         guard status == 200, let (checkpoint, revision) = ReplicationCheckpoint.decodeLocalDocument(json) else { return nil }

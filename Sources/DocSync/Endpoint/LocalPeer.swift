@@ -85,6 +85,12 @@ struct LocalPeer: ReplicationPeer {
         return outcome
     }
 
+    func filterCode(_ name: String) async throws -> String? {
+        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        return try await database.document(withID: "_design/" + parts[0])?["filters"]?[parts[1]]?.stringValue
+    }
+
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
         try await database.localDocument(withID: id).map {
             Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: $0.body), revision: $0.revision)

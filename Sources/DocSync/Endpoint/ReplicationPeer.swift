@@ -58,6 +58,9 @@ protocol ReplicationPeer: Sendable {
     func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String
     /// Releases what the peer holds (an HTTP peer's URL session) once the replication has ended.
     func close()
+    /// The source of filter function `name` (`design/function`) of this database's design documents,
+    /// `nil` when there is none: replications by a named filter checkpoint under its code.
+    func filterCode(_ name: String) async throws -> String?
     /// Revisions ``fetch(_:stagingInto:)`` has asked for with `_bulk_get`, and read from its answers.
     var bulkGetFigures: (attempts: Int, documents: Int) { get }
 }
