@@ -160,6 +160,33 @@ final class AttachmentHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/plain?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["encoding"], nil)
     }
 
+    /// As CouchDB 3.3.3 (its attachments_multipart test): a compressible attachment that arrives as a
+    /// part of a `multipart/related` document is stored gzip too; a replicated revision's is not; a
+    /// part whose length is not the one announced is refused.
+    func testMultipartPartsOfCompressibleTypesAreStoredGzip() async throws {
+        let server = try await server()
+        let text = text(300)
+        func multipart(_ type: String, _ content: Data, announced: Int? = nil, revision: String? = nil) -> Data {
+            let revisionMember = revision.map { "\"_rev\": \"\($0)\", \"_revisions\": {\"start\": 1, \"ids\": [\"\($0.dropFirst(2))\"]}, " } ?? ""
+            let json = "{\(revisionMember)\"_attachments\": {\"a.txt\": {\"follows\": true, \"content_type\": \"\(type)\", \"length\": \(announced ?? content.count)}}}"
+            return Data("--abc123\r\ncontent-type: application/json\r\n\r\n\(json)\r\n--abc123\r\n\r\n".utf8) + content + Data("\r\n--abc123--".utf8)
+        }
+        let type = "multipart/related;boundary=\"abc123\""
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/text", body: multipart("text/plain", text), contentType: type).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/other", body: multipart("application/test", text), contentType: type).status, 201)
+        let stored = try await server.request("GET", "/db/text?att_encoding_info=true").json["_attachments"]?["a.txt"]
+        XCTAssertEqual(stored?["encoding"], "gzip")
+        XCTAssertEqual(stored?["length"], .integer(text.count))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/text/a.txt", headers: ["Accept-Encoding": "identity"]).body, text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/other?att_encoding_info=true").json["_attachments"]?["a.txt"]?["encoding"], nil)
+        let replicated = try await server.request("PUT", "/db/rep?new_edits=false", body: multipart("text/plain", text, revision: "1-abc"), contentType: type)
+        XCTAssertEqual(replicated.status, 201, replicated.text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/rep?att_encoding_info=true").json["_attachments"]?["a.txt"]?["encoding"], nil)
+        let short = try await server.request("PUT", "/db/short", body: multipart("text/plain", text, announced: text.count + 5), contentType: type)
+        XCTAssertEqual(short.status, 400)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/short").status, 404)
+    }
+
     func testAttachmentGetEncodingsRangesAndETags() async throws {
         let server = try await server()
         let content = text(2000)

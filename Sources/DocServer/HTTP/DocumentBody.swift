@@ -22,8 +22,11 @@ extension DocServer {
             }
         }
         guard let boundary = Multipart.boundary(from: type) else { throw CouchError.badRequest("multipart body without boundary") }
+        // New edits store compressible attachments gzip, as CouchDB does; replicated revisions keep their bytes.
+        let compresses = try request.bool("new_edits", default: true)
         var reader = MultipartDocumentReader(boundary: boundary, database: db, maximumJSONSize: configuration.maximumBodySize,
-                                             maximumAttachmentSize: configuration.maximumAttachmentSize) { headers in
+                                             maximumAttachmentSize: configuration.maximumAttachmentSize,
+                                             compressionLevel: { [self] type in compresses ? compressionLevel(for: type) : nil }) { headers in
             if let type = headers["Content-Type"], Multipart.mediaType(of: type) != "application/json" {
                 throw CouchError(.unsupportedMediaType, "bad_content_type", "Content-Type must be application/json")
             }

@@ -23,14 +23,23 @@ package struct MultipartDocumentReader {
     private var writer: AttachmentWriter?
     /// The bytes of the attachment being read, without a database.
     private var bytes: [UInt8]?
+    /// The gzip level each content type is stored at (`nil`: as it comes), for new edits.
+    private let compressionLevel: (String) -> Int32?
+    /// Compresses the attachment being read, with the length it announced and the bytes seen so far.
+    private var deflater: (stream: GzipStream, announced: Int?, seen: Int)?
 
     /// - Parameters:
     ///   - database: where attachments are streamed to; `nil` collects them in memory.
     ///   - maximumJSONSize: the most bytes the JSON part may have.
     ///   - maximumAttachmentSize: the most bytes an attachment may have.
     ///   - checkFirstPart: inspects the JSON part's headers, e.g. to refuse one that is not JSON.
+    ///   - compressionLevel: the gzip level at which an attachment of a content type is stored when it
+    ///     arrives as it is and without a digest vouching for its bytes (CouchDB's compressible types),
+    ///     `nil` to store it as it comes.
     package init(boundary: String, database: Database?, maximumJSONSize: Int, maximumAttachmentSize: Int,
+                 compressionLevel: @escaping (String) -> Int32? = { _ in nil },
                  checkFirstPart: @escaping (MultipartHeaders) throws -> Void = { _ in }) {
+        self.compressionLevel = compressionLevel
         parser = MultipartParser(boundary: boundary)
         self.database = database
         self.maximumJSONSize = maximumJSONSize
@@ -58,7 +67,12 @@ package struct MultipartDocumentReader {
                     try startAttachment(following[received].meta)
                 }
             case .body(let piece):
-                if let writer {
+                if let writer, let deflater {
+                    self.deflater?.seen += piece.count
+                    var compressed: [UInt8] = []
+                    try Array(piece).withUnsafeBytes { try deflater.stream.update($0) { compressed += $0 } }
+                    if !compressed.isEmpty { try await writer.write(compressed) }
+                } else if let writer {
                     try await writer.write(piece)
                 } else if bytes != nil {
                     bytes! += piece
@@ -88,6 +102,16 @@ package struct MultipartDocumentReader {
         var attachment: Attachment
         if let current = writer {
             writer = nil
+            if let deflater {
+                self.deflater = nil
+                if let announced = deflater.announced, announced != deflater.seen {
+                    await current.cancel()
+                    throw DocStoreError(.invalidAttachment, "Attachment \(name) has \(deflater.seen) bytes, not the \(announced) announced")
+                }
+                var tail: [UInt8] = []
+                try deflater.stream.finish { tail += $0 }
+                try await current.write(tail)
+            }
             attachment = try await current.finish()
         } else {
             let collected = Data(bytes ?? [])
@@ -146,7 +170,14 @@ package struct MultipartDocumentReader {
             bytes = []
             return
         }
-        writer = try database.attachmentWriter(contentType: meta["content_type"]?.stringValue ?? "application/octet-stream",
+        let contentType = meta["content_type"]?.stringValue ?? "application/octet-stream"
+        if encoding == .identity, meta["digest"] == nil, let level = compressionLevel(contentType) {
+            deflater = (try GzipStream(.deflate, level: level), length, 0)
+            writer = try database.attachmentWriter(contentType: contentType, encoding: .gzip, digest: nil, encodedLength: nil,
+                                                   length: nil, maximumLength: maximumAttachmentSize)
+            return
+        }
+        writer = try database.attachmentWriter(contentType: contentType,
                                                encoding: encoding, digest: meta["digest"]?.stringValue,
                                                encodedLength: storedLength, length: encoding == .gzip ? length : nil,
                                                maximumLength: maximumAttachmentSize)
