@@ -187,4 +187,32 @@ final class UsersDatabaseTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_session?basic=true", as: .none).json,
                                   ["error": "unauthorized", "reason": "Please login."])
     }
+
+    /// CouchDB's proxy authentication (its proxyauth test): off until `[chttpd] authentication_handlers`
+    /// names it; then the proxy's headers name the user and roles, vouched for by an HMAC of the name
+    /// when `proxy_use_secret` is on.
+    func testProxyAuthentication() async throws {
+        let server = try await TestServer(self)
+        let headers = ["X-Auth-CouchDB-UserName": "couch@apache.org", "X-Auth-CouchDB-Roles": "test_role_1, test_role_2"]
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", headers: headers, as: .none).json["userCtx"]?["name"], .null)
+        _ = try await server.request("PUT", "/_node/_local/_config/chttpd/authentication_handlers",
+                                     json: "{chttpd_auth, proxy_authentication_handler}, {chttpd_auth, default_authentication_handler}")
+        let proxied = try await server.request("GET", "/_session", headers: headers, as: .none).json
+        XCTAssertEqual(proxied["userCtx"]?["name"], "couch@apache.org")
+        XCTAssertEqual(proxied["userCtx"]?["roles"], ["test_role_1", "test_role_2"])
+        XCTAssertEqual(proxied["info"]?["authenticated"], "proxy")
+
+        _ = try await server.request("PUT", "/_node/_local/_config/chttpd_auth/proxy_use_secret", json: "true")
+        _ = try await server.request("PUT", "/_node/_local/_config/chttpd_auth/secret", json: "s3cr3t")
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", headers: headers, as: .none).json["userCtx"]?["name"], .null,
+                                  "no token, no user")
+        var signed = headers
+        signed["X-Auth-CouchDB-Token"] = "36f9c59a0e1a2cb0bd1a0e9b61e0a7d8e7e3e06a"
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", headers: signed, as: .none).json["userCtx"]?["name"], .null,
+                                  "a wrong token, no user")
+        // hex(HMAC-SHA1("s3cr3t", "couch@apache.org")), computed with Python's hmac module.
+        signed["X-Auth-CouchDB-Token"] = "b92209842acd947a0eece8cec2cd2975e9d8eb54"
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", headers: signed, as: .none).json["userCtx"]?["name"],
+                                  "couch@apache.org")
+    }
 }

@@ -89,6 +89,21 @@ done
 cd "$COUCH_DIR" || exit 2
 mix compile >/dev/null 2>&1 || { echo "mix compile failed in $COUCH_DIR" >&2; mix compile; exit 2; }
 
+# The suite's own server settings (test/elixir/test/config/test-config.ini, which `make elixir`
+# gives the CouchDB it starts: the authentication handlers, proxy among them), applied to the server
+# under test through its configuration API, not persisted.
+python3 - "$EX_COUCH_URL" "$EX_USERNAME" "$EX_PASSWORD" "$TESTDIR/config/test-config.ini" <<'PY'
+import base64, configparser, json, sys, urllib.parse, urllib.request
+url, user, password, ini = sys.argv[1:5]
+parser = configparser.RawConfigParser(); parser.optionxform = str; parser.read(ini)
+auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+for section in parser.sections():
+    for key, value in parser.items(section):
+        path = f"{url}/_node/_local/_config/{urllib.parse.quote(section)}/{urllib.parse.quote(key)}"
+        request = urllib.request.Request(path, data=json.dumps(value).encode(), method="PUT",
+                                         headers={"Authorization": auth, "X-Couch-Persist": "false"})
+        urllib.request.urlopen(request).read()
+PY
 echo "server: $EX_COUCH_URL (user $EX_USERNAME)   logs: ${LOG_PREFIX}<module>.log"
 printf '%-34s %6s %6s %6s %7s %8s %s\n' MODULE TESTS PASSED FAILED SKIPPED EXCLUDED TIME
 T=0 P=0 F=0 S=0 X=0 rc=0

@@ -97,11 +97,22 @@ struct Authenticator: Sendable {
         try await authenticate(request)?.principal
     }
 
-    /// The principal of a request and the CouchDB handler that recognised it (`cookie`, `jwt`,
-    /// `default` for Basic). As CouchDB tries its handlers: a valid session cookie first (so a
-    /// signed-in page's requests are its user's, whatever Basic credentials they also carry), then
-    /// the `Authorization` header.
+    /// The principal of a request and the CouchDB handler that recognised it (`jwt`, `proxy`,
+    /// `cookie`, `default` for Basic), tried in CouchDB's order: a JWT, proxy headers (when
+    /// `[chttpd] authentication_handlers` names `proxy_authentication_handler`), a valid session
+    /// cookie (so a signed-in page's requests are its user's, whatever Basic credentials they also
+    /// carry), then Basic credentials.
     func authenticate(_ request: CouchRequest) async throws -> (principal: Principal, handler: String)? {
+        if let authorization = request.header(.authorization), authorization.lowercased().hasPrefix("bearer "),
+            !node.section("jwt_keys").isEmpty {
+            // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
+            // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
+            // default handlers do.
+            let (name, roles) = try JWTAuthentication(node: node).verify(String(authorization.dropFirst(7)))
+            if roles.contains("_admin") { return (.admin(name: name, roles: roles), "jwt") }
+            return (.user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles)), "jwt")
+        }
+        if let principal = proxyPrincipal(request) { return (principal, "proxy") }
         if let token = cookie(named: "AuthSession", in: request.header(.cookie)), !token.isEmpty,
             let principal = try await principal(forSession: token) {
             // An invalid or expired cookie is ignored (the request continues as anonymous), as CouchDB does.
@@ -109,15 +120,6 @@ struct Authenticator: Sendable {
         }
         guard let authorization = request.header(.authorization) else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1)
-        if parts.count == 2, parts[0].lowercased() == "bearer" {
-            // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
-            // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
-            // default handlers do.
-            if node.section("jwt_keys").isEmpty { return nil }
-            let (name, roles) = try JWTAuthentication(node: node).verify(String(parts[1]))
-            if roles.contains("_admin") { return (.admin(name: name, roles: roles), "jwt") }
-            return (.user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles)), "jwt")
-        }
         // As CouchDB: another scheme is not Basic's to refuse (the request is anonymous), and
         // `_:_` are no credentials.
         guard parts.count == 2, parts[0].lowercased() == "basic" else { return nil }
@@ -128,6 +130,30 @@ struct Authenticator: Sendable {
         if name == "_", password == "_" { return nil }
         guard let principal = try await check(name: name, password: password) else { throw CouchError.unauthorized }
         return (principal, "default")
+    }
+
+    /// CouchDB's proxy authentication, when `[chttpd] authentication_handlers` turns it on: a proxy in
+    /// front of the server names the user (`X-Auth-CouchDB-UserName`) and their roles
+    /// (`X-Auth-CouchDB-Roles`, comma-separated) — with `[chttpd_auth] proxy_use_secret` and a
+    /// `secret`, vouched for by `X-Auth-CouchDB-Token`, the hex HMAC (SHA-256 or SHA-1) of the name.
+    /// The user is a CouchDB user: `_security` limits them, by name and roles (`_admin` makes an admin).
+    private func proxyPrincipal(_ request: CouchRequest) -> Principal? {
+        guard node.value("chttpd", "authentication_handlers")?.contains("proxy_authentication_handler") == true else { return nil }
+        func header(_ key: String, _ standard: String) -> String? {
+            HTTPField.Name(UsersDatabase.setting(key, node) ?? standard).flatMap { request.headers[$0] }
+        }
+        guard let name = header("x_auth_username", "X-Auth-CouchDB-UserName"), !name.isEmpty else { return nil }
+        let roles = (header("x_auth_roles", "X-Auth-CouchDB-Roles") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if UsersDatabase.setting("proxy_use_secret", node) == "true", let secret = UsersDatabase.setting("secret", node) {
+            guard let token = header("x_auth_token", "X-Auth-CouchDB-Token")?.lowercased() else { return nil }
+            let key = SymmetricKey(data: Array(secret.utf8))
+            let candidates = [hex(Array(HMAC<SHA256>.authenticationCode(for: Array(name.utf8), using: key))),
+                              hex(Array(HMAC<Insecure.SHA1>.authenticationCode(for: Array(name.utf8), using: key)))]
+            guard candidates.contains(where: { constantTimeEqual(Array($0.utf8), Array(token.utf8)) }) else { return nil }
+        }
+        if roles.contains("_admin") { return .admin(name: name, roles: roles) }
+        return .user(ServerUser(name: name, readChannels: ["*"], writeChannels: ["*"], roles: roles))
     }
 
     /// The principal for a name and password, if they match the administrator or a user.
