@@ -28,7 +28,7 @@ package struct MultipartDocument: Sendable {
     package init(json: JSON) { self.json = json }
 
     /// `document`'s JSON in CouchDB's member order: `_id`, `_rev`, the body, `_deleted`, `_revisions`
-    /// (with `revisions`), then `members` (`_revs_info`, `_conflicts`, …), then `_attachments` by name,
+    /// (with `revisions`), then `members` (`_revs_info`, `_conflicts`, …), then `_attachments` in the document's order,
     /// each in the form `form` chooses.
     /// - Parameter encodingInfo: `encoding` and `encoded_length` in stubs and inline members (always in
     ///   following ones, whose parts carry the stored bytes).
@@ -44,7 +44,7 @@ package struct MultipartDocument: Sendable {
         var following: [(name: String, attachment: Attachment)] = []
         if !document.attachments.isEmpty {
             var attachments = JSONObject()
-            for name in document.attachments.keys.sorted() {
+            for name in document.attachments.keys {
                 let attachment = document.attachments[name]!
                 switch try form(attachment) {
                 case .stub:

@@ -306,7 +306,7 @@ final class WireShapeTests: XCTestCase {
         XCTAssertEqual(related.following.map(\.name), ["b.txt"])
         let json = related.json
         XCTAssertEqual(json.objectValue?.keys.map { $0 }, ["_id", "_rev", "n", "_revisions", "_conflicts", "_attachments"])
-        XCTAssertEqual(json["_attachments"]?.objectValue?.keys.map { $0 }, ["a.txt", "b.txt"], "by name")
+        XCTAssertEqual(json["_attachments"]?.objectValue?.keys.map { $0 }, ["b.txt", "a.txt"], "in the document's order, as CouchDB")
         XCTAssertEqual(json["_attachments"]?["a.txt"]?["stub"], true)
         XCTAssertEqual(json["_attachments"]?["b.txt"]?["follows"], true)
         XCTAssertEqual(json["_revisions"]?["ids"]?.arrayValue?.count, 2)

@@ -187,6 +187,32 @@ final class AttachmentHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/short").status, 404)
     }
 
+    /// As CouchDB 3.3.3 (curl, recorded): attachments keep the order their JSON gives, a standalone
+    /// upload puts its attachment first — and the revision ids, hashed over that order, are CouchDB's.
+    func testAttachmentsKeepCouchDBsOrderAndRevisionIDs() async throws {
+        let server = try await server()
+        let listed = try await server.request("PUT", "/db/m", json: ["_attachments": [
+            "z.txt": ["content_type": "application/octet-stream", "data": "enp6"],
+            "a.txt": ["content_type": "application/octet-stream", "data": "YWFh"]]])
+        XCTAssertEqual(listed.json["rev"], "1-d051a62f1049f2a3a614335316496fa9")
+        let names = try await server.request("GET", "/db/m").json["_attachments"]?.objectValue?.keys
+        XCTAssertEqual(names, ["z.txt", "a.txt"])
+
+        let first = try await server.request("PUT", "/db/d", json: [:])
+        XCTAssertEqual(first.json["rev"], "1-967a00dff5e02add41819138abb3284d")
+        let second = try await server.request("PUT", "/db/d/a.txt?rev=1-967a00dff5e02add41819138abb3284d", body: Data("aaa".utf8))
+        XCTAssertEqual(second.json["rev"], "2-53b2d0024875fccbaf4e5d6153ca6b3f")
+        let third = try await server.request("PUT", "/db/d/b.txt?rev=2-53b2d0024875fccbaf4e5d6153ca6b3f", body: Data("bbb".utf8))
+        XCTAssertEqual(third.json["rev"], "3-d8d1f3610f3105e51f7ba6bfd660c5a7")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/d").json["_attachments"]?.objectValue?.keys, ["b.txt", "a.txt"])
+
+        // A multipart/related document keeps its JSON's order, whichever attachments follow.
+        let json = #"{"_rev": "3-d8d1f3610f3105e51f7ba6bfd660c5a7", "_attachments": {"c.txt": {"follows": true, "content_type": "application/test", "length": 3}, "a.txt": {"stub": true}, "b.txt": {"stub": true}}}"#
+        let body = Data("--x\r\ncontent-type: application/json\r\n\r\n\(json)\r\n--x\r\n\r\nccc\r\n--x--".utf8)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/d", body: body, contentType: "multipart/related;boundary=x").status, 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/d").json["_attachments"]?.objectValue?.keys, ["c.txt", "a.txt", "b.txt"])
+    }
+
     func testAttachmentGetEncodingsRangesAndETags() async throws {
         let server = try await server()
         let content = text(2000)

@@ -28,7 +28,7 @@ final class AttachmentReplicationTests: XCTestCase {
         let text = words(5000)
         let gzip = try GzipStream.compress(text)
         let large = Data((0..<(3 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
-        func revision(_ json: String, _ attachments: [String: Attachment]) throws -> Document {
+        func revision(_ json: String, _ attachments: Attachments) throws -> Document {
             var document = try Document(json: json)
             for (name, attachment) in attachments { document.attachments[name] = attachment }
             return document

@@ -134,7 +134,10 @@ extension DocServer {
         }
         try await checkWrite(&document, in: db, principal)
         if request.method == .put {
-            document.attachments[name] = try await receiveAttachment(db, name: name, request)
+            // As CouchDB: the new attachment comes first (which the revision id reflects).
+            let received = try await receiveAttachment(db, name: name, request)
+            document.attachments.removeValue(forKey: name)
+            document.attachments.updateValue(received, forKey: name, insertingAt: 0)
         } else {
             guard document.attachments.removeValue(forKey: name) != nil else {
                 throw CouchError.notFound("Document is missing attachment")

@@ -242,7 +242,7 @@ extension Database {
         guard case .object(var object) = parsed else {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
-        var attachments: [String: Attachment] = [:]
+        var attachments: Attachments = [:]
         // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
         if object.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
             case .object(let stubs)? = object.removeValue(forKey: "_attachments") {

@@ -175,7 +175,7 @@ struct RevisionWriter {
     }
 
     /// The attachments of a stored revision of `existing`, or `nil` if its body is not stored.
-    private func storedAttachments(of revision: RevisionID, in existing: DocumentRecord) throws -> [String: Attachment]? {
+    private func storedAttachments(of revision: RevisionID, in existing: DocumentRecord) throws -> Attachments? {
         let body: [UInt8]
         if revision == existing.winner {
             body = existing.body

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+@_exported import OrderedCollections
 
 /// How an attachment's bytes are stored and carried: as they are, or gzip-compressed.
 ///
@@ -303,3 +304,7 @@ extension Attachment {
         }
     }
 }
+
+/// A document's attachments by name, in the order they were given — as CouchDB keeps them, which
+/// orders multipart answers and the revision id.
+public typealias Attachments = OrderedDictionary<String, Attachment>

@@ -30,8 +30,8 @@ public struct Document: Sendable, Hashable {
     public internal(set) var revision: RevisionID?
     /// The body fields (everything but CouchDB's `_`-prefixed metadata).
     public var body: JSONObject
-    /// The attachments by name.
-    public var attachments: [String: Attachment]
+    /// The attachments by name, in the order they were given (CouchDB's order).
+    public var attachments: Attachments
     /// Whether this revision is a deletion (only seen when asking for a specific revision or in the
     /// changes feed).
     public internal(set) var isDeleted: Bool
@@ -48,7 +48,7 @@ public struct Document: Sendable, Hashable {
     public internal(set) var lastChange: Date?
 
     /// A new document with the given id (or one generated when saved) and body.
-    public init(id: String? = nil, body: JSONObject = [:], attachments: [String: Attachment] = [:]) {
+    public init(id: String? = nil, body: JSONObject = [:], attachments: Attachments = [:]) {
         self.id = id ?? ""
         self.hasID = id != nil
         self.revision = nil
@@ -224,7 +224,7 @@ extension Document {
             }
             isDeleted = flag
         }
-        var attachments: [String: Attachment] = [:]
+        var attachments: Attachments = [:]
         if let value = object.removeValue(forKey: "_attachments") {
             guard case .object(let members) = value else {
                 throw DocStoreError(.invalidAttachment, "_attachments must be a JSON object")
@@ -281,8 +281,8 @@ extension Document {
         if !conflicts.isEmpty { object["_conflicts"] = JSON(conflicts.map(\.description)) }
         if !attachments.isEmpty {
             var members = JSONObject()
-            for name in attachments.keys.sorted() {
-                members[name] = attachments[name]!.json(includeData: attachmentData)
+            for (name, attachment) in attachments {
+                members[name] = attachment.json(includeData: attachmentData)
             }
             object["_attachments"] = .object(members)
         }

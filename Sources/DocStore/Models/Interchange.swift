@@ -109,7 +109,7 @@ extension Database {
         var records: [JSON] = []
         for case var document? in documents {
             var inline = JSONObject()
-            for name in document.attachments.keys.sorted() {
+            for name in document.attachments.keys {
                 let attachment = try loadingContent(of: document.attachments[name]!)
                 document.attachments[name] = attachment
                 guard case .object(var member) = attachment.json(.inline, encodingInfo: true) else { continue }
@@ -216,7 +216,7 @@ extension Database {
             guard case .object(var object) = json else {
                 throw DocStoreError(.invalidDocument, "A record must be a JSON object")
             }
-            var encoded: [String: Attachment] = [:]
+            var encoded: Attachments = [:]
             if case .object(var attachments)? = object["_attachments"] {
                 for (name, member) in attachments {
                     guard let encoding = member["encoding"]?.stringValue else { continue }

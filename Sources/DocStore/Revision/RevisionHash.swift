@@ -6,11 +6,10 @@ import Foundation
 /// ParentDigest, Body, Attachments]` — the body as CouchDB's JSON decoder holds it (objects `{[{Key,
 /// Value}]}`, strings as binaries, `true`/`false`/`null` as atoms), the attachments as `{Name, Type,
 /// MD5}` in reverse order. So an edit made on DocStore and the same edit made on CouchDB get the same
-/// revision id, and replicators see one revision, not a conflict. (CouchDB orders attachments as the
-/// JSON named them; DocStore, which keeps them by name, in name order: the same for documents with
-/// one attachment, or whose JSON listed them in name order.)
+/// revision id, and replicators see one revision, not a conflict. Attachments are in the order the
+/// document keeps them, CouchDB's: as its JSON named them, an uploaded one first.
 enum RevisionHash {
-    static func digest(parent: RevisionID?, isDeleted: Bool, body: JSONObject, attachments: [String: Attachment]) -> Insecure.MD5Digest {
+    static func digest(parent: RevisionID?, isDeleted: Bool, body: JSONObject, attachments: Attachments) -> Insecure.MD5Digest {
         var term = TermWriter()
         term.bytes.append(131)
         term.listHeader(5)
@@ -23,7 +22,7 @@ enum RevisionHash {
         }
         term.object(body)
         // CouchDB folds its attachments into a list, so the last comes first.
-        let digested = attachments.sorted { $0.key < $1.key }.reversed().compactMap { name, attachment -> (String, String, [UInt8])? in
+        let digested = attachments.reversed().compactMap { name, attachment -> (String, String, [UInt8])? in
             guard attachment.digest.hasPrefix("md5-"), let md5 = Data(base64Encoded: String(attachment.digest.dropFirst(4))) else { return nil }
             return (name, attachment.contentType, Array(md5))
         }
@@ -45,7 +44,7 @@ enum RevisionHash {
     }
 
     /// The revision a new edit of `parent` gets.
-    static func revision(parent: RevisionID?, isDeleted: Bool, body: JSONObject, attachments: [String: Attachment] = [:]) -> RevisionID {
+    static func revision(parent: RevisionID?, isDeleted: Bool, body: JSONObject, attachments: Attachments = [:]) -> RevisionID {
         RevisionID(generation: (parent?.generation ?? 0) + 1,
                    digest16: digest(parent: parent, isDeleted: isDeleted, body: body, attachments: attachments))
     }

@@ -10,7 +10,7 @@ enum StoredBody {
     /// - Throws: ``DocStoreError/Code/missingStub`` for a stub that names no such attachment,
     ///   ``DocStoreError/Code/invalidAttachment`` for a name starting with `_`.
     static func encode(_ document: inout Document, generation: Int, newEdits: Bool,
-                       previous: () throws -> [String: Attachment]) throws -> (body: [UInt8], contents: [Attachment]) {
+                       previous: () throws -> Attachments) throws -> (body: [UInt8], contents: [Attachment]) {
         var writer = JSONWriter(capacity: 1024)
         guard !document.attachments.isEmpty else {
             try writer.writeObject(document.body)
@@ -18,8 +18,8 @@ enum StoredBody {
         }
         var stubs = JSONObject()
         var contents: [Attachment] = []
-        var previousAttachments: [String: Attachment]?
-        for name in document.attachments.keys.sorted() {
+        var previousAttachments: Attachments?
+        for name in document.attachments.keys {
             // CouchDB reserves names starting with `_`, on every write path.
             try Attachment.checkName(name)
             var attachment = document.attachments[name]!

@@ -18,6 +18,8 @@ package struct MultipartDocumentReader {
     private var document: Document?
     /// The attachments announced with `"follows": true`, in order, and how many have arrived.
     private var following: [(name: String, meta: JSONObject)] = []
+    /// The names of `_attachments` in the JSON's order, which the document keeps.
+    private var order: [String] = []
     private var received = 0
     private var part = 0
     private var writer: AttachmentWriter?
@@ -136,6 +138,7 @@ package struct MultipartDocumentReader {
         }
         json = []
         if case .object(var stubs)? = object["_attachments"] {
+            order = Array(stubs.keys)
             for (name, stub) in stubs {
                 if case .object(let meta) = stub, meta["follows"]?.boolValue == true {
                     following.append((name, meta))
@@ -190,7 +193,11 @@ package struct MultipartDocumentReader {
         guard received == following.count else {
             throw DocStoreError(.badRequest, "Expected \(following.count) attachment parts, got \(received)")
         }
-        return document
+        var ordered = document
+        ordered.attachments = Attachments(uniqueKeysWithValues: order.compactMap { name in
+            document.attachments[name].map { (name, $0) }
+        })
+        return ordered
     }
 
     /// Drops what a failed read streamed in.
