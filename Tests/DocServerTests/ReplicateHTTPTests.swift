@@ -1,3 +1,4 @@
+@testable import DocServer
 import DocStore
 import Foundation
 import XCTest
@@ -67,6 +68,14 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(unreachable.json["error"], "replication_failed")
         await XCTAssertEqualAsync(try await server.addUser("alice", ["password": "pw", "channels": ["*"]]), 201)
         await XCTAssertEqualAsync(try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b"], as: .user("alice", "pw")).status, 401)
+    }
+
+    /// A job that has no position yet shows CouchDB's 0, not null, as its sequences: CouchDB's own
+    /// suite asks `_changes?since=` with a running job's `through_seq`.
+    func testJobsWithoutAPositionShowZero() {
+        XCTAssertEqual(ReplicationScheduler.Job.sequence(nil), 0)
+        XCTAssertEqual(ReplicationScheduler.Job.sequence(.null), 0)
+        XCTAssertEqual(ReplicationScheduler.Job.sequence("7-abc"), "7-abc")
     }
 
     /// As CouchDB 3.3.3 (COUCHDB-892): a replication by a JavaScript filter checkpoints under the

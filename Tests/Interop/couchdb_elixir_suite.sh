@@ -91,7 +91,7 @@ mix compile >/dev/null 2>&1 || { echo "mix compile failed in $COUCH_DIR" >&2; mi
 
 # The suite's own server settings (test/elixir/test/config/test-config.ini, which `make elixir`
 # gives the CouchDB it starts: the authentication handlers, proxy among them), applied to the server
-# under test through its configuration API, not persisted.
+# under test through its configuration API (persisted: the suite reloads the configuration).
 python3 - "$EX_COUCH_URL" "$EX_USERNAME" "$EX_PASSWORD" "$TESTDIR/config/test-config.ini" <<'PY'
 import base64, configparser, json, sys, urllib.parse, urllib.request
 url, user, password, ini = sys.argv[1:5]
@@ -101,7 +101,7 @@ for section in parser.sections():
     for key, value in parser.items(section):
         path = f"{url}/_node/_local/_config/{urllib.parse.quote(section)}/{urllib.parse.quote(key)}"
         request = urllib.request.Request(path, data=json.dumps(value).encode(), method="PUT",
-                                         headers={"Authorization": auth, "X-Couch-Persist": "false"})
+                                         headers={"Authorization": auth})
         urllib.request.urlopen(request).read()
 PY
 echo "server: $EX_COUCH_URL (user $EX_USERNAME)   logs: ${LOG_PREFIX}<module>.log"

@@ -99,17 +99,23 @@ final class ReplicationScheduler: Sendable {
                 "docs_read": .integer(total.documentsRead), "docs_written": .integer(total.documentsWritten),
                 "changes_pending": .null, "doc_write_failures": .integer(total.documentWriteFailures),
                 "bulk_get_docs": .integer(total.bulkGetDocuments), "bulk_get_attempts": .integer(total.bulkGetAttempts),
-                "checkpointed_source_seq": position?.checkpointed ?? .null,
+                "checkpointed_source_seq": Job.sequence(position?.checkpointed),
             ]
         }
 
         /// The figures with the run's position, as a job's `info` and `_active_tasks` show them.
         var report: JSONObject {
             var object = statistics
-            let through = position?.through ?? .null
+            let through = Job.sequence(position?.through)
             object["source_seq"] = through
             object["through_seq"] = through
             return object
+        }
+
+        /// A position as CouchDB shows it: where the run started, 0, until it has one.
+        static func sequence(_ value: JSON?) -> JSON {
+            guard let value, value != .null else { return 0 }
+            return value
         }
 
         /// The job's `info` in `_scheduler`: its progress, or the error it is crashing with.
