@@ -514,6 +514,39 @@ def main():
             docstore.json("DELETE", "/_replicator/dsi_restart?rev=%s" % rev)
             return problems
         run("a persistent docstore job pulling from CouchDB survives a docstore restart and resumes from its checkpoint", persistent_restart)
+
+        def users_both_ways():
+            # A user made on each side signs in on the other once CouchDB's replicator has copied the
+            # `_users` documents: the same password hashes, and CouchDB's `_design/_auth` rules hold.
+            def signs_in(server, name, password):
+                probe = Endpoint("%s://%s:%s@%s" % (server.base.split("://")[0], urllib.parse.quote(name),
+                                                     urllib.parse.quote(password), server.base.split("://")[1]))
+                status, data, _ = probe.request("GET", "/_session")
+                return status == 200 and (json.loads(data).get("userCtx") or {}).get("name") == name
+            problems = []
+            couch_user, docstore_user = "dsi-couch-user", "dsi-docstore-user"
+            for server, name in ((couch, couch_user), (docstore, docstore_user), (couch, docstore_user), (docstore, couch_user)):
+                status, data, _ = server.request("GET", "/_users/org.couchdb.user:" + name)
+                if status == 200:
+                    server.request("DELETE", "/_users/org.couchdb.user:%s?rev=%s" % (name, json.loads(data)["_rev"]))
+            couch.json("PUT", "/_users/org.couchdb.user:" + couch_user,
+                       {"name": couch_user, "type": "user", "roles": ["readers"], "password": "from couch"})
+            docstore.json("PUT", "/_users/org.couchdb.user:" + docstore_user,
+                          {"name": docstore_user, "type": "user", "roles": ["writers"], "password": "from docstore"})
+            for source, target in ((couch, docstore), (docstore, couch)):
+                couch_replicate(couch, source.url("_users"), target.url("_users"), create_target=False)
+            for server, name, password in ((docstore, couch_user, "from couch"), (couch, docstore_user, "from docstore"),
+                                           (couch, couch_user, "from couch"), (docstore, docstore_user, "from docstore")):
+                if not signs_in(server, name, password):
+                    problems.append("%s does not sign in at %s" % (name, server.base))
+            stored = docstore.json("GET", "/_users/org.couchdb.user:" + docstore_user)
+            if "password" in stored or stored.get("password_scheme") != "pbkdf2":
+                problems.append("docstore stored %s" % stored)
+            for server, name in ((couch, couch_user), (couch, docstore_user), (docstore, couch_user), (docstore, docstore_user)):
+                rev = server.json("GET", "/_users/org.couchdb.user:" + name)["_rev"]
+                server.json("DELETE", "/_users/org.couchdb.user:%s?rev=%s" % (name, rev))
+            return problems
+        run("users made on CouchDB and on docstore sign in on both after replicating _users", users_both_ways)
     finally:
         stop_docstore(process)
         for db in ("src", "pulled", "cont", "roundtrip", "via_server", "idx_src", "idx_back", "rep_src", "rep_t1", "rep_t2", "rep_states", "rep_restart"):
