@@ -150,7 +150,10 @@ final class SecurityTests: XCTestCase {
         let attempts: [(String, String, JSON?)] = [("GET", "/_users/org.couchdb.user:bob", nil),
                                      ("PUT", "/_users/org.couchdb.user:mallory", ["name": "mallory", "type": "user", "roles": [], "password": "x"] as JSON),
                                      ("PUT", "/_users/org.couchdb.user:bob", ["_rev": .string(bobRevision), "name": "bob", "type": "user", "roles": [], "password": "x"] as JSON),
-                                     ("DELETE", "/_users/org.couchdb.user:bob?rev=\(bobRevision)", nil)]
+                                     ("DELETE", "/_users/org.couchdb.user:bob?rev=\(bobRevision)", nil),
+                                     ("DELETE", "/_users/org.couchdb.user:bob", nil),
+                                     ("COPY", "/_users/org.couchdb.user:bob", nil),
+                                     ("GET", "/_users/org.couchdb.user:bob?open_revs=all", nil)]
         for (method, path, body) in attempts {
             let reply = try await server.request(method, path, json: body, as: alice)
             XCTAssertEqual(reply.json, ["error": "not_found", "reason": "missing"], "\(method) \(path)")

@@ -61,6 +61,8 @@ public final class UserStore: Sendable {
     /// Passwords already verified, keyed by user, stored hash and a SHA-256 of the password, so that
     /// HTTP Basic requests do not pay PBKDF2 every time; a changed password changes the key.
     private let verified = Mutex<Set<String>>([])
+    /// The users database last opened, by name: users are read on every signed-in request.
+    private let current = Mutex<(name: String, database: Database)?>(nil)
     /// What ``close()`` closes: the database a store of a data folder opened itself.
     private let owned: OpenedDatabases
 
@@ -88,7 +90,9 @@ public final class UserStore: Sendable {
     /// The users database; created (a `_users` one with `_design/_auth`) when `create` says so.
     func database(create: Bool = false) async throws -> Database? {
         let name = UsersDatabase.authenticationDatabase(node)
+        if !create, let known = current.withLock({ $0 }), known.name == name, !known.database.isClosed { return known.database }
         guard let database = try await open(name, create) else { return nil }
+        current.withLock { $0 = (name, database) }
         if create, UsersDatabase.isNamedUsers(name) { try await UserStore.ensureDesignDocument(in: database) }
         return database
     }

@@ -38,9 +38,10 @@ extension DocServer {
         default:
             break
         }
-        // A document, or one of its attachments.
+        // A document, or one of its attachments: another user's is missing but for its public fields
+        // (and a PUT, which the users database's write rules refuse as CouchDB does).
         let id = rest[0]
-        guard id != own, [.get, .head].contains(request.method) || rest.count > 1 else { return nil }
+        guard id != own, !(rest.count == 1 && request.method == .put) else { return nil }
         guard rest.count == 1, [.get, .head].contains(request.method) else { throw CouchError.notFound("missing") }
         let fields = (UsersDatabase.setting("public_fields", nodeConfiguration) ?? "")
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
