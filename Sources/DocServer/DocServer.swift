@@ -445,7 +445,16 @@ public final class DocServer: Sendable {
             guard principal.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
             guard request.method == .post else { throw CouchError.methodNotAllowed }
             try request.requireJSONContentType()
-            _ = try await db.compact()
+            if rest.count > 1 {
+                // `_compact/{ddoc}`: the design document's views, which share the index file with the
+                // database's other indexes — all of it is compacted.
+                guard try await db.document(withID: "_design/" + rest[1...].joined(separator: "/")) != nil else {
+                    throw CouchError.notFound("missing")
+                }
+                try await db.compactIndexes()
+            } else {
+                _ = try await db.compact()
+            }
             return Response.json(["ok": true], status: .accepted)
         case "_local":
             // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.

@@ -71,8 +71,8 @@ public enum JavaScriptViews {
     /// How the map errors of a stopped runaway function begin.
     static let timeoutMarker = "timeout:"
 
-    /// The DocStore index name of a view.
-    static func indexName(designDocument: String, view: String) -> String {
+    /// The DocStore index name of a view (``Database/indexSizes(named:)`` takes it, for one).
+    public static func indexName(designDocument: String, view: String) -> String {
         "javascript:\(designDocument)/\(view)"
     }
 

@@ -87,6 +87,36 @@ final class JavaScriptHTTPTests: XCTestCase {
         XCTAssertEqual(info.json["view_index"]?["signature"]?.stringValue?.count, 32)
     }
 
+    /// As CouchDB 3.3.3's view_compaction test: `_info` tells what a design document's views take
+    /// (`file`, and the `active` part of it), and `POST /db/_compact/{ddoc}` makes the file smaller.
+    func testViewSizesAndCompaction() async throws {
+        let server = try await TestServer.withDatabase(self)
+        _ = try await server.request("PUT", "/db/_design/foo", json: ["views": [
+            "view1": ["map": "function(doc) { emit(doc._id, doc.value); }"],
+            "view2": ["map": "function(doc) { emit(doc._id, doc.integer); }", "reduce": "_sum"]]])
+        var docs: [JSON] = (0..<1000).map { ["_id": .string(String($0)), "integer": .integer($0), "value": .string("v\($0)")] }
+        for round in 0..<3 {
+            let saved = try await server.request("POST", "/db/_bulk_docs", json: ["docs": .array(docs)]).json.arrayValue ?? []
+            docs = zip(docs, saved).map { document, result in
+                var next = document
+                next["_rev"] = result["rev"]
+                next["integer"] = .integer((document["integer"]?.intValue ?? 0) + round + 1)
+                return next
+            }
+            await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/foo/_view/view1?limit=1").json["total_rows"], 1000)
+            await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/foo/_view/view2").json["rows"]?.arrayValue?.count, 1)
+        }
+        let before = try await server.request("GET", "/db/_design/foo/_info").json["view_index"]?["sizes"]
+        let fileBefore = try XCTUnwrap(before?["file"]?.intValue), activeBefore = try XCTUnwrap(before?["active"]?.intValue)
+        XCTAssertGreaterThan(activeBefore, 0)
+        XCTAssertLessThan(activeBefore, fileBefore)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_compact/foo", json: [:]).json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_compact/nosuch", json: [:]).status, 404)
+        let after = try await server.request("GET", "/db/_design/foo/_info").json["view_index"]?["sizes"]
+        XCTAssertLessThan(try XCTUnwrap(after?["file"]?.intValue), fileBefore)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/foo/_view/view1?limit=1").json["total_rows"], 1000)
+    }
+
     func testDesignDocumentsAreCheckedWhenSaved() async throws {
         let server = try await TestServer(self)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)

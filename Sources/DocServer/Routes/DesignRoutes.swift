@@ -89,12 +89,16 @@ extension DocServer {
             }
         }
         let seq = updateSequence ?? 0
+        // The views' share of the index file (the database's indexes share one SQLite file).
+        let sizes = design.isJavaScript
+            ? try await db.indexSizes(named: design.views.keys.map { JavaScriptViews.indexName(designDocument: design.name, view: $0) })
+            : (file: 0, active: 0)
         let pending = try await db.pendingChangeCount(since: seq)
         let index: JSONObject = [
             "updates_pending": ["minimum": .integer(pending), "preferred": .integer(pending), "total": .integer(pending)],
             "waiting_commit": false, "waiting_clients": 0, "updater_running": false,
             "update_seq": .integer(Int(seq)),
-            "sizes": ["file": 0, "external": 0, "active": 0],
+            "sizes": ["file": .integer(sizes.file), "external": .integer(sizes.active), "active": .integer(sizes.active)],
             "signature": .string(design.signature), "purge_seq": 0, "language": .string(design.language),
             "compact_running": false, "collator_versions": JSON(Self.collatorVersions),
         ]

@@ -1,6 +1,20 @@
 extension Database {
     /// Registers a map/reduce index while the database is open (indexes can also be given in
     /// ``DatabaseConfiguration/indexes``). Registering a definition with a new version rebuilds the index.
+    /// What the named indexes take in the index file: `file`, the bytes of their pages, and `active`,
+    /// the bytes of those in use (CouchDB's view `sizes`). Unknown names count nothing.
+    public func indexSizes(named names: [String]) async throws -> (file: Int, active: Int) {
+        try ensureOpen()
+        return try await indexWriter.sizes(of: names)
+    }
+
+    /// Compacts the index file: rewritten without its free and half-empty pages (CouchDB's
+    /// `_compact/{ddoc}`, for every index of the database at once).
+    public func compactIndexes() async throws {
+        try ensureOpen()
+        try await indexWriter.compact()
+    }
+
     public func register(_ index: IndexDefinition) async throws {
         try ensureOpen()
         _ = try await indexWriter.register(index)

@@ -57,6 +57,32 @@ actor IndexWriter {
         connection.close()
     }
 
+    /// What indexes `names` take in the index file: the bytes of their tables' and their SQL indexes'
+    /// pages (`file`), and of those the bytes in use (`active`); known indexes only.
+    func sizes(of names: [String]) throws -> (file: Int, active: Int) {
+        try ensureOpen()
+        let tables = names.compactMap { states[$0]?.id }.map { "'\(IndexSchema.rowsTable($0))'" }
+        guard !tables.isEmpty else { return (0, 0) }
+        let statement = try connection.prepare("""
+            SELECT coalesce(sum(pgsize), 0), coalesce(sum(pgsize - unused), 0) FROM dbstat
+            WHERE name IN (SELECT name FROM sqlite_schema WHERE tbl_name IN (\(tables.joined(separator: ", "))))
+            """)
+        defer { connection.resetActiveStatements() }
+        guard try statement.step() else { return (0, 0) }
+        return (statement.int(0), statement.int(1))
+    }
+
+    /// Rewrites the index file without its free and half-empty pages (SQLite's `VACUUM`): CouchDB's
+    /// view compaction.
+    func compact() throws {
+        try ensureOpen()
+        do {
+            try connection.execute("VACUUM")
+        } catch {
+            throw Database.storageError(error)
+        }
+    }
+
     /// Copies what the index file's WAL holds into it now (``WALCheckpointer/checkpointNow()``).
     func checkpoint() throws {
         try ensureOpen()
