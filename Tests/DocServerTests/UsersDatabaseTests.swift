@@ -107,6 +107,8 @@ final class UsersDatabaseTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/_users/org.couchdb.user:jchris", json: own, as: jchris).status, 201)
         let design = try await server.request("GET", "/_users/_design/_auth", as: .user("jchris", "new"))
         XCTAssertEqual(design.json, ["error": "forbidden", "reason": "Only administrators can view design docs in the users database."])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_users/_design/mine", json: [:], as: .user("jchris", "new")).json,
+                                  ["error": "forbidden", "reason": "You are not a db or server admin."])
         await XCTAssertEqualAsync(try await server.request("POST", "/_users/_bulk_get", json: ["docs": [["id": "org.couchdb.user:jason"]]],
                                                            as: .user("jchris", "new")).status, 403)
 

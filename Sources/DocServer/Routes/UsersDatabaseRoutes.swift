@@ -17,6 +17,8 @@ extension DocServer {
             // As CouchDB: the server's admins only, not even the database's.
             throw CouchError.adminRequired
         case "_design":
+            // Writing one is refused as anywhere (not a database admin); reading one is refused here.
+            if rest.count == 2, ![.get, .head].contains(request.method) { return nil }
             let isFunction = rest.count >= 4 && ["_show", "_update"].contains(rest[2])
             if isFunction {
                 // Shown or updated: the user's own document only.
