@@ -185,6 +185,9 @@ final class AttachmentHTTPTests: XCTestCase {
         let short = try await server.request("PUT", "/db/short", body: multipart("text/plain", text, announced: text.count + 5), contentType: type)
         XCTAssertEqual(short.status, 400)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/short").status, 404)
+        let long = try await server.request("PUT", "/db/long", body: multipart("text/plain", text, announced: text.count - 5), contentType: type)
+        XCTAssertEqual(long.status, 400)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/long").status, 404)
     }
 
     /// As CouchDB 3.3.3 (curl, recorded): attachments keep the order their JSON gives, a standalone

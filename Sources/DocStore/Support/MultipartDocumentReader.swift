@@ -70,7 +70,15 @@ package struct MultipartDocumentReader {
                 }
             case .body(let piece):
                 if let writer, let deflater {
-                    self.deflater?.seen += piece.count
+                    let seen = deflater.seen + piece.count
+                    self.deflater?.seen = seen
+                    // The bytes as sent are bounded as they arrive, not only once compressed.
+                    if let announced = deflater.announced, seen > announced {
+                        throw DocStoreError(.invalidAttachment, "Attachment \(following[received].name) has more than the \(announced) bytes announced")
+                    }
+                    if seen > maximumAttachmentSize {
+                        throw DocStoreError(.attachmentTooLarge, "The attachment is larger than the limit of \(maximumAttachmentSize) bytes")
+                    }
                     var compressed: [UInt8] = []
                     try Array(piece).withUnsafeBytes { try deflater.stream.update($0) { compressed += $0 } }
                     if !compressed.isEmpty { try await writer.write(compressed) }
