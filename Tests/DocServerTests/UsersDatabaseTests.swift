@@ -180,6 +180,10 @@ final class UsersDatabaseTests: XCTestCase {
         let fail = try await server.request("POST", "/_session?fail=/_up", json: ["name": "jan", "password": "pear"], as: .none)
         XCTAssertEqual(fail.status, 302)
         XCTAssertTrue(fail.header("Location")?.hasSuffix("/_up") == true)
+        // Only to this server's own paths: a sign-in is never sent on to another site.
+        let elsewhere = try await server.request("POST", "/_session?next=http://evil.example/", json: ["name": "jan", "password": "apple"], as: .none)
+        XCTAssertEqual(elsewhere.status, 200)
+        XCTAssertNil(elsewhere.header("Location"))
         // `_:_` are no credentials; a valid session cookie wins over Basic credentials.
         await XCTAssertEqualAsync(try await server.request("GET", "/_session", as: .user("_", "_")).json["userCtx"]?["name"], .null)
         let cookie = try XCTUnwrap(next.header("Set-Cookie")?.split(separator: ";").first?.dropFirst("AuthSession=".count))

@@ -24,7 +24,7 @@ extension DocServer {
             let (name, password) = try sessionCredentials(request)
             guard let principal = try await authenticator.check(name: name, password: password) else {
                 // As CouchDB: `?fail=` sends a form's browser on with the error.
-                if let fail = request.query["fail"] {
+                if let fail = request.query["fail"].flatMap(DocServer.localPath) {
                     return Response.json(CouchError.unauthorized.body.json, status: .found, headers: [.location: request.absoluteURL(fail)])
                 }
                 throw CouchError.unauthorized
@@ -32,14 +32,21 @@ extension DocServer {
             let token = try await authenticator.makeSessionToken(for: principal)
             let seconds = Int(configuration.sessionLifetime.components.seconds)
             var headers: HTTPFields = [.setCookie: "AuthSession=\(token); Version=1; Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict"]
-            if let next = request.query["next"] { headers[.location] = request.absoluteURL(next) }
+            let next = request.query["next"].flatMap(DocServer.localPath)
+            if let next { headers[.location] = request.absoluteURL(next) }
             return Response.json(["ok": true, "name": .string(name), "roles": JSON(principal.roles)],
-                                 status: request.query["next"] == nil ? .ok : .found, headers: headers)
+                                 status: next == nil ? .ok : .found, headers: headers)
         case .delete:
             return Response.json(["ok": true], headers: [.setCookie: "AuthSession=; Version=1; Path=/; Max-Age=0; HttpOnly"])
         default:
             throw CouchError.methodNotAllowed
         }
+    }
+
+    /// A `next`/`fail` target of `_session` if it is a path of this server (`/…`, not `//host`): a
+    /// sign-in form is never sent on to another site.
+    static func localPath(_ target: String) -> String? {
+        target.hasPrefix("/") && !target.hasPrefix("//") ? target : nil
     }
 
     /// Name and password from a JSON or form-encoded body.
