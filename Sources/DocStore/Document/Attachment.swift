@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-@_exported import OrderedCollections
+import OrderedCollections
 
 /// How an attachment's bytes are stored and carried: as they are, or gzip-compressed.
 ///
@@ -306,5 +306,6 @@ extension Attachment {
 }
 
 /// A document's attachments by name, in the order they were given — as CouchDB keeps them, which
-/// orders multipart answers and the revision id.
+/// orders multipart answers and the revision id. (swift-collections' `OrderedDictionary`: subscript,
+/// iterate and `removeValue(forKey:)` as a dictionary; `import OrderedCollections` to name it.)
 public typealias Attachments = OrderedDictionary<String, Attachment>

@@ -1,4 +1,5 @@
 import Foundation
+import OrderedCollections
 
 /// A JSON document: an id, the revision it was read at, body fields, attachments and metadata.
 ///
