@@ -167,11 +167,15 @@ struct Authenticator: Sendable {
                 ok = NodeConfiguration.adminPassword(password, matches: stored)
             }
             guard ok else { return nil }
-            // As CouchDB: an admin of the configuration has the roles of a user document of its name too.
-            let roles = (try? await users.document(named: name))??["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            return .admin(name: name, roles: roles)
+            return configurationAdmin(name, document: (try? await users.document(named: name)) ?? nil)
         }
         return try await users.authenticate(name: name, password: password).map(Principal.user)
+    }
+
+    /// An admin of the configuration, with — as CouchDB gives it — the roles of the user document of
+    /// its name, if there is one (one that cannot be read gives none).
+    private func configurationAdmin(_ name: String, document: Document?) -> Principal {
+        .admin(name: name, roles: document?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? [])
     }
 
     // MARK: Session cookies
@@ -182,9 +186,12 @@ struct Authenticator: Sendable {
         let expiry = Int(Date.now.timeIntervalSince1970) + Int(configuration.sessionLifetime.components.seconds)
         let binding = principal.isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
         let payload = "\(name):\(expiry)"
-        let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
-        let token = payload + ":" + hex(Array(mac))
-        return Base64URL.encode(token.utf8)
+        return Base64URL.encode((payload + ":" + sessionMAC(payload, binding: binding)).utf8)
+    }
+
+    /// The hex HMAC of a session's `name:expiry`, bound to the user's salt (`admin` for admins).
+    private func sessionMAC(_ payload: String, binding: String) -> String {
+        hex(Array(HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)))
     }
 
     private func principal(forSession token: String) async throws -> Principal? {
@@ -193,15 +200,12 @@ struct Authenticator: Sendable {
         guard parts.count == 3, let expiry = Int(parts[1]), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
         let name = String(parts[0])
         let isAdmin = node.value("admins", name) != nil
-        let binding = isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
-        let payload = "\(name):\(expiry)"
-        let mac = HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)
-        guard constantTimeEqual(Array(hex(Array(mac)).utf8), Array(parts[2].utf8)) else { return nil }
-        if isAdmin {
-            let roles = (try? await users.document(named: name))??["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-            return .admin(name: name, roles: roles)
-        }
-        return try await users.user(named: name).map(Principal.user)
+        // The user document is read once: it gives the salt the cookie is bound to, and the user.
+        let document = isAdmin ? ((try? await users.document(named: name)) ?? nil) : try await users.document(named: name)
+        let binding = isAdmin ? "admin" : (document?.string(forKey: "salt") ?? "")
+        guard constantTimeEqual(Array(sessionMAC("\(name):\(expiry)", binding: binding).utf8), Array(parts[2].utf8)) else { return nil }
+        if isAdmin { return configurationAdmin(name, document: document) }
+        return document.map { .user(ServerUser(document: $0)) }
     }
 
     func cookie(named name: String, in header: String?) -> String? {

@@ -246,7 +246,7 @@ enum UsersDatabase {
                 guard new["derived_key"]?.stringValue != nil else { throw refuse("derived_key must be a string.") }
             }
         }
-        if !isServerAdmin && !isAdministrator(write.context) {
+        if !isAdministrator(write.context) {  // neither a server nor a database admin
             if let old {
                 guard userName == name else { throw refuse("You may only update your own user document.") }
                 let oldRoles = old["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []

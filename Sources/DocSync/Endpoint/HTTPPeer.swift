@@ -492,10 +492,9 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     func filterCode(_ name: String) async throws -> String? {
-        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { return nil }
-        let (status, json) = try await request("GET", "/_design/\(HTTPPeer.encode(parts[0]))", allow: [404])
-        return status == 200 ? json["filters"]?[parts[1]]?.stringValue : nil
+        guard let (design, function) = designFunction(name) else { return nil }
+        let (status, json) = try await request("GET", "/_design/\(HTTPPeer.encode(design))", allow: [404])
+        return status == 200 ? json["filters"]?[function]?.stringValue : nil
     }
 
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {

@@ -86,9 +86,8 @@ struct LocalPeer: ReplicationPeer {
     }
 
     func filterCode(_ name: String) async throws -> String? {
-        let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { return nil }
-        return try await database.document(withID: "_design/" + parts[0])?["filters"]?[parts[1]]?.stringValue
+        guard let (design, function) = designFunction(name) else { return nil }
+        return try await database.document(withID: "_design/" + design)?["filters"]?[function]?.stringValue
     }
 
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {

@@ -71,6 +71,12 @@ extension ReplicationPeer {
 }
 
 /// Compares two sequences as the integers DocStore and DocServer use, or leaves them opaque.
+/// A design document function's name `design/function` in its two parts, `nil` for another form.
+func designFunction(_ name: String) -> (design: String, function: String)? {
+    let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
+    return parts.count == 2 ? (parts[0], parts[1]) : nil
+}
+
 func sequenceNumber(_ value: JSON) -> Int64? {
     switch value {
     case .integer(let n): return Int64(n)
