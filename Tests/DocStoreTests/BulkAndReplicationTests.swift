@@ -16,7 +16,7 @@ final class BulkSaveTests: XCTestCase {
             reserved,
             Document(body: ["generated": true]),
         ]
-        let results = try await db.save(batch)
+        let results = try await db.put(batch)   // CouchDB's _bulk_docs rules
         XCTAssertEqual(results.count, 6)
         XCTAssertTrue(results[0].isSuccess)
         XCTAssertEqual(results[1].error?.code, .invalidDocumentID)
@@ -90,7 +90,7 @@ final class BulkSaveTests: XCTestCase {
 
     func testSameIDTwiceInOneBatch() async throws {
         let db = try await makeDatabase(self)
-        let results = try await db.save([Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])
+        let results = try await db.put([Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])
         XCTAssertTrue(results[0].isSuccess)
         XCTAssertEqual(results[1].error?.code, .conflict)
         let doc = try await db.document(withID: "dup")

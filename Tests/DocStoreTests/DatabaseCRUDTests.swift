@@ -38,8 +38,9 @@ final class DatabaseCRUDTests: XCTestCase {
         let error = await assertThrowsDocStoreError(.conflict) { try await db.save(stale) }
         XCTAssertEqual(error?.couchDBError, "conflict")
         XCTAssertEqual(error?.httpStatus, 409)
-        // No revision for an existing document, and a revision for a missing one: conflicts as in CouchDB.
-        await assertThrowsDocStoreError(.conflict) { try await db.save(Document(id: "doc", body: ["n": 4])) }
+        // With put, no revision for an existing document is a conflict as in CouchDB; a revision for a
+        // missing one is a conflict for both.
+        await assertThrowsDocStoreError(.conflict) { try await db.put(Document(id: "doc", body: ["n": 4])) }
         await assertThrowsDocStoreError(.conflict) {
             try await db.save(Document(id: "nope", revision: RevisionID("1-abc"), body: [:]))
         }

@@ -42,22 +42,22 @@ final class EditDecisionTests: XCTestCase {
 
         let conflict = Outcome.conflict("Document update conflict.")
         let exists = Outcome.conflict("Document already exists")
-        // (stored, named revision) → outcome under .save, .add, .update
+        // (stored, named revision) → outcome under .put, .upsert, .add, .update
         let table: [(String, EditDecision.Stored?, RevisionID?, [Outcome])] = [
-            ("nothing, no revision", nil, nil, [.parent(nil), .parent(nil), .notFound("missing")]),
-            ("nothing, a revision", nil, left, [conflict, conflict, .notFound("missing")]),
-            ("live, no revision", liveStored, nil, [conflict, exists, conflict]),
-            ("live, the winning leaf", liveStored, right, [.parent(right), exists, .parent(right)]),
-            ("live, the other leaf", liveStored, left, [.parent(left), exists, .parent(left)]),
-            ("live, an ancestor", liveStored, root, [conflict, conflict, conflict]),
-            ("live, an unknown revision", liveStored, unknown, [conflict, conflict, conflict]),
-            ("deleted, no revision", goneStored, nil, [.parent(tombstone), .parent(tombstone), .notFound("deleted")]),
-            ("deleted, its leaf", goneStored, tombstone, [.parent(tombstone), .parent(tombstone), .notFound("deleted")]),
-            ("deleted, an ancestor", goneStored, root, [conflict, conflict, .notFound("deleted")]),
-            ("deleted, an unknown revision", goneStored, unknown, [conflict, conflict, .notFound("deleted")]),
+            ("nothing, no revision", nil, nil, [.parent(nil), .parent(nil), .parent(nil), .notFound("missing")]),
+            ("nothing, a revision", nil, left, [conflict, conflict, conflict, .notFound("missing")]),
+            ("live, no revision", liveStored, nil, [conflict, .parent(right), exists, .parent(right)]),
+            ("live, the winning leaf", liveStored, right, [.parent(right), .parent(right), exists, .parent(right)]),
+            ("live, the other leaf", liveStored, left, [.parent(left), .parent(left), exists, .parent(left)]),
+            ("live, an ancestor", liveStored, root, [conflict, conflict, conflict, conflict]),
+            ("live, an unknown revision", liveStored, unknown, [conflict, conflict, conflict, conflict]),
+            ("deleted, no revision", goneStored, nil, [.parent(tombstone), .parent(tombstone), .parent(tombstone), .notFound("deleted")]),
+            ("deleted, its leaf", goneStored, tombstone, [.parent(tombstone), .parent(tombstone), .parent(tombstone), .notFound("deleted")]),
+            ("deleted, an ancestor", goneStored, root, [conflict, conflict, conflict, .notFound("deleted")]),
+            ("deleted, an unknown revision", goneStored, unknown, [conflict, conflict, conflict, .notFound("deleted")]),
         ]
         for (label, stored, revision, expected) in table {
-            for (policy, outcome) in zip([WritePolicy.save, .add, .update], expected) {
+            for (policy, outcome) in zip([WritePolicy.put, .upsert, .add, .update], expected) {
                 XCTAssertEqual(self.outcome(stored, revision, policy), outcome, "\(label), \(policy)")
             }
         }

@@ -105,7 +105,7 @@ public final class UserStore: Sendable {
         design["language"] = "javascript"
         design["validate_doc_update"] = .string(UsersDatabase.validateFunction)
         do {
-            _ = try await database.save(design)
+            _ = try await database.put(design)
         } catch let error as DocStoreError where error.code == .conflict {
             // Made at the same moment by another opener: it is there.
         }
@@ -142,7 +142,7 @@ public final class UserStore: Sendable {
         ]
         if let readChannels { document["read_channels"] = JSON(readChannels) }
         if let writeChannels { document["write_channels"] = JSON(writeChannels) }
-        _ = try await database.save(document)
+        _ = try await database.put(document)
     }
 
     /// Removes a user; returns whether it existed.

@@ -211,7 +211,7 @@ extension ReplicationScheduler {
             guard body != document.body else { return }
             document.body = body
             do {
-                _ = try await database.save(document)
+                _ = try await database.put(document)
                 return
             } catch let error as DocStoreError where error.code == .conflict {
                 continue

@@ -143,7 +143,7 @@ extension DocServer {
                 throw CouchError.notFound("Document is missing attachment")
             }
         }
-        let saved = try await db.save(document)
+        let saved = try await db.put(document)
         var headers: HTTPFields = [.eTag: "\"\(saved.revision!)\""]
         if request.method == .put { headers[.location] = request.location(db.name, id, name) }
         return Response.json(WriteResult(written: saved).json, status: request.method == .put ? .created : .ok, headers: headers)

@@ -236,7 +236,7 @@ extension DocServer {
             throw CouchError(.badRequest, "illegal_docid", notString ? "Document id must be a string" : "Document id must not be empty")
         }
         try await checkWrite(&document, in: db, principal)
-        let saved = try await db.save(document)
+        let saved = try await db.put(document)
         var extra = HTTPFields()
         extra[HTTPField.Name("X-Couch-Update-NewRev")!] = saved.revision?.description ?? ""
         extra[HTTPField.Name("X-Couch-Id")!] = saved.id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? saved.id

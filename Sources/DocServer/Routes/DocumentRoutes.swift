@@ -131,7 +131,7 @@ extension DocServer {
         // The copy's attachments are new to its history: their contents go with them.
         copy.attachments = try source.attachments.mapValues { try db.loadingContent(of: $0) }
         try await checkWrite(&copy, in: db, principal)
-        let saved = try await db.save(copy)
+        let saved = try await db.put(copy)
         return Response.json(WriteResult(written: saved).json, status: .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, target)])
     }
@@ -171,7 +171,7 @@ extension DocServer {
         }
         compressAttachments(of: &document)
         try await checkWrite(&document, in: db, principal)
-        let saved = try await db.save(document)
+        let saved = try await db.put(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.eTag: "\"\(saved.revision!)\""])
     }
 
@@ -348,7 +348,7 @@ extension DocServer {
             return await batchAnswer(id: id) { [document] in
                 var document = document
                 try await checkWrite(&document, in: db, principal)
-                _ = try await db.save(document)
+                _ = try await db.put(document)
             }
         }
         try await checkWrite(&document, in: db, principal, replicated: !newEdits)
@@ -362,7 +362,7 @@ extension DocServer {
                                  headers: [.eTag: "\"\(document.revision!)\""])
         }
         if let refusal = try await partitionOverflows([document], in: db)[0] { throw refusal }
-        let saved = try await db.save(document)
+        let saved = try await db.put(document)
         return Response.json(WriteResult(written: saved).json, status: .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, id)])
     }
@@ -382,14 +382,14 @@ extension DocServer {
             return await batchAnswer(id: document.id) { [document] in
                 var document = document
                 try await checkWrite(&document, in: db, principal)
-                _ = try await db.save(document)
+                _ = try await db.put(document)
             }
         }
         if !document.hasID { document.id = newUUID() }
         try Partition.check(document.id)
         try await checkWrite(&document, in: db, principal)
         if let refusal = try await partitionOverflows([document], in: db)[0] { throw refusal }
-        let saved = try await db.save(document)
+        let saved = try await db.put(document)
         return Response.json(WriteResult(written: saved).json, status: .created, headers: [.location: request.location(db.name, saved.id)])
     }
 }

@@ -84,7 +84,7 @@ extension DocServer {
                     var options = design["options"]?.objectValue ?? [:]
                     options["partitioned"] = .bool(partitioned)
                     design["options"] = .object(options)
-                    _ = try await db.save(design)
+                    _ = try await db.put(design)
                 }
                 return Response.json(CreateIndexRequest.answer(creation))
             case (.delete, 4), (.delete, 5):

@@ -21,18 +21,31 @@ public struct SaveResult: Sendable {
 extension Database {
     // MARK: Writing
 
-    /// Creates or updates a document. For an update the document must carry the revision it was read
-    /// at (``Document/revision``); a document saved without an id gets one from the id factory.
+    /// Saves a document: creates it, or updates it if it exists.
+    ///
+    /// A document that carries a revision (``Document/revision``, as read) updates that revision, and
+    /// fails with a conflict if it is no longer a current leaf — someone else saved in between. A
+    /// document without a revision whose id exists updates the current revision (the last writer
+    /// wins); without an id it gets one from the id factory. ``add(_:)`` and ``update(_:)`` are the
+    /// strict forms, ``put(_:)`` CouchDB's `PUT`.
     ///
     /// - Returns: the saved document with its new revision, sequence and attachment stubs.
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/conflict`` if the revision is not a current
-    ///   leaf (or is missing for an existing document), ``DocStoreError/Code/invalidDocumentID``,
+    ///   leaf, ``DocStoreError/Code/invalidDocumentID``,
     ///   ``DocStoreError/Code/invalidDocument`` for reserved `_` body members,
     ///   ``DocStoreError/Code/invalidJSON`` for NaN or infinite numbers,
     ///   ``DocStoreError/Code/invalidAttachment`` for a stub of unknown content.
     @discardableResult
     public func save(_ document: Document) async throws -> Document {
-        try await writeOne(document, policy: .save)
+        try await writeOne(document, policy: .upsert)
+    }
+
+    /// Creates or updates a document as CouchDB's `PUT /{db}/{id}` does: an update must carry the
+    /// revision it was read at, and an existing document saved without one is a
+    /// ``DocStoreError/Code/conflict`` (where ``save(_:)`` would update the current revision).
+    @discardableResult
+    public func put(_ document: Document) async throws -> Document {
+        try await writeOne(document, policy: .put)
     }
 
     /// Creates a document; fails with ``DocStoreError/Code/conflict`` if a live document has its id
@@ -42,7 +55,8 @@ extension Database {
         try await writeOne(document, policy: .add)
     }
 
-    /// Updates an existing document at the revision it carries; fails with
+    /// Updates an existing document: at the revision it carries (a conflict if that is no longer a
+    /// current leaf), or without one the current revision, as ``save(_:)``; fails with
     /// ``DocStoreError/Code/notFound`` if there is no live document with its id.
     @discardableResult
     public func update(_ document: Document) async throws -> Document {
@@ -76,8 +90,30 @@ extension Database {
         return try await writeOne(tombstone, policy: .update)
     }
 
-    /// Saves many documents in one transaction, each with its own result (as CouchDB's `_bulk_docs`):
-    /// documents that fail are reported and the others are committed together.
+    /// Deletes the document `id`, whatever its current revision: the last writer wins, as with
+    /// ``save(_:)``. Its conflicting revisions, if any, stay (delete them with
+    /// ``delete(id:revision:)``).
+    ///
+    /// - Returns: the id of the deleted document.
+    /// - Throws: ``DocStoreError/Code/notFound`` if there is no live document `id`.
+    @discardableResult
+    public func delete(documentWithID id: String) async throws -> String {
+        // A save in between makes the revision read here a non-leaf: read again and retry.
+        while true {
+            guard let current = try await document(withID: id), let revision = current.revision else {
+                throw DocStoreError.notFound("missing")
+            }
+            do {
+                try await delete(id: id, revision: revision)
+                return id
+            } catch let error as DocStoreError where error.code == .conflict {
+                continue
+            }
+        }
+    }
+
+    /// Saves many documents in one transaction, each with its own result and each as ``save(_:)``
+    /// would: documents that fail are reported and the others are committed together.
     ///
     /// Documents marked deleted (from JSON with `"_deleted": true`) are written as tombstones.
     /// - Throws: only for failures of the whole batch (storage errors, a closed database); then
@@ -85,7 +121,15 @@ extension Database {
     /// - Complexity: one transaction; O(n) documents.
     public func save(_ documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await writer.write(documents, policy: .save, newEdits: true, source: .local)
+        return try await writer.write(documents, policy: .upsert, newEdits: true, source: .local)
+    }
+
+    /// Saves many documents in one transaction as CouchDB's `_bulk_docs` does: each as ``put(_:)``
+    /// would, with its own result; the documents that do not fail are committed together.
+    /// - Throws: only for failures of the whole batch; then nothing of the batch is written.
+    public func put(_ documents: [Document]) async throws -> [SaveResult] {
+        try ensureOpen()
+        return try await writer.write(documents, policy: .put, newEdits: true, source: .local)
     }
 
     private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
@@ -190,6 +234,19 @@ extension Database {
             for index in documents.indices { documents[index].revisionHistory = histories[index] }
             return (documents, positions)
         }
+    }
+
+    /// The current revision of the document `id`, or `nil` if there is none or it is deleted (as
+    /// ``document(withID:revision:includeConflicts:includeRevisionHistory:)`` without options).
+    public func fetchDocument(_ id: String) async throws -> Document? {
+        try await document(withID: id)
+    }
+
+    /// The current revisions of the live documents among `ids`, by id; missing and deleted documents
+    /// are left out. Reads one consistent snapshot (as ``documents(withIDs:)``, which keeps the order).
+    public func fetchDocuments(_ ids: [String]) async throws -> [String: Document] {
+        let found = try await documents(withIDs: ids)
+        return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The current revisions of the live documents among `ids`, in the order of `ids`; missing and

@@ -85,7 +85,7 @@ extension Database {
             ddoc.body["language"] = "query"
             ddoc.body[member] = .object(entries)
             do {
-                _ = try await save(ddoc)
+                _ = try await put(ddoc)
             } catch let error as DocStoreError where error.code == .conflict {
                 continue
             }
@@ -121,7 +121,7 @@ extension Database {
                     _ = try await delete(ddoc)
                 } else {
                     ddoc.body[member] = entries.isEmpty ? JSON?.none : .object(entries)
-                    _ = try await save(ddoc)
+                    _ = try await put(ddoc)
                 }
             } catch let error as DocStoreError where error.code == .conflict {
                 continue

@@ -2,8 +2,12 @@ import Foundation
 
 /// How a new edit treats an existing document.
 enum WritePolicy: Sendable {
-    /// Create or update (`PUT` in CouchDB).
-    case save
+    /// Create, or update the revision the document names (`PUT` in CouchDB): an existing document
+    /// saved without its revision is a conflict.
+    case put
+    /// Create, or update the revision the document names, or — when it names none — the current one
+    /// (``Database/save(_:)``, the last writer wins).
+    case upsert
     /// Create only; fails if a live document has the id.
     case add
     /// Update only; fails if no live document has the id.
@@ -202,7 +206,7 @@ actor DatabaseWriter {
                     } else {
                         var document = input
                         if let existing = try records.fetch(id: document.id) { document.revision = existing.winner }
-                        change = try steps.applyEdit(document, prepared: nil, policy: .save).1
+                        change = try steps.applyEdit(document, prepared: nil, policy: .put).1
                     }
                     if let change { changes.append(change) }
                 }

@@ -2,16 +2,16 @@
 /// of, decided from what the database holds for the id, the revision the edit names and the write
 /// policy — CouchDB's rules for `PUT`, plus DocStore's `add` and `update`. Pure: no storage, no clock.
 ///
-/// | stored          | edit names         | `.save`           | `.add`              | `.update`          |
-/// |-----------------|--------------------|-------------------|---------------------|--------------------|
-/// | nothing         | no revision        | new root          | new root            | not found          |
-/// | nothing         | a revision         | conflict          | conflict            | not found          |
-/// | live document   | no revision        | conflict          | conflict (exists)   | conflict           |
-/// | live document   | a leaf             | child of the leaf | conflict (exists)   | child of the leaf  |
-/// | live document   | not a leaf         | conflict          | conflict            | conflict           |
-/// | deleted         | no revision        | child of winner   | child of winner     | not found          |
-/// | deleted         | a leaf             | child of the leaf | child of the leaf   | not found          |
-/// | deleted         | not a leaf         | conflict          | conflict            | not found          |
+/// | stored          | edit names         | `.put`            | `.upsert`           | `.add`              | `.update`          |
+/// |-----------------|--------------------|-------------------|---------------------|---------------------|--------------------|
+/// | nothing         | no revision        | new root          | new root            | new root            | not found          |
+/// | nothing         | a revision         | conflict          | conflict            | conflict            | not found          |
+/// | live document   | no revision        | conflict          | child of winner     | conflict (exists)   | child of winner    |
+/// | live document   | a leaf             | child of the leaf | child of the leaf   | conflict (exists)   | child of the leaf  |
+/// | live document   | not a leaf         | conflict          | conflict            | conflict            | conflict           |
+/// | deleted         | no revision        | child of winner   | child of winner     | child of winner     | not found          |
+/// | deleted         | a leaf             | child of the leaf | child of the leaf   | child of the leaf   | not found          |
+/// | deleted         | not a leaf         | conflict          | conflict            | conflict            | not found          |
 enum EditDecision {
     /// What the database holds for the id.
     struct Stored {
@@ -30,7 +30,7 @@ enum EditDecision {
         }
         if policy == .update && stored.isDeleted { throw DocStoreError.notFound("deleted") }
         guard let revision else {
-            guard stored.isDeleted else {
+            guard stored.isDeleted || policy == .upsert || policy == .update else {
                 throw DocStoreError.conflict(policy == .add ? "Document already exists" : "Document update conflict.")
             }
             return stored.winner

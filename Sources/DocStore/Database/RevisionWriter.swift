@@ -121,12 +121,12 @@ struct RevisionWriter {
             var tombstone = Document(id: id, revision: revision)
             if let channels = body["channels"] { tombstone["channels"] = channels }
             tombstone.isDeleted = true
-            if let change = try applyEdit(tombstone, prepared: nil, policy: .save).1 { changes.append(change) }
+            if let change = try applyEdit(tombstone, prepared: nil, policy: .put).1 { changes.append(change) }
         }
         if merged != winner.body {
             var edit = winner
             edit.body = merged
-            if let change = try applyEdit(edit, prepared: nil, policy: .save).1 { changes.append(change) }
+            if let change = try applyEdit(edit, prepared: nil, policy: .put).1 { changes.append(change) }
         }
         return changes
     }

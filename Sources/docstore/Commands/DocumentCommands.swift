@@ -26,7 +26,7 @@ struct Put: AsyncParsableCommand {
             fail("\(error.couchDBError): \(error.reason)")
         }
         try await withDatabase(options) { db in
-            printJSON(WriteResult(written: try await db.save(document)).json)
+            printJSON(WriteResult(written: try await db.put(document)).json)
         }
     }
 }
