@@ -212,7 +212,7 @@ public enum JavaScriptViews {
             return builtin
         }
         let reference = JavaScriptContext.FunctionReference(design: design, path: "views.\(name).reduce", source: source)
-        return .custom { keys, values, rereduce in
+        return .couchDB { keys, values, rereduce in
             // An overflow stays the group's value through rereduces, as CouchDB reports it per row.
             if rereduce, let overflow = values.first(where: { JavaScriptViews.reduceError(in: $0) != nil }) { return overflow }
             do {

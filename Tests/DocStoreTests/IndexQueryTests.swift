@@ -373,7 +373,9 @@ final class IndexQueryTests: XCTestCase {
     func testCustomReduceWithRereduce() async throws {
         let calls = ReduceCalls()
         var perType = IndexDefinition(name: "per-type", version: "1", reduce: .custom { keys, values, rereduce in
-            calls.record(rereduce: rereduce, keys: keys)
+            // The emitted keys (document ids here), one per value; empty when rereducing.
+            calls.record(rereduce: rereduce, keysOK: rereduce ? keys.isEmpty
+                         : keys.count == values.count && keys.allSatisfy { $0.stringValue?.hasPrefix("t") == true })
             var counts: [String: Int] = [:]
             if rereduce {
                 for partial in values { for (type, n) in partial.objectValue! { counts[type, default: 0] += n.intValue! } }
@@ -393,7 +395,7 @@ final class IndexQueryTests: XCTestCase {
         XCTAssertEqual(total.rows.first?.value, ["customer": 31, "invoice": 32, "order": 32])
         XCTAssertEqual(calls.reduces, 10, "95 rows in chunks of 10")
         XCTAssertEqual(calls.rereduces, 1)
-        XCTAssertTrue(calls.keysWereRowKeysAndIDs)
+        XCTAssertTrue(calls.keysWereAsPromised)
 
         var range = IndexQuery()
         range.startKey = "t010"
@@ -406,6 +408,25 @@ final class IndexQueryTests: XCTestCase {
         grouped.group = true
         grouped.limit = 2
         await XCTAssertEqualAsync(try await db.query("per-type", grouped).rows.map(\.value), [["invoice": 1], ["order": 1]])
+    }
+
+    /// `.couchDB` is called as CouchDB calls a JavaScript reduce: `[key, id]` pairs, `nil` on rereduce.
+    func testCouchDBStyleReduceGetsKeyAndIDPairs() async throws {
+        let calls = ReduceCalls()
+        var total = IndexDefinition(name: "total", version: "1", reduce: .couchDB { keys, values, rereduce in
+            calls.record(rereduce: rereduce, keysOK: rereduce ? keys == nil
+                         : keys?.allSatisfy { $0.arrayValue?.count == 2 && $0[0]?.intValue != nil && $0[1]?.stringValue?.hasPrefix("n") == true } == true)
+            return .integer(values.compactMap(\.intValue).reduce(0, +))
+        }) { doc, emit in
+            if let n = doc.int(forKey: "n") { emit(.integer(n), .integer(n)) }
+        }
+        total.reduceChunkSize = 4
+        let db = try await makeDatabase(self) { $0.indexes = [total] }
+        _ = try await db.save((1...10).map { Document(id: "n\($0)", body: ["n": .integer($0)]) })
+        await XCTAssertEqualAsync(try await db.query("total").rows.first?.value, 55)
+        XCTAssertEqual(calls.reduces, 3)
+        XCTAssertEqual(calls.rereduces, 1)
+        XCTAssertTrue(calls.keysWereAsPromised)
     }
 
     func testEveryLookupUsesTheIndex() async throws {
@@ -458,16 +479,16 @@ final class IndexQueryTests: XCTestCase {
 /// Counts calls of a custom reduce.
 final class ReduceCalls: Sendable {
     private let state = Mutex((reduces: 0, rereduces: 0, keysOK: true))
-    func record(rereduce: Bool, keys: [JSON]?) {
+    /// Records a call; `expected` says what its keys should be.
+    func record(rereduce: Bool, keysOK ok: Bool) {
         state.withLock {
             if rereduce { $0.rereduces += 1 } else { $0.reduces += 1 }
-            let ok = rereduce ? keys == nil : (keys?.allSatisfy { $0.arrayValue?.count == 2 && $0[1]?.stringValue != nil } ?? false)
             $0.keysOK = $0.keysOK && ok
         }
     }
     var reduces: Int { state.withLock { $0.reduces } }
     var rereduces: Int { state.withLock { $0.rereduces } }
-    var keysWereRowKeysAndIDs: Bool { state.withLock { $0.keysOK } }
+    var keysWereAsPromised: Bool { state.withLock { $0.keysOK } }
 }
 
 import Synchronization

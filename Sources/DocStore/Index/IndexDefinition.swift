@@ -49,10 +49,19 @@ public enum ReduceFunction: Sendable {
     /// it with HyperLogLog; here it is counted exactly, which is what CouchDB's estimate gives for all
     /// but very large counts).
     case approximateCountDistinct
-    /// A custom reduce, as in CouchDB: called with `keys` (each `[key, documentID]`) and `values` of a
-    /// chunk of rows with `rereduce == false`, then with `keys == nil` and the chunk results as
-    /// `values` with `rereduce == true`. It must give the same answer however the rows are chunked.
-    case custom(@Sendable (_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON)
+    /// A reduce written in Swift: called with the emitted `keys` and `values` of a chunk of rows
+    /// (`rereduce == false`), then with the chunk results as `values` and `keys` empty
+    /// (`rereduce == true`). It must give the same answer however the rows are chunked.
+    ///
+    /// ```swift
+    /// .custom { keys, values, rereduce in
+    ///     rereduce ? .integer(values.compactMap(\.intValue).reduce(0, +)) : .integer(keys.count)
+    /// }
+    /// ```
+    case custom(@Sendable (_ keys: [JSON], _ values: [JSON], _ rereduce: Bool) throws -> JSON)
+    /// A reduce called exactly as CouchDB calls a JavaScript one: `keys` are `[key, documentID]` pairs,
+    /// and `nil` when rereducing. The JavaScript design documents use it.
+    case couchDB(@Sendable (_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON)
 }
 
 /// A map/reduce index (CouchDB's view): rows emitted by a Swift map function, ordered by key in
@@ -112,7 +121,7 @@ public struct IndexDefinition: Sendable {
         case .sum?: reduceName = "sum"
         case .stats?: reduceName = "stats"
         case .approximateCountDistinct?: reduceName = "approx_count_distinct"
-        case .custom?: reduceName = "custom"
+        case .custom?, .couchDB?: reduceName = "custom"
         }
         let version = "field:\(path)|value:\(valuePath ?? "")|reduce:\(reduceName)"
         return IndexDefinition(name: name ?? "by:\(path)" + (valuePath.map { "->\($0)" } ?? "") + (reduce == nil ? "" : "|\(reduceName)"),

@@ -234,7 +234,10 @@ struct QueryEngine {
         // Each key is a range from itself to itself: `inclusive_end=false` leaves nothing, as in CouchDB.
         if query.keys != nil && !query.inclusiveEnd { return [] }
         let builtin: Bool
-        if case .custom = reduce { builtin = false } else { builtin = true }
+        switch reduce {
+        case .custom, .couchDB: builtin = false
+        default: builtin = true
+        }
         if builtin && (grouping == .all || grouping == .exact) {
             do {
                 return try sqlReduce(reduce)
@@ -331,7 +334,7 @@ struct QueryEngine {
         func finishGroup() throws -> Bool {
             guard let group = currentGroup else { return true }
             let value: JSON
-            if case .custom(let function) = reduce {
+            if let function = reduce.customFunction {
                 value = try custom.finish(function)
             } else {
                 do {
@@ -366,9 +369,9 @@ struct QueryEngine {
                     guard try finishGroup() else { return false }
                 }
                 if currentGroup == nil { currentGroup = (groupKey, encoded) }
-                if case .custom(let function) = reduce {
+                if let function = reduce.customFunction {
                     let value = try statement.withBlob(1) { try JSON(parsing: $0.bindMemory(to: UInt8.self)) }
-                    try custom.add(key: [key, .string(statement.text(2))], value: value, function)
+                    try custom.add(key: reduce.keysHaveDocumentIDs ? [key, .string(statement.text(2))] : key, value: value, function)
                 } else {
                     if case .approximateCountDistinct = reduce {
                         statement.withBlob(5) { builtin.add(key: $0) }
@@ -542,7 +545,7 @@ struct BuiltinAccumulator {
             }
             return ["sum": number(sum), "count": .integer(count), "min": number(minimum), "max": number(maximum),
                     "sumsqr": number(sumOfSquares)]
-        case .custom:
+        case .custom, .couchDB:
             preconditionFailure("custom reduces are not accumulated here")
         }
     }
@@ -606,6 +609,21 @@ func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
 private struct NonNumericValues: Error {}
 
 extension ReduceFunction {
+    /// A custom reduce in CouchDB's calling form (keys `nil` when rereducing), or `nil` for a built-in.
+    var customFunction: CustomAccumulator.Function? {
+        switch self {
+        case .couchDB(let function): return function
+        case .custom(let function): return { keys, values, rereduce in try function(keys ?? [], values, rereduce) }
+        default: return nil
+        }
+    }
+
+    /// Whether a custom reduce's keys are CouchDB's `[key, documentID]` pairs (else the emitted keys).
+    var keysHaveDocumentIDs: Bool {
+        if case .couchDB = self { return true }
+        return false
+    }
+
     /// Whether the built-in reduces numbers (and so must look at values that are not).
     var needsNumbers: Bool {
         switch self {
