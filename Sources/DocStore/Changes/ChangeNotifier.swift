@@ -21,6 +21,8 @@ final class ChangeNotifier: Sendable {
         var committed: Int64 = 0
         /// Callers of ``waitForCommit(after:timeout:)`` waiting for a sequence above theirs.
         var waiters: [Int: (after: Int64, continuation: CheckedContinuation<Bool, Never>)] = [:]
+        /// Callers of ``waitUntilFinished()``.
+        var finishWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -107,17 +109,39 @@ final class ChangeNotifier: Sendable {
     /// The number of live subscriptions (for tests and diagnostics).
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// Returns when ``finish()`` has been called (the database closed), or when the task is cancelled.
+    func waitUntilFinished() async {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.isFinished || Task.isCancelled { return true }
+                    state.finishWaiters[id] = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.finishWaiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
     /// Ends every subscription.
     func finish() {
-        let (subscribers, waiters) = state.withLock { state in
+        let (subscribers, waiters, finishWaiters) = state.withLock { state in
             state.isFinished = true
             defer {
                 state.subscribers = [:]
                 state.waiters = [:]
+                state.finishWaiters = [:]
             }
-            return (Array(state.subscribers.values), state.waiters.values.map(\.continuation))
+            return (Array(state.subscribers.values), state.waiters.values.map(\.continuation), Array(state.finishWaiters.values))
         }
         subscribers.forEach { $0.finish() }
         waiters.forEach { $0.resume(returning: false) }
+        finishWaiters.forEach { $0.resume() }
     }
 }

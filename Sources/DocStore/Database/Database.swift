@@ -103,6 +103,20 @@ public final class Database: Sendable {
     ///   ``DocStoreError/Code/incompatibleVersion`` if a newer DocStore wrote it,
     ///   ``DocStoreError/Code/io`` if the folder or file cannot be created.
     public static func open(_ configuration: DatabaseConfiguration) async throws -> Database {
+        try open(configuration, create: true)!
+    }
+
+    /// Opens the database described by `configuration` if it exists, creating it only when `create`
+    /// is true; `nil` when it does not exist and `create` is false. Otherwise as ``open(_:)``.
+    ///
+    /// ```swift
+    /// guard let db = try await Database.open(with: .default) else { return }   // never creates
+    /// ```
+    public static func open(with configuration: DatabaseConfiguration = .default, create: Bool = false) async throws -> Database? {
+        try open(configuration, create: create)
+    }
+
+    private static func open(_ configuration: DatabaseConfiguration, create: Bool) throws -> Database? {
         try DatabaseConfiguration.validate(name: configuration.name)
         precondition(configuration.revsLimit >= 1, "revsLimit must be at least 1")
         let key = registryKey(configuration.fileURL)
@@ -114,6 +128,7 @@ public final class Database: Sendable {
                 }
                 return existing
             }
+            if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return nil }
             do {
                 try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
             } catch {
@@ -124,6 +139,12 @@ public final class Database: Sendable {
             configuration.logger.debug("opened \(configuration.fileURL.path)")
             return database
         }
+    }
+
+    /// The database of `configuration`'s name and folder if it is open in this process, else `nil`
+    /// (it never opens one).
+    public static func openedWith(_ configuration: DatabaseConfiguration) -> Database? {
+        registry.withLock { $0[registryKey(configuration.fileURL)] }
     }
 
     /// Opens the database `name` in `directory` with default settings.
@@ -158,10 +179,23 @@ public final class Database: Sendable {
         configuration.logger.debug("closed \(fileURL.path)")
     }
 
+    /// Returns once the database is closed (by ``close()``, ``closeAll()`` or
+    /// ``delete(name:directory:)``), or when the calling task is cancelled. Replications of the
+    /// database (DocSync) use it to stop when it closes.
+    public func waitUntilClosed() async {
+        await notifier.waitUntilFinished()
+    }
+
     /// Closes every open database (for example before the process exits).
     public static func closeAll() async {
         let all = registry.withLock { Array($0.values) }
         for database in all { await database.close() }
+    }
+
+    /// Closes the database of `configuration`'s name and folder if open and deletes its files, as
+    /// ``delete(name:directory:)``; nothing happens when there is no such database.
+    public static func delete(_ configuration: DatabaseConfiguration) async throws {
+        try await delete(name: configuration.name, directory: configuration.directory)
     }
 
     /// Closes the database if open and deletes its files (including the WAL and shared-memory files).

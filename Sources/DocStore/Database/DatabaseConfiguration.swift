@@ -57,6 +57,31 @@ public struct DatabaseConfiguration: Sendable {
         case full
     }
 
+    /// The database `default` in ``defaultDirectory``, with default settings.
+    public static var `default`: DatabaseConfiguration {
+        DatabaseConfiguration(name: "default", directory: defaultDirectory)
+    }
+
+    /// Where databases live when no folder is given: on Apple platforms a `DocStore` folder in the
+    /// user's Application Support (the caches folder on tvOS, whose other folders are read-only); on
+    /// Linux `$XDG_DATA_HOME/docstore`, else `~/.local/share/docstore`.
+    public static var defaultDirectory: URL {
+        #if os(tvOS)
+        let base = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+        return base.appendingPathComponent("DocStore", isDirectory: true)
+        #elseif canImport(Darwin)
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+        return base.appendingPathComponent("DocStore", isDirectory: true)
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return URL(fileURLWithPath: data, isDirectory: true).appendingPathComponent("docstore", isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser
+            .appendingPathComponent(".local/share/docstore", isDirectory: true)
+        #endif
+    }
+
     /// A configuration with defaults for everything but the name and folder.
     public init(name: String, directory: URL) {
         self.name = name

@@ -71,13 +71,40 @@ public struct Document: Sendable, Hashable {
 
     /// A document from Swift values (`String`, `Bool`, integers, `Double`, `Date`, `[Any]`,
     /// `[String: Any]`, `NSNull`, ``JSON``); other values are rejected.
-    /// - Throws: ``DocStoreError/Code/invalidDocument`` for a value with no JSON form.
+    ///
+    /// As in a dictionary literal, a string member `"id"` or `"_id"` is the document's id (unless
+    /// `id` is given) and not a body field, and a string `"_rev"` its revision.
+    /// - Throws: ``DocStoreError/Code/invalidDocument`` for a value with no JSON form,
+    ///   ``DocStoreError/Code/invalidRevision`` for a `"_rev"` that is not a revision id.
     public init(id: String? = nil, _ dictionary: [String: Any], dateFormat: DateFormat = .iso8601) throws {
         var body = JSONObject()
         for key in dictionary.keys.sorted() {
             body[key] = try JSON(any: dictionary[key]!, dateFormat: dateFormat)
         }
-        self.init(id: id, body: body)
+        let metadata = Document.takeLiteralMetadata(from: &body)
+        self.init(id: id ?? metadata.id, body: body)
+        if let text = metadata.revision {
+            guard let revision = RevisionID(text) else { throw DocStoreError(.invalidRevision, "_rev \(text) is not a revision id") }
+            self.revision = revision
+        }
+    }
+
+    /// Takes the metadata a literal or dictionary may name out of `body`: the id from a string
+    /// `"_id"` or `"id"`, the revision text from a string `"_rev"`. Other values stay in the body.
+    static func takeLiteralMetadata(from body: inout JSONObject) -> (id: String?, revision: String?) {
+        var id: String?
+        for key in ["_id", "id"] where id == nil {
+            if case .string(let text)? = body[key] {
+                id = text
+                body.removeValue(forKey: key)
+            }
+        }
+        var revision: String?
+        if case .string(let text)? = body["_rev"] {
+            revision = text
+            body.removeValue(forKey: "_rev")
+        }
+        return (id, revision)
     }
 
     /// A document whose body is the JSON encoding of `value`, members in sorted order (so the same
@@ -165,6 +192,30 @@ public struct Document: Sendable, Hashable {
     public var type: String? {
         get { body["type"]?.stringValue }
         set { body["type"] = newValue.map(JSON.string) }
+    }
+
+    /// The document's metadata in one value: what is not its body (see ``Metadata``).
+    public var metaData: Metadata {
+        Metadata(id: id, revision: revision, isDeleted: isDeleted, createDate: createDate,
+                 lastChange: lastChange, channels: channels, type: type)
+    }
+
+    /// Metadata of a document, read from it (``Document/metaData``).
+    public struct Metadata: Sendable, Hashable {
+        /// ``Document/id``.
+        public let id: String
+        /// ``Document/revision``: changes with every edit; `nil` until saved.
+        public let revision: RevisionID?
+        /// ``Document/isDeleted``.
+        public let isDeleted: Bool
+        /// ``Document/createDate``: when this database first stored it.
+        public let createDate: Date?
+        /// ``Document/lastChange``: when this database last stored a revision of it.
+        public let lastChange: Date?
+        /// ``Document/channels`` (the `channels` body field).
+        public let channels: [String]
+        /// ``Document/type`` (the `type` body field).
+        public let type: String?
     }
 
     /// The `channels` body field: the channels a document belongs to, for channel-limited replication
@@ -302,9 +353,23 @@ extension Document: Sequence {
 }
 
 extension Document: ExpressibleByDictionaryLiteral {
-    /// A new document (id generated when saved) with the given body fields.
+    /// A new document with the given body fields — but for the metadata it names: a string `"id"`
+    /// (or `"_id"`) is the document's id, a string `"_rev"` that is a revision id its revision; neither
+    /// stays in the body. Without an id, one is generated when saved.
+    ///
+    /// ```swift
+    /// let lamp: Document = ["id": "lamp", "price": 19.5]     // lamp.id == "lamp", body ["price": 19.5]
+    /// ```
+    ///
+    /// Only literals (and ``init(id:_:dateFormat:)``) read `"id"` so: a body that arrives as JSON, from
+    /// a `Codable` value or through ``body`` keeps an `"id"` member as data.
     public init(dictionaryLiteral elements: (String, JSON)...) {
-        self.init(body: JSONObject(elements))
+        var body = JSONObject(elements)
+        let metadata = Document.takeLiteralMetadata(from: &body)
+        self.init(id: metadata.id, body: body)
+        if let text = metadata.revision {
+            if let revision = RevisionID(text) { self.revision = revision } else { self.body["_rev"] = .string(text) }
+        }
     }
 }
 

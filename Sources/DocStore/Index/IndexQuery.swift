@@ -60,6 +60,18 @@ public struct IndexQuery: Sendable, Hashable {
 
     /// A query for every row.
     public init() {}
+
+    /// A query for the rows of these keys, in their order.
+    public init(keys: [JSON]) {
+        self.keys = keys
+    }
+
+    /// A query for the rows from `startKey` to `endKey`, both included; `nil` is the start or end of
+    /// the index.
+    public init(startKey: JSON?, endKey: JSON?) {
+        self.startKey = startKey
+        self.endKey = endKey
+    }
 }
 
 /// One row of a query result.
