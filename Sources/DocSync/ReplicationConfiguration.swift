@@ -55,9 +55,10 @@ public struct ReplicationConfiguration: Sendable {
     /// Start after this source sequence, not where the checkpoints say (CouchDB's `since_seq`); the
     /// checkpoints are a replication of their own then, as CouchDB keeps them.
     public var startSequence: JSON?
-    /// Take only documents in these channels (their `channels` field) from a remote source, as
-    /// Couchbase Lite: what a local database sends is not narrowed (use ``pushFilter``). Against DocServer and Sync Gateway this is the
-    /// `sync_gateway/bychannel` filter; against CouchDB a `_selector` on `channels`.
+    /// Replicate only documents in these channels (their `channels` field), in both directions; `nil`
+    /// or empty: every document the user may see. From a remote DocServer or Sync Gateway this is the
+    /// `sync_gateway/bychannel` filter, from CouchDB a `_selector` on `channels`; a local source
+    /// filters its own changes feed.
     public var limitToChannels: [String]?
     /// Replicate only these documents.
     public var documentIDs: [String]?
@@ -65,12 +66,16 @@ public struct ReplicationConfiguration: Sendable {
     public var selector: JSON?
     /// A server-side filter function (`design/name`) of the source, with its parameters.
     public var filterName: String?
-    /// Parameters of ``filterName``, also handed to ``pushFilter``.
-    public var filterParameters: [String: String] = [:]
+    /// Parameters of ``filterName``, also handed to ``pushFilter``. A filter function reads them as
+    /// `req.query`, where (as in any URL) every value is a string: a string goes as it is, any other
+    /// value as its JSON text (`5`, `true`, `["a","b"]`).
+    public var filterParameters: [String: JSON] = [:]
     /// Decides, for each document about to be pushed from a local source, whether it goes.
-    public var pushFilter: (@Sendable (Document, [String: String]) -> Bool)?
-    /// Runs on each document that a pull left in conflict; returns the revision to keep (the losers
-    /// are then deleted), or `nil` to leave the conflict.
+    public var pushFilter: (@Sendable (Document, [String: JSON]) -> Bool)?
+    /// Runs on each document that a replication left in conflict in a local database, with the
+    /// winning revision and the others. Return one of them unchanged to keep it, or a document with
+    /// a merged body (its revision names the leaf it builds on; none: the winner), which is saved
+    /// as a new revision; the other leaves are then deleted. Return `nil` to leave the conflict.
     public var conflictResolver: (@Sendable (_ winner: Document, _ conflicts: [Document]) -> Document?)?
     /// Authentication for remote endpoints (overrides credentials in the URL).
     public var authentication: ReplicationAuthentication?
@@ -131,8 +136,11 @@ public struct ReplicationConfiguration: Sendable {
         return configuration
     }
 
-    /// Pull a remote database into a local one once.
+    /// Pull a remote database into a local one once (the local database is the source, the
+    /// direction `.pull`, so the status and delegate report it receiving).
     public static func oneTimeServerToClient(with url: URL, database: Database) -> ReplicationConfiguration {
-        ReplicationConfiguration(source: .remote(url), target: .local(database))
+        var configuration = ReplicationConfiguration(source: .local(database), target: .remote(url))
+        configuration.direction = .pull
+        return configuration
     }
 }

@@ -104,7 +104,7 @@ struct ReplicationLoop {
         }
         try await source.prepare(create: false)
         try await target.prepare(create: configuration.createTarget)
-        let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
+        let filter = replicator.changesFilter()
         // As CouchDB: a replication by a JavaScript filter checkpoints under the filter's code, so that
         // changing the function starts it again from the beginning.
         var filterCode: String?
@@ -130,7 +130,7 @@ struct ReplicationLoop {
     }
 
     private mutating func readChanges(since: JSON, mode: ReplicationStateMachine.ChangesMode) async throws -> ReplicationStateMachine.Event {
-        let filter = replicator.changesFilter(sourceIsLocal: sourceIsLocal)
+        let filter = replicator.changesFilter()
         if mode == .feed {
             if feed == nil {
                 feed = try await source.openContinuousFeed(since: since, filter: filter, heartbeat: configuration.heartbeat)

@@ -43,6 +43,13 @@ public struct ReplicatorStatus: Sendable {
         self.activity = activity
     }
 
+    /// Whether a batch is being sent to the remote side right now (the push direction is in
+    /// ``transferring``).
+    public var isSending: Bool { transferring.contains(.push) }
+    /// Whether a batch is being received from the remote side right now (the pull direction is in
+    /// ``transferring``).
+    public var isReceiving: Bool { transferring.contains(.pull) }
+
     /// Revisions written to a target (``figures``' `documentsWritten`).
     public var documentsWritten: Int {
         get { figures.documentsWritten }
@@ -303,6 +310,7 @@ public final class Replicator: Sendable {
         let configuration = self.configuration
         var peers: [any ReplicationPeer] = []
         var failure: ReplicationError?
+        var stoppedByClose = false
         configuration.logger.debug("replication \(configuration.source.logDescription) → \(configuration.target.logDescription) starting",
                                    metadata: ["continuous": "\(configuration.continuous)"])
         do {
@@ -311,28 +319,53 @@ public final class Replicator: Sendable {
             peers.append(local)
             let remote = try await Replicator.peer(configuration.target, configuration, clock: clock)
             peers.append(remote)
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // Each direction's task answers true when it ends; a watcher of a local database answers
+            // false when that database closes, which stops the replication.
+            stoppedByClose = try await withThrowingTaskGroup(of: Bool.self) { group in
+                var directions = 0
                 if configuration.direction != .pull {
+                    directions += 1
                     group.addTask {
                         var push = ReplicationLoop(replicator: self, source: local, target: remote, flow: .push,
                                                         sourceIsLocal: configuration.source.isLocal, clock: clock)
                         try await push.run()
+                        return true
                     }
                 }
                 if configuration.direction != .push {
+                    directions += 1
                     group.addTask {
                         var pull = ReplicationLoop(replicator: self, source: remote, target: local, flow: .pull,
                                                         sourceIsLocal: configuration.target.isLocal, clock: clock)
                         try await pull.run()
+                        return true
                     }
                 }
-                try await group.waitForAll()
+                for case .local(let database) in [configuration.source, configuration.target] {
+                    group.addTask {
+                        await database.waitUntilClosed()
+                        return false
+                    }
+                }
+                while directions > 0, let ended = try await group.next() {
+                    guard ended else {
+                        group.cancelAll()
+                        return true
+                    }
+                    directions -= 1
+                }
+                group.cancelAll()
+                return false
             }
         } catch {
-            failure = Task.isCancelled ? nil : ReplicationError.wrap(error)
+            // A direction that failed because its local database was closed meanwhile was stopped.
+            var localClosed = false
+            for case .local(let database) in [configuration.source, configuration.target] where database.isClosed { localClosed = true }
+            stoppedByClose = localClosed
+            failure = Task.isCancelled || localClosed ? nil : ReplicationError.wrap(error)
         }
         peers.forEach { $0.close() }
-        finish(error: failure)
+        finish(error: failure, stopped: stoppedByClose)
         let final = status
         let summary = "\(final.changesProcessed) changes, \(final.documentsWritten) written, \(final.documentWriteFailures) refused"
         if let failure {
@@ -350,8 +383,8 @@ public final class Replicator: Sendable {
         }
     }
 
-    private func finish(error: ReplicationError?) {
-        let cancelled = Task.isCancelled
+    private func finish(error: ReplicationError?, stopped: Bool = false) {
+        let cancelled = Task.isCancelled || stopped
         let (statusSubscribers, documentSubscribers, final) = state.withLock { state in
             if let error {
                 state.status.activity = .error
@@ -454,18 +487,22 @@ public final class Replicator: Sendable {
     }
 
     /// How the source's changes are filtered in one direction, from the configuration. Channels
-    /// narrow only what a server sends (a direction whose source is remote); what a local database
-    /// sends has its own ``ReplicationConfiguration/pushFilter``.
-    func changesFilter(sourceIsLocal: Bool) -> SourceFilter {
+    /// narrow both directions; an empty list is no narrowing (everything the user may see).
+    func changesFilter() -> SourceFilter {
         var filter = SourceFilter()
         filter.documentIDs = configuration.documentIDs
-        filter.channels = sourceIsLocal ? nil : configuration.limitToChannels
+        if let channels = configuration.limitToChannels, !channels.isEmpty { filter.channels = channels }
         filter.selector = configuration.selector.flatMap { try? Selector($0) }
-        if let name = configuration.filterName { filter.named = (name, configuration.filterParameters) }
+        if let name = configuration.filterName {
+            filter.named = (name, configuration.filterParameters.mapValues(\.queryParameterText))
+        }
         return filter
     }
 
-    /// Lets the resolver pick a revision among a document's live leaves, then deletes the others.
+    /// Lets the resolver pick or merge, then leaves one live leaf: a returned leaf revision whose body
+    /// and attachments are unchanged is kept; anything else (a merged body, or a document without a
+    /// revision) is saved as a child of the leaf it names, else of the winner. The other leaves are
+    /// deleted.
     static func resolveConflicts(in database: Database, ids: Set<ExactString>,
                                  resolver: @Sendable (Document, [Document]) -> Document?) async throws {
         for id in ids.map(\.value) {
@@ -474,8 +511,22 @@ public final class Replicator: Sendable {
             for revision in winner.conflicts {
                 if let document = try await database.document(withID: id, revision: revision) { conflicts.append(document) }
             }
-            guard let chosen = resolver(winner, conflicts), let keep = chosen.revision else { continue }
-            for leaf in [winner] + conflicts where leaf.revision != keep {
+            let leaves = [winner] + conflicts
+            guard let chosen = resolver(winner, conflicts) else { continue }
+            let picked = leaves.first { $0.revision != nil && $0.revision == chosen.revision }
+            let base = picked?.revision ?? winner.revision!
+            var keep = base
+            if picked.map({ $0.body != chosen.body || $0.attachments != chosen.attachments }) ?? true {
+                // A merge: a new revision on top of the named leaf (or the winner) with the resolver's body.
+                var merged = Document(id: id, revision: keep, body: chosen.body)
+                merged.attachments = chosen.attachments
+                do {
+                    keep = try await database.put(merged).revision!
+                } catch let error as DocStoreError where error.code == .conflict {
+                    continue   // changed meanwhile: the next batch that touches it tries again
+                }
+            }
+            for leaf in leaves where leaf.revision != keep && leaf.revision != base {
                 _ = try? await database.delete(id: id, revision: leaf.revision!)
             }
         }
@@ -495,5 +546,13 @@ extension ReplicationEndpoint {
             components.password = nil
             return components.string ?? "remote"
         }
+    }
+}
+
+extension JSON {
+    /// The value as a URL query parameter: a string as it is, anything else as its JSON text.
+    var queryParameterText: String {
+        if case .string(let text) = self { return text }
+        return description
     }
 }

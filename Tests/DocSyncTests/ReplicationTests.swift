@@ -81,10 +81,16 @@ final class ReplicationTests: XCTestCase {
             Document(id: "red", body: ["channels": ["red"], "kind": "a"]), Document(id: "blue", body: ["channels": ["blue"], "kind": "b"]),
             Document(id: "both", body: ["channels": ["red", "blue"], "kind": "a"]), Document(id: "none", body: ["kind": "c"]),
         ])
-        // Channels narrow what is pulled, never what is pushed (Couchbase Lite's rule).
-        var pushWithChannels = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        // Channels narrow what a local source sends too.
+        let pushedRed = try await makeDatabase("pushed-red")
+        var pushWithChannels = ReplicationConfiguration(source: .local(local), target: .local(pushedRed))
         pushWithChannels.limitToChannels = ["red"]
         try await Replicator(configuration: pushWithChannels).run()
+        await XCTAssertEqualAsync(try await pushedRed.changes().changes.map(\.id).sorted(), ["both", "red"])
+        // No channel named (an empty list): everything.
+        var pushAll = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        pushAll.limitToChannels = []
+        try await Replicator(configuration: pushAll).run()
         await XCTAssertEqualAsync(try await remote.changes().changes.map(\.id).sorted(), ["blue", "both", "none", "red"])
 
         let pullTarget = try await makeDatabase("pulled")
@@ -108,7 +114,7 @@ final class ReplicationTests: XCTestCase {
         let pushFiltered = try await makeDatabase("pushfiltered")
         var byDelegate = ReplicationConfiguration(source: .local(local), target: .local(pushFiltered))
         byDelegate.filterParameters = ["kind": "b"]
-        byDelegate.pushFilter = { document, parameters in document.string(forKey: "kind") == parameters["kind"] }
+        byDelegate.pushFilter = { document, parameters in document["kind"] == parameters["kind"] }
         try await Replicator(configuration: byDelegate).run()
         await XCTAssertEqualAsync(try await pushFiltered.changes().changes.map(\.id), ["blue"])
 

@@ -327,7 +327,7 @@ final class ReplicationScheduler: Sendable {
         configuration.startSequence = request.sinceSequence
         configuration.selector = request.selector
         configuration.filterName = request.filter
-        configuration.filterParameters = request.queryParameters
+        configuration.filterParameters = request.queryParameters.mapValues(JSON.string)
         configuration.headers = request.headers
         if !request.continuous && job.document == nil {
             // Its client waits for the answer: an unreachable peer is tried twice, not for minutes.

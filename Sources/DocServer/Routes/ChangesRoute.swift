@@ -25,7 +25,8 @@ struct ChangesRequest: Sendable {
     var documentIDs: [String]?
     /// Only documents matching this selector (`filter=_selector`).
     var selector: Selector?
-    /// Only documents in one of these channels (`filter=sync_gateway/bychannel`).
+    /// Only documents in one of these channels (`filter=sync_gateway/bychannel`); `nil` when the
+    /// filter names none.
     var channels: [String]?
     /// Only design documents (`filter=_design`).
     var designOnly = false
@@ -116,8 +117,8 @@ struct ChangesRequest: Sendable {
             var names: [String] = []
             if case .array(let list)? = body["channels"] { names = list.compactMap(\.stringValue) }
             else if let text = parameter("channels") { names = text.split(separator: ",").map(String.init) }
-            guard !names.isEmpty else { throw CouchError.badRequest("filter=sync_gateway/bychannel needs channels") }
-            channels = names
+            // No channel named: every document the user may see (as an empty `limitToChannels`).
+            channels = names.isEmpty ? nil : names
         case let name? where filters[name] != nil:
             var parameters = request.query
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }

@@ -60,15 +60,11 @@ struct Replicate: AsyncParsableCommand {
         configuration.batchSize = max(1, batchSize)
         let wanted = channels.map { $0.split(separator: ",").map(String.init) }
         configuration.limitToChannels = wanted
-        if let wanted, case .local = configuration.source {
-            // Channels narrow only what a server sends; from a local folder the same rule is a push filter.
-            configuration.pushFilter = { document, _ in document.channels.contains(where: wanted.contains) }
-        }
         configuration.documentIDs = documentIDs.map { $0.split(separator: ",").map(String.init) }
         configuration.filterName = filter
         for parameter in parameters {
             guard let equals = parameter.firstIndex(of: "=") else { fail("bad_request: --param must be key=value") }
-            configuration.filterParameters[String(parameter[..<equals])] = String(parameter[parameter.index(after: equals)...])
+            configuration.filterParameters[String(parameter[..<equals])] = .string(String(parameter[parameter.index(after: equals)...]))
         }
         let replicator = Replicator(configuration: configuration)
         let terminal = isatty(STDOUT_FILENO) != 0

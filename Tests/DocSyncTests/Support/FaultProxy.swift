@@ -32,19 +32,26 @@ final class FaultProxy: Sendable {
     }
 
     let upstream: String
+    /// What the proxy answers for `GET /` instead of the upstream's welcome (e.g. CouchDB's), if set.
+    let welcome: JSON?
     private let rules: Mutex<[Rule]>
+    private let changesRequests = Mutex<[String]>([])
     private let counts = Mutex<[String: Int]>([:])
     private let stalls = Mutex(Stalls())
     private let session: URLSession
     private let server = LoopbackServer()
 
-    init(upstream: String, rules: [Rule]) {
+    init(upstream: String, rules: [Rule], welcome: JSON? = nil) {
         self.upstream = upstream
+        self.welcome = welcome
         self.rules = Mutex(rules)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         session = URLSession(configuration: configuration)
     }
+
+    /// Each `_changes` request seen: its query, a space, its body.
+    var changesRequestsSeen: [String] { changesRequests.withLock { $0 } }
 
     /// How many faults are still to be injected.
     var pendingFaults: Int { rules.withLock { $0.reduce(0) { $0 + $1.remaining } } }
@@ -107,6 +114,13 @@ final class FaultProxy: Sendable {
         let path = request.uri.path
         let endpoint = String(path.split(separator: "/").last ?? "")
         counts.withLock { $0[endpoint, default: 0] += 1 }
+        if endpoint == "_changes" {
+            changesRequests.withLock { $0.append((request.uri.query ?? "") + " " + String(decoding: body.readableBytesView, as: UTF8.self)) }
+        }
+        if path == "/", let welcome {
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: Array(welcome.description.utf8))))
+        }
         let fault = takeFault(for: path)
         if case .status(let code)? = fault {
             let json = Array(#"{"error":"injected","reason":"fault injected by the test proxy"}"#.utf8)

@@ -20,13 +20,14 @@ extension XCTestCase {
     /// A server with database `remote`; returns the server, the database URL with admin credentials and
     /// the server's own handle on that database.
     func makeServer(filters: [String: ChangesFilterFunction] = [:],
+                    indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
                     logger: Logger = Logger(label: "test.server")) async throws -> (DocServer, URL, Database) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-server-\(UUID().uuidString)")
         var configuration = ServerConfiguration(dataDirectory: folder)
         configuration.port = 0
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
-        let server = try await DocServer(configuration: configuration, filters: filters, logger: logger)
+        let server = try await DocServer(configuration: configuration, indexes: indexes, filters: filters, logger: logger)
         let port = try await server.start()
         let database = try await server.registry.open("remote")
         addTeardownBlock {
