@@ -679,20 +679,15 @@ final class DatabaseRegistry: Sendable {
         })
     }
 
-    /// Every database's name, those in folders (`a/b`) included, sorted.
+    /// Every database's name, those in folders (`a/b`) included, sorted: the DocStore databases of
+    /// the data folder whose names CouchDB allows (`.docstore-system` and other hidden folders hold
+    /// none).
     func names() throws -> [String] {
-        guard let files = FileManager.default.enumerator(atPath: directory.path) else {
-            throw CouchError(DocStoreError(.io, "Cannot list the data folder \(directory.path)"))
+        do {
+            return try Database.allDatabaseNames(in: directory).filter { (try? DatabaseRegistry.validate($0)) != nil }
+        } catch let error as DocStoreError {
+            throw CouchError(error)
         }
-        var names: [String] = []
-        while let path = files.nextObject() as? String {
-            // `.docstore-system` and other hidden folders hold no CouchDB database.
-            if path.hasPrefix(".") || path.contains("/.") { files.skipDescendants(); continue }
-            guard path.hasSuffix(".sqlite") else { continue }
-            let name = String(path.dropLast(7))
-            if (try? DatabaseRegistry.validate(name)) != nil { names.append(name) }
-        }
-        return names.sorted()
     }
 
     func closeAll() async {

@@ -34,7 +34,7 @@ let getID = IndexDefinition(name: "views/get_id", version: "1", reduce: .custom(
 
 /// A document with its drafts applied in date order. The result keeps the document and the drafts,
 /// so that reducing results again (rereduce) gives the same answer.
-@Sendable func applyDrafts(_ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON {
+@Sendable func applyDrafts(_ keys: [JSON], _ values: [JSON], _ rereduce: Bool) throws -> JSON {
     var document = JSON.null
     var drafts: [JSON] = []
     for value in values {

@@ -42,8 +42,12 @@ final class SeedExamplesTests: XCTestCase {
         await database?.close()
         XCTAssertNil(Database.openedWith(config))
 
+        _ = try await Database.open(with: DatabaseConfiguration(name: "team/notes", directory: config.directory), create: true)
+        XCTAssertEqual(try Database.allDatabaseNames(in: config.directory), ["pm", "team/notes"])
         try await Database.delete(config)
         XCTAssertFalse(FileManager.default.fileExists(atPath: config.fileURL.path))
+        XCTAssertEqual(try Database.allDatabaseNames(in: config.directory), ["team/notes"])
+        await Database.openedWith(DatabaseConfiguration(name: "team/notes", directory: config.directory))?.close()
         let gone = try await Database.open(with: config)
         XCTAssertNil(gone)
     }

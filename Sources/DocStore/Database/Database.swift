@@ -186,6 +186,23 @@ public final class Database: Sendable {
         await notifier.waitUntilFinished()
     }
 
+    /// The names of the databases in `directory`, those in subfolders (`team/notes`) included, sorted;
+    /// hidden files and folders are skipped.
+    /// - Throws: ``DocStoreError/Code/io`` if the folder cannot be listed.
+    public static func allDatabaseNames(in directory: URL) throws -> [String] {
+        guard let files = FileManager.default.enumerator(atPath: directory.path) else {
+            throw DocStoreError(.io, "Cannot list the folder \(directory.path)")
+        }
+        var names: [String] = []
+        while let path = files.nextObject() as? String {
+            if path.hasPrefix(".") || path.contains("/.") { files.skipDescendants(); continue }
+            guard path.hasSuffix(".sqlite") else { continue }
+            let name = String(path.dropLast(".sqlite".count))
+            if (try? DatabaseConfiguration.validate(name: name)) != nil { names.append(name) }
+        }
+        return names.sorted()
+    }
+
     /// Closes every open database (for example before the process exits).
     public static func closeAll() async {
         let all = registry.withLock { Array($0.values) }

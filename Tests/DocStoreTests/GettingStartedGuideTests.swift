@@ -1,0 +1,114 @@
+import DocStore
+import Foundation
+import Synchronization
+import TestSupport
+import XCTest
+
+/// Docs/GettingStarted.md, every Swift block in order, with what the blocks print checked.
+final class GettingStartedGuideTests: XCTestCase {
+    private final class Recorder: DatabaseChangeDelegate {
+        let ids = Mutex<[String]>([])
+        func database(_ database: Database, didChange changes: [DocumentChange]) {
+            ids.withLock { $0 += changes.map(\.id) }
+        }
+    }
+
+    func testGuide() async throws {
+        let folder = try makeTemporaryDirectory(self)
+        let printed = Mutex<[String]>([])
+        @Sendable func print(_ items: Any...) { printed.withLock { $0.append(items.map { "\($0)" }.joined(separator: " ")) } }
+        let jpegURL = folder.appendingPathComponent("photo.jpg")
+        try Data([0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 0xFF, 0xD9]).write(to: jpegURL)
+        let myDelegate = Recorder()
+
+        var config = DatabaseConfiguration(name: "inventory", directory: folder)
+        config.revsLimit = 100                     // history kept per branch (default 1000, as CouchDB)
+        let db = try await Database.open(config)   // <folder>/inventory.sqlite, created if missing
+
+        XCTAssertTrue(Database.openedWith(config) === db)
+        addTeardownBlock { await db.close() }
+
+        var item: Document = ["id": "lamp", "name": "Lamp", "price": 19.5, "tags": ["light"]]
+        item.type = "product"                      // stored as the body field "type"
+        item = try await db.save(item)             // created: revision "1-…"
+
+        item["price"] = 17.0
+        item = try await db.save(item)             // revision "2-…"
+        print(item.id, item.revision!.generation, item["price"]!)   // lamp 2 17.0
+
+        // Another database gets `lamp` at revision 2, to branch from there later as a peer would.
+        let other = try await makeDatabase(self, name: "other")
+        _ = try await other.insertRevisions([try await db.document(withID: "lamp", includeRevisionHistory: true)!])
+
+        var staleCopy = try await db.fetchDocument("lamp")!
+        _ = try await db.save(["id": "lamp", "name": "Lamp", "price": 15.0])   // someone else saves meanwhile
+        staleCopy["price"] = 16.0
+        do {
+            try await db.save(staleCopy)
+        } catch let error as DocStoreError where error.code == .conflict {
+            var current = try await db.document(withID: staleCopy.id)!
+            current["price"] = staleCopy["price"]  // merge your change into `current` and save that
+            try await db.save(current)
+        }
+
+        let lamp = try await db.fetchDocument("lamp")!
+        XCTAssertEqual(lamp["price"], 16.0)
+        XCTAssertEqual(lamp.revision?.generation, 4, "the stale save failed; the merge is the fourth revision")
+        XCTAssertNil(lamp["type"], "the unconditional save replaced the whole body")
+
+        struct Product: Codable { var name: String; var price: Double }
+        let saved = try await db.save(try Document(id: "desk", from: Product(name: "Desk", price: 120)))
+        let product = try saved.decode(as: Product.self)
+        print(product.name, saved.metaData.revision!.generation)   // Desk 1
+
+        let results = try await db.save([["id": "chair"], ["id": "_bad"], ["id": "shelf", "price": 40]])   // one transaction
+        for result in results where !result.isSuccess {
+            print(result.id, result.error!.couchDBError, result.error!.reason)   // _bad illegal_docid …
+        }
+
+        XCTAssertEqual(results.map(\.isSuccess), [true, false, true])
+        var branch = try await other.fetchDocument("lamp")!
+        branch["price"] = 99.0
+        branch = try await other.save(branch)
+        branch = try await other.save(branch)
+        let pulledDocuments = [try await other.document(withID: "lamp", includeRevisionHistory: true)!]
+
+        let inserted = try await db.insertRevisions(pulledDocuments)  // each with revision + revisionHistory
+        let doc = try await db.document(withID: "lamp", includeConflicts: true)!
+        for loser in doc.conflicts {
+            try await db.delete(id: doc.id, revision: loser)          // resolve by deleting the losers
+        }
+
+        XCTAssertTrue(inserted.allSatisfy(\.isSuccess))
+        XCTAssertEqual(doc.conflicts.count, 1, "the pulled branch conflicted with the local one")
+        await XCTAssertEqualAsync(try await db.document(withID: "lamp", includeConflicts: true)?.conflicts, [])
+
+        var photo = Document(id: "photo-1")
+        photo.attachments["full.jpg"] = try Attachment(contentsOf: jpegURL, contentType: "image/jpeg")
+        photo = try await db.save(photo)
+        let bytes = try await db.attachmentData(photo.attachments["full.jpg"]!)
+
+        XCTAssertEqual(bytes, try Data(contentsOf: jpegURL))
+
+        let page = try await db.changes(since: 0, limit: 100)       // each changed doc once, in sequence order
+        for change in page.changes { print(change.sequence, change.id, change.revision, change.isDeleted) }
+        let next = page.lastSequence                                 // pass as `since` to continue
+
+        let listener = Task {                                        // one batch per committed write
+            for await batch in db.changeBatches() { batch.forEach { print($0.id, $0.source) } }   // .local or .replication
+        }
+        db.changeDelegate = myDelegate                               // or a delegate (held weakly)
+
+        XCTAssertEqual(page.changes.map(\.id), ["desk", "chair", "shelf", "lamp", "photo-1"])
+        _ = try await db.save(["id": "after", "n": 1])
+        try await eventually { myDelegate.ids.withLock { $0 == ["after"] } }
+        try await eventually { printed.withLock { $0.last == "after local" } }
+        await XCTAssertEqualAsync(try await db.changes(since: next).changes.map(\.id), ["after"])
+        listener.cancel()
+
+        let lines = printed.withLock { $0 }
+        XCTAssertEqual(Array(lines.prefix(3)), ["lamp 2 17.0", "Desk 1", "_bad illegal_docid Only reserved document ids may start with underscore."])
+        XCTAssertEqual(lines.count, 3 + 5 + 1)
+        try assertGuideBlocksAreIn(guide: "GettingStarted.md", minimumBlocks: 8)
+    }
+}
