@@ -344,6 +344,29 @@ def main():
             replicate_cli(os.path.join(local, "copy"), couch.url(PREFIX + "roundtrip")),
             compare(snapshot(couch, source), snapshot(couch, PREFIX + "roundtrip")))[2])
 
+        def channels_from_couchdb():
+            # DocSync narrows a pull from CouchDB by channels with a _selector on `channels` (CouchDB has no
+            # bychannel filter); no channel named is everything.
+            origin = PREFIX + "chan_src"
+            couch.recreate(origin)
+            couch.json("POST", "/%s/_bulk_docs" % origin, {"docs": [
+                {"_id": "red", "channels": ["red"]}, {"_id": "blue", "channels": ["blue"]},
+                {"_id": "both", "channels": ["red", "blue"]}, {"_id": "none"}]})
+            problems = []
+            for channels, wanted in (("red", ["both", "red"]), ("", ["blue", "both", "none", "red"])):
+                target = os.path.join(local, "channels-" + (channels or "all"))
+                done = subprocess.run([binary, "replicate", couch.url(origin), target, "--channels", channels],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+                if done.returncode != 0:
+                    problems.append("docstore replicate --channels %r: %s" % (channels, done.stdout[-300:]))
+                    continue
+                listed = subprocess.run([binary, "all", "--db", target], stdout=subprocess.PIPE, text=True, timeout=60)
+                ids = sorted(row["id"] for row in json.loads(listed.stdout)["rows"])
+                if ids != wanted:
+                    problems.append("--channels %r pulled %s, not %s" % (channels, ids, wanted))
+            return problems
+        run("docstore replicate CouchDB -> local limited to channels (a _selector on CouchDB)", channels_from_couchdb)
+
         def mango_indexes():
             # An index made on CouchDB arrives in docstore serve and is listed as CouchDB lists it; one made
             # on docstore serve arrives in CouchDB, which lists it and answers a sorted _find through it.

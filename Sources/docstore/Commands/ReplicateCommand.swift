@@ -24,7 +24,7 @@ struct Replicate: AsyncParsableCommand {
     @Flag(help: "Keep replicating new changes until interrupted.")
     var continuous = false
 
-    @Option(help: "Only documents in these comma-separated channels.")
+    @Option(help: "Only documents in these comma-separated channels (none named: every document the user may read).")
     var channels: String?
 
     @Option(name: .customLong("doc-ids"), help: "Only these comma-separated document ids.")
