@@ -61,7 +61,7 @@ public final class DocServer: Sendable {
         let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit) : nil
         self.javaScript = engine
         let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, javaScript: engine,
-                                        metrics: metrics, logger: logger)
+                                        metrics: metrics, logger: logger, lockTimeout: configuration.lockTimeout)
         self.registry = registry
         let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host)
         self.scheduler = scheduler
@@ -528,6 +528,8 @@ final class DatabaseRegistry: Sendable {
     let serverUUID: String
     let metrics: ServerMetrics
     let logger: Logger
+    /// How long a write waits for another connection's write lock (``ServerConfiguration/lockTimeout``).
+    let lockTimeout: Duration
     private let opened = Mutex<[String: Database]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Mutex<[String: SecurityObject]>([:])
@@ -539,8 +541,9 @@ final class DatabaseRegistry: Sendable {
     private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], javaScript: JavaScriptEngine?,
-         metrics: ServerMetrics, logger: Logger) {
+         metrics: ServerMetrics, logger: Logger, lockTimeout: Duration = .seconds(10)) {
         self.directory = directory
+        self.lockTimeout = lockTimeout
         self.indexes = indexes
         self.javaScript = javaScript
         self.metrics = metrics
@@ -615,6 +618,7 @@ final class DatabaseRegistry: Sendable {
         let existed = exists(name)
         var configuration = DatabaseRegistry.configuration(name: name, directory: directory, indexes: indexes(name))
         configuration.logger = logger
+        configuration.lockTimeout = lockTimeout
         let database = try await Database.open(configuration)
         let creates = isReplicator && !existed
         // As CouchDB creates it: for admins only.

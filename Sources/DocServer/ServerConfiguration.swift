@@ -36,6 +36,10 @@ public struct ServerConfiguration: Sendable {
     /// `os_process_timeout`, 5 s).
     public var javaScriptTimeLimit: Duration = .seconds(5)
 
+    /// How long a write waits for the write lock of a database file that another connection (another
+    /// process, such as a `docstore` command) holds before it fails with a 503 (`service_unavailable`,
+    /// naming the lock). Default 10 s.
+    public var lockTimeout: Duration = .seconds(10)
     /// A configuration serving the databases in `dataDirectory`.
     /// Cross-origin requests from browsers (CouchDB's `[cors]`); `nil`, the default, answers none.
     public var cors: CORSConfiguration?

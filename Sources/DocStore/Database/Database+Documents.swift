@@ -153,7 +153,7 @@ extension Database {
     public func document(withID id: String, revision: RevisionID? = nil, includeConflicts: Bool = false,
                          includeRevisionHistory: Bool = false) async throws -> Document? {
         if revision == nil && !includeConflicts && !includeRevisionHistory {
-            return try readPoint { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
+            return try await readPoint { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
         }
         return try await read(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)

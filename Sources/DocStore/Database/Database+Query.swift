@@ -86,7 +86,8 @@ extension Database {
             state = try await indexWriter.update(indexName, documents: readers)
         }
         let current = state
-        let result = try readIndex { try body(current, $0) }
+        // On a reader thread, off the cooperative pool (DESIGN.md §6).
+        let result = try await withTaskExecutorPreference(ReaderThreads.shared) { try readIndex { try body(current, $0) } }
         if stale == .updateAfter {
             let writer = indexWriter, readers = readers
             Task { _ = try? await writer.update(indexName, documents: readers) }

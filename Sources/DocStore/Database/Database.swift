@@ -57,8 +57,15 @@ public final class Database: Sendable {
         weak var value: (any DatabaseChangeDelegate)?
     }
 
-    /// Open databases by file path: opening the same file again returns the same object.
-    private static let registry = Mutex<[String: Database]>([:])
+    /// Open databases by file path: opening the same file again returns the same object. An open in
+    /// progress (creating or migrating the file) is listed too, so that a second open of the same file
+    /// awaits it rather than the lock being held through the migration.
+    private static let registry = Mutex(Registry())
+
+    private struct Registry {
+        var open: [String: Database] = [:]
+        var opening: [String: (task: Task<Database, any Error>, configuration: DatabaseConfiguration)] = [:]
+    }
 
     private init(configuration: DatabaseConfiguration) throws {
         self.configuration = configuration
@@ -103,7 +110,7 @@ public final class Database: Sendable {
     ///   ``DocStoreError/Code/incompatibleVersion`` if a newer DocStore wrote it,
     ///   ``DocStoreError/Code/io`` if the folder or file cannot be created.
     public static func open(_ configuration: DatabaseConfiguration) async throws -> Database {
-        try open(configuration, create: true)!
+        try await open(configuration, create: true)!
     }
 
     /// Opens the database described by `configuration` if it exists, creating it only when `create`
@@ -113,38 +120,64 @@ public final class Database: Sendable {
     /// guard let db = try await Database.open(with: .default) else { return }   // never creates
     /// ```
     public static func open(with configuration: DatabaseConfiguration = .default, create: Bool = false) async throws -> Database? {
-        try open(configuration, create: create)
+        try await open(configuration, create: create)
     }
 
-    private static func open(_ configuration: DatabaseConfiguration, create: Bool) throws -> Database? {
+    private static func open(_ configuration: DatabaseConfiguration, create: Bool) async throws -> Database? {
         try DatabaseConfiguration.validate(name: configuration.name)
         precondition(configuration.revsLimit >= 1, "revsLimit must be at least 1")
         let key = registryKey(configuration.fileURL)
-        return try registry.withLock { open in
-            if let existing = open[key] {
-                if let difference = existing.configuration.firstDifference(from: configuration) {
-                    throw DocStoreError(.configurationMismatch,
-                                        "\(configuration.name) is already open with \(difference); close it before opening it otherwise")
+        func mismatch(_ existing: DatabaseConfiguration) -> DocStoreError? {
+            existing.firstDifference(from: configuration).map {
+                DocStoreError(.configurationMismatch, "\(configuration.name) is already open with \($0); close it before opening it otherwise")
+            }
+        }
+        enum Found { case open(Database), opening(Task<Database, any Error>), absent }
+        let found = try registry.withLock { state -> Found in
+            if let existing = state.open[key] {
+                if let error = mismatch(existing.configuration) { throw error }
+                return .open(existing)
+            }
+            if let opening = state.opening[key] {
+                if let error = mismatch(opening.configuration) { throw error }
+                return .opening(opening.task)
+            }
+            if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return .absent }
+            // Creating or migrating the file is blocking I/O: it runs on a reader thread, and the
+            // registry is not locked meanwhile.
+            let task = Task(executorPreference: ReaderThreads.shared) { () throws -> Database in
+                do {
+                    do {
+                        try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
+                    } catch {
+                        throw DocStoreError(.io, "Cannot create folder \(configuration.folderURL.path)", cause: error)
+                    }
+                    let database = try Database(configuration: configuration)
+                    registry.withLock { registry in
+                        registry.opening[key] = nil
+                        registry.open[key] = database
+                    }
+                    configuration.logger.debug("opened \(configuration.fileURL.path)")
+                    return database
+                } catch {
+                    registry.withLock { _ = $0.opening.removeValue(forKey: key) }
+                    throw error
                 }
-                return existing
             }
-            if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return nil }
-            do {
-                try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
-            } catch {
-                throw DocStoreError(.io, "Cannot create folder \(configuration.folderURL.path)", cause: error)
-            }
-            let database = try Database(configuration: configuration)
-            open[key] = database
-            configuration.logger.debug("opened \(configuration.fileURL.path)")
-            return database
+            state.opening[key] = (task, configuration)
+            return .opening(task)
+        }
+        switch found {
+        case .open(let database): return database
+        case .opening(let task): return try await task.value
+        case .absent: return nil
         }
     }
 
     /// The database of `configuration`'s name and folder if it is open in this process, else `nil`
     /// (it never opens one).
     public static func openedWith(_ configuration: DatabaseConfiguration) -> Database? {
-        registry.withLock { $0[registryKey(configuration.fileURL)] }
+        registry.withLock { $0.open[registryKey(configuration.fileURL)] }
     }
 
     /// Opens the database `name` in `directory` with default settings.
@@ -167,8 +200,8 @@ public final class Database: Sendable {
         }
         guard first else { return }
         let key = Database.registryKey(fileURL)
-        Database.registry.withLock { open in
-            if open[key] === self { open[key] = nil }
+        Database.registry.withLock { registry in
+            if registry.open[key] === self { registry.open[key] = nil }
         }
         // Readers first: the writer's close, as the last connection, checkpoints and removes the WAL.
         readers.close()
@@ -205,7 +238,7 @@ public final class Database: Sendable {
 
     /// Closes every open database (for example before the process exits).
     public static func closeAll() async {
-        let all = registry.withLock { Array($0.values) }
+        let all = registry.withLock { Array($0.open.values) }
         for database in all { await database.close() }
     }
 
@@ -220,15 +253,21 @@ public final class Database: Sendable {
     public static func delete(name: String, directory: URL) async throws {
         try DatabaseConfiguration.validate(name: name)
         let url = DatabaseConfiguration(name: name, directory: directory).fileURL
-        let open = registry.withLock { $0[registryKey(url)] }
+        let key = registryKey(url)
+        let opening = registry.withLock { $0.opening[key]?.task }
+        _ = try? await opening?.value
+        let open = registry.withLock { $0.open[key] }
         await open?.close()
-        for suffix in ["", "-wal", "-shm", "-journal", "-idx", "-idx-wal", "-idx-shm", "-idx-journal"] {
-            let file = URL(fileURLWithPath: url.path + suffix)
-            guard FileManager.default.fileExists(atPath: file.path) else { continue }
-            do {
-                try FileManager.default.removeItem(at: file)
-            } catch {
-                throw DocStoreError(.io, "Cannot delete \(file.path)", cause: error)
+        // File I/O: on a reader thread, off the cooperative pool.
+        try await withTaskExecutorPreference(ReaderThreads.shared) {
+            for suffix in ["", "-wal", "-shm", "-journal", "-idx", "-idx-wal", "-idx-shm", "-idx-journal"] {
+                let file = URL(fileURLWithPath: url.path + suffix)
+                guard FileManager.default.fileExists(atPath: file.path) else { continue }
+                do {
+                    try FileManager.default.removeItem(at: file)
+                } catch {
+                    throw DocStoreError(.io, "Cannot delete \(file.path)", cause: error)
+                }
             }
         }
     }
@@ -249,22 +288,19 @@ public final class Database: Sendable {
         try ensureOpen()
         try Task.checkCancellation()
         let running = InterruptibleRead()
+        func interruptibly(_ connection: SQLiteConnection) throws -> T {
+            running.begin(connection)
+            defer { running.end() }
+            return try body(connection)
+        }
         do {
-            return try await withTaskCancellationHandler {
-                if consistent {
-                    return try readers.readConsistently { connection in
-                        running.begin(connection)
-                        defer { running.end() }
-                        return try body(connection)
-                    }
+            // The body runs on a reader thread, off the cooperative pool (DESIGN.md §6).
+            return try await withTaskExecutorPreference(ReaderThreads.shared) {
+                try await withTaskCancellationHandler {
+                    consistent ? try readers.readConsistently(interruptibly) : try readers.read(interruptibly)
+                } onCancel: {
+                    running.cancel()
                 }
-                return try readers.read { connection in
-                    running.begin(connection)
-                    defer { running.end() }
-                    return try body(connection)
-                }
-            } onCancel: {
-                running.cancel()
             }
         } catch let error as SQLiteError where error.isInterrupt {
             throw CancellationError()
@@ -274,11 +310,12 @@ public final class Database: Sendable {
     }
 
     /// A short read for a caller that cannot wait asynchronously: one statement on a pooled
-    /// connection, not interruptible. Maps storage errors.
+    /// connection, not interruptible, that never waits for a lock (as ``readPoint(_:)``; where SQLite
+    /// would make it wait, it fails with ``DocStoreError/Code/databaseLocked``). Maps storage errors.
     func readNow<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         do {
-            return try readers.read(body)
+            return try readers.read(waitingForLocks: false, body)
         } catch {
             throw Database.storageError(error)
         }
@@ -287,11 +324,19 @@ public final class Database: Sendable {
     /// Runs a single-statement read on the writer's connection when no write holds it (its page
     /// cache survives commits, see ``DatabaseWriter/readIfIdle(_:)``), else on a pooled connection —
     /// never waiting for a write. Maps storage errors.
-    func readPoint<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    ///
+    /// It runs inline, on the calling task: a lookup by key is cheaper than the hop to a reader thread.
+    /// It never waits for a lock (its connection's busy timeout is off meanwhile): a WAL read takes
+    /// none that a writer holds; in the rare states where SQLite makes a reader wait (another
+    /// connection recovering the WAL after a crash, or one in exclusive locking mode), the read is
+    /// done again on a reader thread, which may wait.
+    func readPoint<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
         try ensureOpen()
         do {
             if let result = try writer.readIfIdle(body) { return result }
-            return try readers.read(body)
+            return try readers.read(waitingForLocks: false, body)
+        } catch let error as SQLiteError where error.isBusy {
+            return try await read(body)
         } catch {
             throw Database.storageError(error)
         }
@@ -301,6 +346,8 @@ public final class Database: Sendable {
     static func storageError(_ error: any Error) -> DocStoreError {
         switch error {
         case let error as DocStoreError: return error
+        case let error as SQLiteError where error.isBusy:
+            return DocStoreError(.databaseLocked, "The database file is locked by another connection: \(error.message)", cause: error)
         case let error as SQLiteError: return DocStoreError(.storage, error.message, cause: error)
         default: return DocStoreError(.io, "\(error)", cause: error)
         }

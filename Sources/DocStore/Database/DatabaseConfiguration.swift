@@ -44,6 +44,10 @@ public struct DatabaseConfiguration: Sendable {
     /// Default `true`. The merge is deterministic, so databases that merge the same conflict write the
     /// same revisions and converge.
     public var mergesPropertyHistory: Bool
+    /// How long a write waits for the file's write lock while another connection (another process)
+    /// holds it, before failing with ``DocStoreError/Code/databaseLocked``. Default 10 s. The wait
+    /// happens on the writer's own queue, never on the cooperative pool.
+    public var lockTimeout: Duration
     /// Where the database logs (swift-log): opening, closing and creating the file at `debug`, a schema
     /// migration at `info`. Messages below the handler's level cost nothing but the level check.
     public var logger: Logger
@@ -94,6 +98,7 @@ public struct DatabaseConfiguration: Sendable {
         self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
         self.mergesPropertyHistory = true
+        self.lockTimeout = .seconds(10)
         self.logger = Logger(label: "docstore")
     }
 

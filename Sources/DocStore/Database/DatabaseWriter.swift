@@ -20,6 +20,10 @@ enum WritePolicy: Sendable {
 /// ``RevisionWriter``. Being an actor, it serialises writes; callers suspend (never block) while
 /// another write runs.
 actor DatabaseWriter {
+    /// The writer runs on a serial queue of its own, never on the cooperative pool: its SQLite calls
+    /// may wait up to the busy timeout for another process's write lock (DESIGN.md §6).
+    nonisolated let executor = SerialQueueExecutor(label: "docstore.writer")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
     /// How many generations each branch keeps: the limit set on the database, else the configuration's.
@@ -39,6 +43,8 @@ actor DatabaseWriter {
 
     init(configuration: DatabaseConfiguration, notifier: ChangeNotifier) throws {
         let connection = try SQLiteConnection(path: configuration.fileURL.path)
+        let timeout = configuration.lockTimeout.components
+        connection.busyTimeoutMilliseconds = Int32(clamping: timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000)
         do {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
@@ -95,7 +101,7 @@ actor DatabaseWriter {
         defer { access.unlock() }
         guard !connection.isClosed else { return nil }
         defer { connection.resetActiveStatements() }
-        return try body(connection)
+        return try connection.withoutWaitingForLocks { try body(connection) }
     }
 
     private func ensureOpen() throws {
@@ -125,6 +131,10 @@ actor DatabaseWriter {
             access.lock()
             defer { access.unlock() }
             return try connection.transaction(immediate: true) { try body(connection) }
+        } catch let error as SQLiteError where error.isBusy {
+            lastSequence = startSequence
+            throw DocStoreError(.databaseLocked, "Another connection held the write lock of \(connection.path) for more than "
+                                + "\(Double(connection.busyTimeoutMilliseconds) / 1000) s; nothing was written", cause: error)
         } catch {
             lastSequence = startSequence
             throw Database.storageError(error)

@@ -60,6 +60,10 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The file was written by a newer version of DocStore.
         public static let incompatibleVersion = Code("incompatibleVersion", couchDB: "bad_request", status: 400)
         /// SQLite reported an error; ``DocStoreError/cause`` holds it.
+        /// Another connection (often another process) held the database file's write lock longer than
+        /// the busy timeout (10 s), or a read met a lock it does not wait for; nothing was written.
+        /// Worth retrying.
+        public static let databaseLocked = Code("databaseLocked", couchDB: "service_unavailable", status: 503)
         public static let storage = Code("storage", couchDB: "internal_server_error", status: 500)
         /// A file could not be read or written.
         public static let io = Code("io", couchDB: "internal_server_error", status: 500)

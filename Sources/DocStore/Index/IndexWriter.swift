@@ -7,6 +7,10 @@ import Foundation
 /// writers never wait for indexing. Updates are incremental: only documents changed since the index's
 /// last sequence are mapped again; deleted and purged documents lose their rows.
 actor IndexWriter {
+    /// Indexing (SQLite writes, and the map functions it runs: Swift closures or JavaScript) runs on a
+    /// serial queue of its own, never on the cooperative pool (DESIGN.md §6).
+    nonisolated let executor = SerialQueueExecutor(label: "docstore.index-writer")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let connection: SQLiteConnection
     private var states: [String: IndexState] = [:]
     private var isClosed = false

@@ -4,9 +4,9 @@ import Synchronization
 /// Reader connections for one database file, opened on demand.
 ///
 /// In WAL mode readers never wait for the writer. A read borrows an idle connection (opening one if
-/// none is idle), runs its statements synchronously on the calling task and returns the connection.
-/// Reads are CPU-bound microseconds on pages that are usually cached, so they run inline rather than
-/// hopping to a dedicated thread (a hop costs more than a point read; see Docs/Architecture.md). At most
+/// none is idle), runs its statements synchronously on the calling thread — a reader thread
+/// (``ReaderThreads``), or for a point read that does not wait for locks the calling task — and
+/// returns the connection. At most
 /// ``maximumIdle`` connections are kept; a burst beyond that opens short-lived extra ones instead of
 /// blocking.
 final class ReaderPool: Sendable {
@@ -71,14 +71,15 @@ final class ReaderPool: Sendable {
         if !keep { connection.close() }
     }
 
-    /// Runs `body` with a borrowed connection.
-    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    /// Runs `body` with a borrowed connection; without `waitingForLocks`, a statement that meets a
+    /// lock fails with `SQLITE_BUSY` at once instead of waiting up to the busy timeout.
+    func read<T>(waitingForLocks: Bool = true, _ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try checkOut()
         defer {
             connection.resetActiveStatements()
             checkIn(connection)
         }
-        return try body(connection)
+        return waitingForLocks ? try body(connection) : try connection.withoutWaitingForLocks { try body(connection) }
     }
 
     /// Runs `body` in a deferred read transaction, so that all its statements see one snapshot.

@@ -16,6 +16,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     /// Whether the statement was stopped by ``SQLiteConnection/interrupt()``.
     var isInterrupt: Bool { primaryCode == SQLITE_INTERRUPT }
+    /// Whether a lock held by another connection stopped the statement (`SQLITE_BUSY`).
+    var isBusy: Bool { primaryCode == SQLITE_BUSY }
 
     public var description: String {
         let base = "SQLite error \(code): \(message)"
@@ -41,6 +43,22 @@ final class SQLiteConnection: @unchecked Sendable {
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
     private(set) var isClosed = false
+
+    /// How long a statement waits for a lock another connection holds before failing with
+    /// `SQLITE_BUSY`: 10 s unless set (the writer's is ``DatabaseConfiguration/lockTimeout``).
+    /// Connections wait only on the writers' queues and the reader threads, never on the cooperative
+    /// pool (DESIGN.md §6); point reads turn the wait off (``withoutWaitingForLocks(_:)``).
+    var busyTimeoutMilliseconds: Int32 = 10_000 {
+        didSet { sqlite3_busy_timeout(handle, busyTimeoutMilliseconds) }
+    }
+
+    /// Runs `body` with the busy timeout off: a statement that meets a lock fails at once with
+    /// `SQLITE_BUSY` instead of waiting.
+    func withoutWaitingForLocks<T>(_ body: () throws -> T) rethrows -> T {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, busyTimeoutMilliseconds) }
+        return try body()
+    }
 
     /// Process-wide SQLite settings, applied once before the first connection opens.
     private static let configureSQLite: Void = {

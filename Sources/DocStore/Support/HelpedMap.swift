@@ -6,12 +6,12 @@ import Synchronization
 /// (JSON and MD5 on one, SQLite on the other).
 ///
 /// The owner submits inputs in order (``submit(_:)``) and takes the outputs back in the same order
-/// (``output(at:)``). A helper thread on Dispatch's global queue transforms the submitted inputs
-/// oldest first as they arrive. Taking an output the helper has not started transforms it on the
+/// (``output(at:)``). A helper on a dedicated thread transforms the submitted inputs oldest first as
+/// they arrive. Taking an output the helper has not started transforms it on the
 /// calling thread instead, and while the helper holds the one wanted, the caller transforms a later
 /// input meanwhile, so neither thread waits for work the other could do; the only wait is for the
 /// helper's item when no other input is left, which is bounded by one item's CPU time and never by
-/// I/O — that is why the caller may be a thread of the Swift concurrency pool.
+/// I/O. Owners run on the writers' queues and the reader threads, never on the cooperative pool.
 /// How far ahead the owner submits is its choice (a bounded look-ahead, or everything at once).
 ///
 /// The owner is one thread at a time (a reader, the writer actor, the index writer); the helper is
@@ -65,7 +65,7 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
         self.transform = transform
         helped = !HelpedMapSettings.serialUses.contains(use.rawValue)
         guard helped else { return }
-        DispatchQueue.global().async { [self] in
+        HelpedMapSettings.helpers.submit { [self] in
             help()
             helperStopped.signal()
         }
@@ -163,8 +163,13 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
     }
 }
 
-/// `DOCSTORE_SERIAL`, read once.
+/// `DOCSTORE_SERIAL`, read once, and the helpers' threads.
 private enum HelpedMapSettings {
+    /// The helpers' threads: dedicated ones, since a helper waits (on a semaphore) for its owner's next
+    /// input, which must not hold a thread of the cooperative pool (DESIGN.md §6). Owners are the
+    /// writers and the readers, at most a few at once.
+    static let helpers = DedicatedThreads(count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "docstore.helper")
+
     static let serialUses: Set<String> = Set(
         (ProcessInfo.processInfo.environment["DOCSTORE_SERIAL"] ?? "").split(separator: ",").map { String($0) })
 }
