@@ -311,6 +311,12 @@ public final class Replicator: Sendable {
         var peers: [any ReplicationPeer] = []
         var failure: ReplicationError?
         var stoppedByClose = false
+        // The local databases open when the run starts: closing one stops it. (One closed already is a
+        // failure, as LocalPeer reports it.)
+        let openLocalDatabases = [configuration.source, configuration.target].compactMap { endpoint -> Database? in
+            if case .local(let database) = endpoint, !database.isClosed { return database }
+            return nil
+        }
         configuration.logger.debug("replication \(configuration.source.logDescription) → \(configuration.target.logDescription) starting",
                                    metadata: ["continuous": "\(configuration.continuous)"])
         do {
@@ -341,7 +347,7 @@ public final class Replicator: Sendable {
                         return true
                     }
                 }
-                for case .local(let database) in [configuration.source, configuration.target] {
+                for database in openLocalDatabases {
                     group.addTask {
                         await database.waitUntilClosed()
                         return false
@@ -359,8 +365,7 @@ public final class Replicator: Sendable {
             }
         } catch {
             // A direction that failed because its local database was closed meanwhile was stopped.
-            var localClosed = false
-            for case .local(let database) in [configuration.source, configuration.target] where database.isClosed { localClosed = true }
+            let localClosed = openLocalDatabases.contains { $0.isClosed }
             stoppedByClose = localClosed
             failure = Task.isCancelled || localClosed ? nil : ReplicationError.wrap(error)
         }
