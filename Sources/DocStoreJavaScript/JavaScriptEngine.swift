@@ -40,9 +40,11 @@ public final class JavaScriptEngine: Sendable {
     /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
     /// threads, and waits for all of them. Called on an engine thread, they run there one after the other.
     ///
-    /// The wait blocks the calling thread, which is never one of the cooperative pool (DESIGN.md §6):
-    /// the callers are the synchronous SQLite work of the index writer and the database writer (their
-    /// serial queues) and of reads (the reader threads). Async callers use ``run(_:)``.
+    /// The wait blocks the calling thread (DESIGN.md §6): the callers are the synchronous SQLite work of
+    /// the index writer, the database writer and the readers, which block their thread anyway. While
+    /// those still run on the cooperative pool (the executors issue moves them to threads of their own),
+    /// the wait holds that pool thread no longer than running the JavaScript there did, and keeps the
+    /// JavaScript itself on the engine's threads.
     func withContexts<T: Sendable>(_ bodies: [@Sendable (JavaScriptContext) throws -> T]) throws -> [T] {
         if let context = contexts.existing() { return try bodies.map { try $0(context) } }
         let jobs = bodies.map { body in WaitedJob { [contexts] in try body(try contexts.current()) } }

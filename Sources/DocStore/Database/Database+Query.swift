@@ -86,8 +86,7 @@ extension Database {
             state = try await indexWriter.update(indexName, documents: readers)
         }
         let current = state
-        // On a reader thread, off the cooperative pool (DESIGN.md §6).
-        let result = try await withTaskExecutorPreference(ReaderThreads.shared) { try readIndex { try body(current, $0) } }
+        let result = try readIndex { try body(current, $0) }
         if stale == .updateAfter {
             let writer = indexWriter, readers = readers
             Task { _ = try? await writer.update(indexName, documents: readers) }
@@ -99,6 +98,7 @@ extension Database {
     /// registered when its design document is read; one asked for before that (in a database just
     /// opened) is looked for in the design documents first.
     func registeredState(named indexName: String) async throws -> IndexState {
+        if let state = indexWriter.publishedState(named: indexName) { return state }
         do {
             return try await indexWriter.state(named: indexName)
         } catch let error as DocStoreError where error.code == .notFound && MangoIndex.indexNamePrefixes.contains(where: indexName.hasPrefix) {

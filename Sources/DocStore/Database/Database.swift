@@ -145,7 +145,7 @@ public final class Database: Sendable {
             if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return .absent }
             // Creating or migrating the file is blocking I/O: it runs on a reader thread, and the
             // registry is not locked meanwhile.
-            let task = Task(executorPreference: ReaderThreads.shared) { () throws -> Database in
+            let task = Task(executorPreference: FileWorkThreads.shared) { () throws -> Database in
                 do {
                     do {
                         try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
@@ -259,7 +259,7 @@ public final class Database: Sendable {
         let open = registry.withLock { $0.open[key] }
         await open?.close()
         // File I/O: on a reader thread, off the cooperative pool.
-        try await withTaskExecutorPreference(ReaderThreads.shared) {
+        try await withTaskExecutorPreference(FileWorkThreads.shared) {
             for suffix in ["", "-wal", "-shm", "-journal", "-idx", "-idx-wal", "-idx-shm", "-idx-journal"] {
                 let file = URL(fileURLWithPath: url.path + suffix)
                 guard FileManager.default.fileExists(atPath: file.path) else { continue }
@@ -294,13 +294,10 @@ public final class Database: Sendable {
             return try body(connection)
         }
         do {
-            // The body runs on a reader thread, off the cooperative pool (DESIGN.md §6).
-            return try await withTaskExecutorPreference(ReaderThreads.shared) {
-                try await withTaskCancellationHandler {
-                    consistent ? try readers.readConsistently(interruptibly) : try readers.read(interruptibly)
-                } onCancel: {
-                    running.cancel()
-                }
+            return try await withTaskCancellationHandler {
+                consistent ? try readers.readConsistently(interruptibly) : try readers.read(interruptibly)
+            } onCancel: {
+                running.cancel()
             }
         } catch let error as SQLiteError where error.isInterrupt {
             throw CancellationError()
@@ -325,11 +322,10 @@ public final class Database: Sendable {
     /// cache survives commits, see ``DatabaseWriter/readIfIdle(_:)``), else on a pooled connection —
     /// never waiting for a write. Maps storage errors.
     ///
-    /// It runs inline, on the calling task: a lookup by key is cheaper than the hop to a reader thread.
     /// It never waits for a lock (its connection's busy timeout is off meanwhile): a WAL read takes
     /// none that a writer holds; in the rare states where SQLite makes a reader wait (another
     /// connection recovering the WAL after a crash, or one in exclusive locking mode), the read is
-    /// done again on a reader thread, which may wait.
+    /// done again as an ordinary read, which may wait.
     func readPoint<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
         try ensureOpen()
         do {

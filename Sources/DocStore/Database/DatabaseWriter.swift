@@ -20,10 +20,6 @@ enum WritePolicy: Sendable {
 /// ``RevisionWriter``. Being an actor, it serialises writes; callers suspend (never block) while
 /// another write runs.
 actor DatabaseWriter {
-    /// The writer runs on a serial queue of its own, never on the cooperative pool: its SQLite calls
-    /// may wait up to the busy timeout for another process's write lock (DESIGN.md §6).
-    nonisolated let executor = SerialQueueExecutor(label: "docstore.writer")
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
     /// How many generations each branch keeps: the limit set on the database, else the configuration's.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The single writer of a database's index file: registers indexes, rebuilds them when their version
 /// (or the ICU collator) changes, and brings them up to date from the changes feed.
@@ -8,11 +9,17 @@ import Foundation
 /// last sequence are mapped again; deleted and purged documents lose their rows.
 actor IndexWriter {
     /// Indexing (SQLite writes, and the map functions it runs: Swift closures or JavaScript) runs on a
-    /// serial queue of its own, never on the cooperative pool (DESIGN.md §6).
+    /// serial queue of its own, never on the cooperative pool (DESIGN.md §6): a map function is the
+    /// app's code, and may take as long as it likes.
     nonisolated let executor = SerialQueueExecutor(label: "docstore.index-writer")
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let connection: SQLiteConnection
-    private var states: [String: IndexState] = [:]
+    private var states: [String: IndexState] = [:] {
+        didSet { published.withLock { $0 = states } }
+    }
+    /// A copy of `states`, readable without a hop to the writer's queue (``publishedState(named:)``):
+    /// a query asks for its index's state every time, and the hop would cost it more than its read.
+    private nonisolated let published = Mutex<[String: IndexState]>([:])
     private var isClosed = false
     /// Why full-text tables cannot be made here (a SQLite without FTS5), or `nil`.
     private var fullTextError: DocStoreError?
@@ -46,6 +53,7 @@ actor IndexWriter {
                 states[definition.name] = try IndexWriter.register(definition, on: connection)
             }
             self.states = states
+            published.withLock { $0 = states }
             self.checkpointer = try WALCheckpointer(writer: connection, synchronous: "NORMAL")
         } catch {
             connection.close()
@@ -57,6 +65,7 @@ actor IndexWriter {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        published.withLock { $0 = [:] }
         checkpointer.close()
         connection.close()
     }
@@ -185,6 +194,12 @@ actor IndexWriter {
     }
 
     /// The registered index named `name`.
+    /// The state of the index `name` as last published by the writer, without waiting for it; `nil`
+    /// when there is no such index (or the writer is closed).
+    nonisolated func publishedState(named name: String) -> IndexState? {
+        published.withLock { $0[name] }
+    }
+
     func state(named name: String) throws -> IndexState {
         try ensureOpen()
         guard let state = states[name] else {

@@ -1,17 +1,15 @@
 import Dispatch
 import Foundation
 
-// Where SQLite work runs, so that it never blocks Swift's cooperative thread pool (DESIGN.md §6): a
-// SQLite call may wait for I/O, for another process's write lock (`busy_timeout`), or run a long scan
-// or a user's map function, and the pool has one thread per core.
-//
-// - Each database's writer, and each index writer, is an actor whose executor is a
-//   `SerialQueueExecutor`: a serial dispatch queue, as GRDB's `SerializedDatabase`. Its jobs run on
-//   dispatch's overcommitting worker threads, which dispatch adds when one blocks — never the pool's.
-// - Reads run with `ReaderThreads.shared` as their task executor preference: dedicated threads.
+// Threads of DocStore's own, for work that waits and must not hold a thread of Swift's cooperative
+// pool (DESIGN.md §6): the index writers (which run the app's map functions), `HelpedMap` helpers
+// (which wait for their owner's next input), and the opening of a database file (creating or migrating
+// it) and the deletion of its files, which run with `FileWorkThreads.shared` as their task executor
+// preference.
 
 /// A serial executor on a dispatch queue of its own: an actor using it runs every job there, one at a
-/// time, off the cooperative pool.
+/// time, off the cooperative pool (as GRDB's `SerializedDatabase`); dispatch adds worker threads when
+/// one blocks.
 final class SerialQueueExecutor: SerialExecutor {
     let queue: DispatchQueue
 
@@ -71,18 +69,17 @@ final class DedicatedThreads: @unchecked Sendable {
     }
 }
 
-/// The threads that run the synchronous parts of reads: a task that prefers this executor
-/// (`withTaskExecutorPreference(ReaderThreads.shared)`) runs there between its suspension points.
-/// More reads than threads queue up in order; a read never waits for a write (WAL), so a queued read
-/// waits only for other reads.
-final class ReaderThreads: TaskExecutor {
-    /// The process's reader threads: four, or two per core where there are more cores.
-    static let shared = ReaderThreads(count: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+/// Threads that run the synchronous parts of a task that prefers this executor
+/// (`withTaskExecutorPreference(FileWorkThreads.shared)` or `Task(executorPreference:)`), between its
+/// suspension points: today the opening and deletion of database files.
+final class FileWorkThreads: TaskExecutor {
+    /// The process's: two threads (opening and deleting files is rare and short).
+    static let shared = FileWorkThreads(count: 2)
 
     private let threads: DedicatedThreads
 
     init(count: Int) {
-        threads = DedicatedThreads(count: count, name: "docstore.reader")
+        threads = DedicatedThreads(count: count, name: "docstore.files")
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

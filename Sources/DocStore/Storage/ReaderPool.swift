@@ -4,9 +4,8 @@ import Synchronization
 /// Reader connections for one database file, opened on demand.
 ///
 /// In WAL mode readers never wait for the writer. A read borrows an idle connection (opening one if
-/// none is idle), runs its statements synchronously on the calling thread — a reader thread
-/// (``ReaderThreads``), or for a point read that does not wait for locks the calling task — and
-/// returns the connection. At most
+/// none is idle), runs its statements synchronously on the calling task and returns the connection.
+/// At most
 /// ``maximumIdle`` connections are kept; a burst beyond that opens short-lived extra ones instead of
 /// blocking.
 final class ReaderPool: Sendable {

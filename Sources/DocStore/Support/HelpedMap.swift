@@ -11,7 +11,7 @@ import Synchronization
 /// calling thread instead, and while the helper holds the one wanted, the caller transforms a later
 /// input meanwhile, so neither thread waits for work the other could do; the only wait is for the
 /// helper's item when no other input is left, which is bounded by one item's CPU time and never by
-/// I/O. Owners run on the writers' queues and the reader threads, never on the cooperative pool.
+/// I/O — that is why the owner may be a thread of the Swift concurrency pool.
 /// How far ahead the owner submits is its choice (a bounded look-ahead, or everything at once).
 ///
 /// The owner is one thread at a time (a reader, the writer actor, the index writer); the helper is
