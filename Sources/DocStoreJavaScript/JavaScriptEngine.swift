@@ -41,10 +41,10 @@ public final class JavaScriptEngine: Sendable {
     /// threads, and waits for all of them. Called on an engine thread, they run there one after the other.
     ///
     /// The wait blocks the calling thread (DESIGN.md §6): the callers are the synchronous SQLite work of
-    /// the index writer, the database writer and the readers, which block their thread anyway. While
-    /// those still run on the cooperative pool (the executors issue moves them to threads of their own),
-    /// the wait holds that pool thread no longer than running the JavaScript there did, and keeps the
-    /// JavaScript itself on the engine's threads.
+    /// the index writer (map functions, on the index writer's own queue), the database writer
+    /// (validation) and the readers (filters, reduces). The last two still run on the cooperative
+    /// pool; there the wait holds a pool thread no longer than running the JavaScript there would, and
+    /// keeps the JavaScript itself on the engine's threads.
     func withContexts<T: Sendable>(_ bodies: [@Sendable (JavaScriptContext) throws -> T]) throws -> [T] {
         if let context = contexts.existing() { return try bodies.map { try $0(context) } }
         let jobs = bodies.map { body in WaitedJob { [contexts] in try body(try contexts.current()) } }

@@ -147,7 +147,9 @@ async def main_async(port, listeners, writers, seconds):
     stop_listening.set()
     await asyncio.gather(*listener_tasks, return_exceptions=True)
     missing = [len(expected - seen) for seen in seen_sets if not expected <= seen]
-    status, payload = await setup.request("GET", "/load")
+    final = Connection(port)  # the setup connection has been idle longer than the server keeps one
+    await final.open()
+    status, payload = await final.request("GET", "/load")
     count = json.loads(payload)["doc_count"]
     latencies.sort()
     p50 = latencies[len(latencies) // 2] * 1000 if latencies else float("nan")
