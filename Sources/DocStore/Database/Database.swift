@@ -143,8 +143,8 @@ public final class Database: Sendable {
                 return .opening(opening.task)
             }
             if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return .absent }
-            // Creating or migrating the file is blocking I/O: it runs on a reader thread, and the
-            // registry is not locked meanwhile.
+            // Creating or migrating the file is blocking I/O: it runs on a thread of DocStore's own
+            // (FileWorkThreads), and the registry is not locked meanwhile.
             let task = Task(executorPreference: FileWorkThreads.shared) { () throws -> Database in
                 do {
                     do {
