@@ -100,15 +100,21 @@ final class GettingStartedGuideTests: XCTestCase {
         db.changeDelegate = myDelegate                               // or a delegate (held weakly)
 
         XCTAssertEqual(page.changes.map(\.id), ["desk", "chair", "shelf", "lamp", "photo-1"])
-        _ = try await db.save(["id": "after", "n": 1])
-        try await eventually { myDelegate.ids.withLock { $0 == ["after"] } }
-        try await eventually { printed.withLock { $0.last == "after local" } }
-        await XCTAssertEqualAsync(try await db.changes(since: next).changes.map(\.id), ["after"])
+        // The listener and the delegate subscribe as their tasks start: write until both have heard a write.
+        var writes = 0
+        try await eventually {
+            writes += 1
+            _ = try await db.save(["id": .string("after-\(writes)")])
+            return printed.withLock { $0.last?.hasPrefix("after-") == true } && myDelegate.ids.withLock { !$0.isEmpty }
+        }
+        await XCTAssertEqualAsync(try await db.changes(since: next).changes.map(\.id), (1...writes).map { "after-\($0)" })
         listener.cancel()
 
         let lines = printed.withLock { $0 }
         XCTAssertEqual(Array(lines.prefix(3)), ["lamp 2 17.0", "Desk 1", "_bad illegal_docid Only reserved document ids may start with underscore."])
-        XCTAssertEqual(lines.count, 3 + 5 + 1)
+        XCTAssertEqual(lines.count(where: { $0.hasPrefix("after-") }), lines.count - 3 - 5, "the feed's five lines, then the listener's")
+        XCTAssertTrue(lines.dropFirst(8).allSatisfy { $0.hasSuffix(" local") })
+        XCTAssertTrue(myDelegate.ids.withLock { $0.allSatisfy { $0.hasPrefix("after-") } })
         try assertGuideBlocksAreIn(guide: "GettingStarted.md", minimumBlocks: 8)
     }
 }

@@ -98,7 +98,8 @@ final class SeedReplicationExamplesTests: XCTestCase {
         let pull = Replicator(configuration: .oneTimeServerToClient(with: url, database: local))
         let delegate = FlowDelegate()
         pull.delegate = delegate
-        let statuses = Task { await pull.statusChanges().reduce(into: [ReplicatorStatus]()) { $0.append($1) } }
+        let stream = pull.statusChanges()                 // taken before the run, so it covers all of it
+        let statuses = Task { await stream.reduce(into: [ReplicatorStatus]()) { $0.append($1) } }
         try await pull.run()
         let seen = await statuses.value
         XCTAssertEqual(delegate.calls, ["receiving", "complete"])

@@ -19,21 +19,27 @@ enum WritePolicy: Sendable {
 /// the counter on failure, publishing the changes on success), and hands each document to a
 /// ``RevisionWriter``. Being an actor, it serialises writes; callers suspend (never block) while
 /// another write runs.
+///
+/// This file holds the transaction primitive and the document writes; the other jobs are extensions
+/// over that primitive, each in a file of its own: streamed attachment contents
+/// (`DatabaseWriter+Staging.swift`), `_local` documents (`+LocalDocuments`), and settings, security,
+/// purge, WAL checkpoints and compaction (`+Maintenance`).
 actor DatabaseWriter {
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
     /// How many generations each branch keeps: the limit set on the database, else the configuration's.
-    private(set) var revsLimit: Int
+    var revsLimit: Int
     let keepsAncestorBodies: Bool
     let mergesPropertyHistory: Bool
     let idFactory: @Sendable () -> String
-    private(set) var lastSequence: Int64
-    private var isClosed = false
+    /// The highest sequence written (restored when a transaction rolls back).
+    var lastSequence: Int64
+    var isClosed = false
     /// Copies the WAL back into the database file on another thread (``WALCheckpointer``).
-    private let checkpointer: WALCheckpointer
+    let checkpointer: WALCheckpointer
     /// Held whenever `connection` is in use: by the actor for each transaction, and by a point read
     /// that borrows the idle connection (``readIfIdle(_:)``).
-    private let access = NSLock()
+    let access = NSLock()
     /// The database's write validator and the design documents it runs.
     nonisolated let validation = WriteValidation()
 
@@ -100,13 +106,13 @@ actor DatabaseWriter {
         return try connection.withoutWaitingForLocks { try body(connection) }
     }
 
-    private func ensureOpen() throws {
+    func ensureOpen() throws {
         if isClosed { throw DocStoreError(.databaseClosed, "The database is closed") }
     }
 
     /// Runs `body` in a write transaction; on failure rolls back (restoring the sequence counter) and
     /// rethrows; on success publishes the changes it produced.
-    private func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+    func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         var changes: [DocumentChange] = []
         let result = try plainTransaction { connection in
             let records = DocumentRecords(connection: connection, firstWrites: PendingFirstWrites())
@@ -120,7 +126,7 @@ actor DatabaseWriter {
 
     /// Runs `body` in a write transaction on the connection; on failure rolls back (restoring the
     /// sequence counter) and rethrows.
-    private func plainTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func plainTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         let startSequence = lastSequence
         do {
@@ -222,7 +228,7 @@ actor DatabaseWriter {
     }
 
     /// A write transaction with a ``RevisionWriter`` for local edits.
-    private func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+    func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         try transaction { records, changes in
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
@@ -241,197 +247,10 @@ actor DatabaseWriter {
         }
     }
 
-    // MARK: Streamed attachment contents
+    // MARK: Streamed attachment contents (DatabaseWriter+Staging.swift)
 
     /// Contents being read by ``AttachmentContent`` streams, which purge and compaction keep.
     nonisolated let pins = ContentPins()
 
-    /// Starts a content streamed in by an ``AttachmentWriter``; returns its row and token.
-    func beginStaging(encoding: AttachmentEncoding) throws -> (key: Int64, token: String) {
-        try plainTransaction { connection in
-            let token = AttachmentStorage.stagingPrefix + UUID().uuidString.lowercased()
-            return (try AttachmentRecords(connection: connection).beginStaging(token: token, encoding: encoding), token)
-        }
-    }
-
-    /// Appends the next chunk of a streamed-in content, in a transaction of its own.
-    func appendStagedChunk(to key: Int64, at position: Int, _ bytes: [UInt8]) throws {
-        try plainTransaction { connection in
-            try bytes.withUnsafeBytes { try AttachmentRecords(connection: connection).appendChunk(to: key, at: position, $0) }
-        }
-    }
-
-    /// Deletes a streamed-in content no write adopted; does nothing once adopted, or when closed (the
-    /// next open deletes it).
-    func discardStaged(key: Int64, token: String) {
-        guard !isClosed else { return }
-        try? plainTransaction { connection in try AttachmentRecords(connection: connection).discard(key: key, token: token) }
-    }
-
-    // MARK: Local documents
-
-    /// Creates or updates a `_local` document; `revision` must be the current one (`0-N`) when it
-    /// exists. Returns the new revision.
-    func putLocal(id: String, body: JSONObject, revision: String?) throws -> String {
-        try plainTransaction { connection in
-            let locals = LocalDocumentRecords(connection: connection)
-            let current = try locals.currentRevision(id: id)
-            if let current {
-                guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
-            }
-            try DocumentValidation.validateBody(body)
-            let next = (current ?? 0) + 1
-            try locals.put(id: id, revision: next, body: body)
-            return "0-\(next)"
-        }
-    }
-
-    /// Writes a `_local` document without a conflict check, as CouchDB 3 does: the new revision counts
-    /// on from `counter` (the `N` of the `0-N` the writer gave; 0 without one). Returns it.
-    func putLocal(id: String, body: JSONObject, following counter: Int64) throws -> String {
-        try DocumentValidation.validateBody(body)
-        let next = counter &+ 1
-        try plainTransaction { try LocalDocumentRecords(connection: $0).put(id: id, revision: next, body: body) }
-        return "0-\(next)"
-    }
-
-    /// Removes a `_local` document whatever its revision; false if there was none.
-    func removeLocal(id: String) throws -> Bool {
-        try plainTransaction { connection in
-            let locals = LocalDocumentRecords(connection: connection)
-            guard try locals.currentRevision(id: id) != nil else { return false }
-            try locals.delete(id: id)
-            return true
-        }
-    }
-
-    /// Deletes a `_local` document at its current revision.
-    func deleteLocal(id: String, revision: String?) throws {
-        try plainTransaction { connection in
-            let locals = LocalDocumentRecords(connection: connection)
-            guard let current = try locals.currentRevision(id: id) else { throw DocStoreError.notFound("missing") }
-            guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
-            try locals.delete(id: id)
-        }
-    }
-
-    // MARK: Maintenance
-
-    /// Sets and keeps the revision limit; it applies to every write from now on.
-    func setRevsLimit(_ limit: Int) throws {
-        try plainTransaction { try Schema.storeRevsLimit($0, limit) }
-        revsLimit = limit
-    }
-
-    /// Keeps a security object.
-    func setProperty(_ key: String, _ value: String) throws {
-        try plainTransaction { try $0.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("property:" + key), .text(value)]) }
-    }
-
-    func setSecurity(_ json: String) throws {
-        try plainTransaction { try Schema.storeSecurity($0, json) }
-    }
-
-    /// Removes leaf revisions as CouchDB's `_purge` does (see ``RevisionTree/purge(leaves:)``): a
-    /// document that loses every leaf is purged entirely; one that keeps some has its winner chosen
-    /// again and moves to a new sequence. Each document's purge takes a sequence in the purge log (which
-    /// indexes read). `nil` revisions purge every leaf: the whole document. Returns, per document, the
-    /// revisions purged (those that were leaves).
-    func purge(revisions requests: [(id: String, revisions: [RevisionID]?)]) throws -> [(id: String, purged: [RevisionID])] {
-        defer { notifier.committed(upTo: lastSequence) }
-        return try transaction { records, changes in
-            var answers: [(id: String, purged: [RevisionID])] = []
-            for (id, revisions) in requests {
-                guard let record = try records.fetch(id: id) else {
-                    answers.append((id, []))
-                    continue
-                }
-                let leaves = record.tree.leaves.map(\.revision)
-                let targets = revisions.map { $0.filter(leaves.contains) } ?? leaves
-                guard !targets.isEmpty else {
-                    answers.append((id, []))
-                    continue
-                }
-                var tree = record.tree
-                let removed = tree.purge(leaves: Set(targets))
-                lastSequence += 1
-                try records.recordPurge(id: id, sequence: lastSequence)
-                answers.append((id, targets))
-                guard let winner = tree.winner else {
-                    try records.delete(record)
-                    try records.dropAllRevisions(id: id)
-                    continue
-                }
-                for revision in removed where revision != record.winner {
-                    try records.dropRevision(id: id, revision: revision)
-                }
-                var body = record.body
-                if winner.revision != record.winner {
-                    // The purged winner's body was in `docs`; the new winner's moves there from `revs`.
-                    try records.dropAttachmentReferences(id: id, revision: record.winner)
-                    guard let stored = try records.revisionBody(id: id, revision: winner.revision) else {
-                        throw DocStoreError(.storage, "Missing body of leaf revision \(winner.revision) of \(id)")
-                    }
-                    body = stored.body
-                    try records.removeRevisionBody(id: id, revision: winner.revision)
-                }
-                lastSequence += 1
-                let updated = DocumentRecord(row: record.row, sequence: lastSequence, id: id, winner: winner.revision,
-                                             isDeleted: winner.isDeleted, body: body, tree: tree, created: record.created,
-                                             updated: Date.now.timeIntervalSince1970)
-                try records.write(updated, replacing: record)
-                changes.append(DocumentChange(id: id, revision: winner.revision, sequence: lastSequence,
-                                              isDeleted: winner.isDeleted, source: .local))
-            }
-            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
-            return answers
-        }
-    }
-
-    /// Copies what the WAL holds into the database file now (``WALCheckpointer/checkpointNow()``).
-    func checkpoint() throws {
-        try ensureOpen()
-        try checkpointer.checkpointNow()
-    }
-
-    /// Drops the bodies of non-leaf revisions, attachment contents nothing refers to and superseded
-    /// entries of the changes log, then returns freed pages to the file system. Returns the number of
-    /// revision bodies dropped.
-    func compact() throws -> Int {
-        let limit = revsLimit
-        let dropped: Int = try transaction { records, _ in
-            var dropped = 0
-            // Trees longer than the revision limit (lowered since they grew) are stemmed to it.
-            _ = try records.stemAllTrees(limit: limit)
-            for id in try records.idsWithStoredRevisions() {
-                guard let record = try records.fetch(id: id) else {
-                    try records.dropAllRevisions(id: id)
-                    continue
-                }
-                let leaves = Set(record.tree.leaves.map(\.revision))
-                for revision in try records.storedRevisions(id: id) where !leaves.contains(revision) {
-                    try records.dropRevision(id: id, revision: revision)
-                    dropped += 1
-                }
-            }
-            try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
-            _ = try records.pruneChangesLog()
-            return dropped
-        }
-        try access.withLock { try Schema.returnFreePages(connection) }
-        return dropped
-    }
+    // Local documents: DatabaseWriter+LocalDocuments.swift; maintenance: DatabaseWriter+Maintenance.swift.
 }
-
-#if DEBUG
-extension DatabaseWriter {
-    /// Overwrites a document's revision tree with garbage; lets tests check corruption handling.
-    func corruptTreeForTesting(id: String) throws {
-        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, tree: [1, 200, 1, 0xFF]) }
-    }
-
-    func corruptBodyForTesting(id: String) throws {
-        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, body: Array(#"{"a":"#.utf8)) }
-    }
-}
-#endif
