@@ -17,7 +17,7 @@ package enum FindRequest {
             throw DocStoreError(.invalidKey, "Invalid key \(unknown) for this request.")
         }
         guard let selector = object["selector"] else { throw DocStoreError(.missingRequiredKey, "Missing required key: selector") }
-        var query = FindQuery(selector: try Selector(selector))
+        var query = FindQuery(selector: try MangoSelector(selector))
         func count(_ key: String) throws -> Int? {
             guard let value = object[key] else { return nil }
             guard case .integer(let number) = value, number >= 0 else {

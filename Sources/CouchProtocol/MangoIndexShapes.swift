@@ -51,7 +51,7 @@ package struct CreateIndexRequest: Sendable {
             fields = try SortField.list(from: fieldList)
             partialFilter = index["partial_filter_selector"]
         }
-        if let partialFilter { _ = try Selector(partialFilter).withoutText(for: "the documents of an index") }
+        if let partialFilter { _ = try MangoSelector(partialFilter).withoutText(for: "the documents of an index") }
     }
 
     /// A text index's fields: absent, `"all_fields"` or `[]` for every string; else each a path or

@@ -173,13 +173,13 @@ struct Benchmark: AsyncParsableCommand {
                 // The raw side reads through the score index that index_build made.
                 if !selected.contains("index_build") { raw.buildIndex() }
                 try await db.createIndex(fields: [SortField("score")], name: "score", designDocument: "bench-find")
-                var warm = FindQuery(selector: try Selector(["score": ["$gte": 0]]))
+                var warm = FindQuery(selector: try MangoSelector(["score": ["$gte": 0]]))
                 warm.limit = 1
                 _ = try await db.find(warm)
                 let baseline = time { _ = raw.findByScore(ranges) }
                 let ours = try await timeAsync {
                     for (low, high) in ranges {
-                        _ = try await db.find(FindQuery(selector: try Selector(["score": ["$gte": .integer(low), "$lte": .integer(high)]])))
+                        _ = try await db.find(FindQuery(selector: try MangoSelector(["score": ["$gte": .integer(low), "$lte": .integer(high)]])))
                     }
                 }
                 record("find_indexed", count: ranges.count, ours: ours, baseline: baseline)
@@ -188,7 +188,7 @@ struct Benchmark: AsyncParsableCommand {
             if selected.contains("find_scan") {
                 let baseline = time { _ = raw.scanForCity("Oslo") }
                 let ours = try await timeAsync {
-                    _ = try await db.find(FindQuery(selector: try Selector(["address.city": "Oslo"])))
+                    _ = try await db.find(FindQuery(selector: try MangoSelector(["address.city": "Oslo"])))
                 }
                 record("find_scan", count: n, ours: ours, baseline: baseline)
             }

@@ -97,7 +97,7 @@ struct ReplicationLoop {
         if let selector = configuration.selector {
             // A selector that does not parse would otherwise filter nothing out.
             do {
-                _ = try Selector(selector).withoutText(for: "a replication's documents")
+                _ = try MangoSelector(selector).withoutText(for: "a replication's documents")
             } catch let error as DocStoreError {
                 throw ReplicationError(.invalidConfiguration, "The replication's selector: \(error.reason)", cause: error)
             }

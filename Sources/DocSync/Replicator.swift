@@ -497,7 +497,7 @@ public final class Replicator: Sendable {
         var filter = SourceFilter()
         filter.documentIDs = configuration.documentIDs
         if let channels = configuration.limitToChannels, !channels.isEmpty { filter.channels = channels }
-        filter.selector = configuration.selector.flatMap { try? Selector($0) }
+        filter.selector = configuration.selector.flatMap { try? MangoSelector($0) }
         if let name = configuration.filterName {
             filter.named = (name, configuration.filterParameters.mapValues(\.queryParameterText))
         }

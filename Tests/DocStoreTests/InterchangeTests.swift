@@ -97,7 +97,7 @@ final class InterchangeTests: XCTestCase {
 
         // A selection, as a JSON array.
         var selected = Data()
-        try await source.export(ExportOptions(format: .json, form: .compact, selector: try Selector(["kind": ["$exists": true]]))) {
+        try await source.export(ExportOptions(format: .json, form: .compact, selector: try MangoSelector(["kind": ["$exists": true]]))) {
             selected.append($0)
         }
         XCTAssertEqual(try JSON(parsing: selected).arrayValue?.map { $0["_id"]! }, ["files", "gz"])

@@ -77,7 +77,7 @@ final class MangoIndexTests: XCTestCase {
         XCTAssertNil(results.first?.error)
         let indexes = try await db.mangoIndexes()
         XCTAssertEqual(indexes, [MangoIndex(designDocument: "_design/mine", name: "byKind", fields: [SortField("kind")],
-                                            partialFilter: try Selector(["v": ["$gt": 1]]))])
+                                            partialFilter: try MangoSelector(["v": ["$gt": 1]]))])
         await XCTAssertEqualAsync(try await keys(db, indexes[0]), [["x"], ["x"]])
         // A design document of another language holds no Mango index.
         _ = try await db.save(Document(id: "_design/js", body: ["language": "javascript", "views": ["v": ["map": "function(doc){}"]]]))
@@ -147,7 +147,7 @@ final class FindOptionTests: XCTestCase {
         _ = try await db.insertRevisions([Document(id: "b", revision: RevisionID("1-ffffffffffffffffffffffffffffffff"), body: ["n": 3])])
         try await db.createIndex(fields: [SortField("n")], name: "n", designDocument: "d")
 
-        var query = FindQuery(selector: try Selector(["n": ["$gt": 0]]))
+        var query = FindQuery(selector: try MangoSelector(["n": ["$gt": 0]]))
         query.conflicts = true
         let withConflicts = try await db.find(query)
         XCTAssertEqual(withConflicts.documents.map(\.id), ["a", "b"])
@@ -168,7 +168,7 @@ final class FindOptionTests: XCTestCase {
 
         // A partial index answers only when use_index names it.
         try await db.createIndex(fields: [SortField("n")], name: "big", designDocument: "p", partialFilter: ["n": ["$gte": 3]])
-        var partial = FindQuery(selector: try Selector(["n": ["$gt": 0]]))
+        var partial = FindQuery(selector: try MangoSelector(["n": ["$gt": 0]]))
         let global = try await db.explain(partial)
         XCTAssertEqual(global.index?.name, "n")
         partial.useIndex = ["p", "big"]

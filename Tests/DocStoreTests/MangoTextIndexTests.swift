@@ -48,18 +48,18 @@ final class MangoTextIndexTests: XCTestCase {
     func testTextFindAloneCombinedSortedAndPaged() async throws {
         let db = try await notesDatabase()
         try await db.createTextIndex(fields: ["title", "body"], name: "notes", designDocument: "search")
-        var result = try await db.find(FindQuery(selector: try Selector(["$text": "tea"])))
+        var result = try await db.find(FindQuery(selector: try MangoSelector(["$text": "tea"])))
         XCTAssertEqual(Set(ids(result)), ["n1", "n2", "n3", "r1"], "strings only: x1's body is an object")
         XCTAssertEqual(ids(result).first, "n2", "by relevance: n2 has tea in both fields")
-        result = try await db.find(FindQuery(selector: try Selector(["$text": "green tea", "type": "note"])))
+        result = try await db.find(FindQuery(selector: try MangoSelector(["$text": "green tea", "type": "note"])))
         XCTAssertEqual(ids(result), ["n1"], "$text and other clauses; tags are not indexed")
-        result = try await db.find(FindQuery(selector: try Selector(["$and": [["$text": "tea NOT coffee"], ["year": ["$gte": 2020]]]])))
+        result = try await db.find(FindQuery(selector: try MangoSelector(["$and": [["$text": "tea NOT coffee"], ["year": ["$gte": 2020]]]])))
         XCTAssertEqual(Set(ids(result)), ["n1", "r1"], "$text inside a top-level $and")
-        var sorted = FindQuery(selector: try Selector(["$text": "tea"]))
+        var sorted = FindQuery(selector: try MangoSelector(["$text": "tea"]))
         sorted.sort = [.descending("year")]
         result = try await db.find(sorted)
         XCTAssertEqual(ids(result), ["n3", "r1", "n1", "n2"], "sorted, not by relevance")
-        var paged = FindQuery(selector: try Selector(["$text": "tea"]))
+        var paged = FindQuery(selector: try MangoSelector(["$text": "tea"]))
         paged.sort = [.ascending("year")]
         paged.limit = 3
         paged.fields = ["_id"]
@@ -68,7 +68,7 @@ final class MangoTextIndexTests: XCTestCase {
         paged.bookmark = try XCTUnwrap(first.bookmark)
         let second = try await db.find(paged)
         XCTAssertEqual(ids(second), ["n3"])
-        var skipped = FindQuery(selector: try Selector(["$text": "tea"]))
+        var skipped = FindQuery(selector: try MangoSelector(["$text": "tea"]))
         skipped.sort = [.ascending("year")]
         skipped.skip = 1
         skipped.limit = 1
@@ -76,7 +76,7 @@ final class MangoTextIndexTests: XCTestCase {
         result = try await db.find(skipped)
         XCTAssertEqual(ids(result), ["n1"])
         XCTAssertEqual(result.executionStatistics?.totalDocumentsExamined, 4)
-        let explained = try await db.explain(FindQuery(selector: try Selector(["$text": "tea", "type": "note"])))
+        let explained = try await db.explain(FindQuery(selector: try MangoSelector(["$text": "tea", "type": "note"])))
         XCTAssertEqual(explained.index?.name, "notes")
         XCTAssertEqual(explained.selector, ["$and": [["$default": ["$text": "tea"]], ["type": ["$eq": "note"]]]])
     }
@@ -85,13 +85,13 @@ final class MangoTextIndexTests: XCTestCase {
         let db = try await notesDatabase()
         try await db.createTextIndex(name: "everything", designDocument: "all")
         try await db.createTextIndex(fields: ["tags"], name: "tags", designDocument: "tags", partialFilter: ["type": "note"])
-        var query = FindQuery(selector: try Selector(["$text": "bean OR nested OR recipe"]))
+        var query = FindQuery(selector: try MangoSelector(["$text": "bean OR nested OR recipe"]))
         query.useIndex = ["all"]
         var result = try await db.find(query)
         XCTAssertEqual(Set(ids(result)), ["n3", "r1"], "every string, arrays too; objects' strings by path; not nested's key")
-        result = try await db.find(FindQuery(selector: try Selector(["$text": "tea"])))
+        result = try await db.find(FindQuery(selector: try MangoSelector(["$text": "tea"])))
         XCTAssertEqual(Set(ids(result)), ["n1", "n2", "n3", "r1", "x1"], "the first text index: every string, x1's body.nested too")
-        query = FindQuery(selector: try Selector(["$text": "green"]))
+        query = FindQuery(selector: try MangoSelector(["$text": "green"]))
         query.useIndex = ["_design/tags", "tags"]
         result = try await db.find(query)
         XCTAssertEqual(ids(result), ["n3"], "only the tags of notes")
@@ -104,37 +104,37 @@ final class MangoTextIndexTests: XCTestCase {
         let db = try await notesDatabase()
         // No text index: as CouchDB 3.3.3 answers (recorded with curl), `$text` holds for every
         // document — its matcher believes the text index — and the rest of the selector decides.
-        var unindexed = try await db.find(FindQuery(selector: try Selector(["$text": "no such word"])))
+        var unindexed = try await db.find(FindQuery(selector: try MangoSelector(["$text": "no such word"])))
         XCTAssertEqual(ids(unindexed), ["n1", "n2", "n3", "r1", "x1"])
         XCTAssertEqual(unindexed.warning, "No matching index found, create an index to optimize query time.")
-        unindexed = try await db.find(FindQuery(selector: try Selector(["$or": [["$text": "x"], ["year": 1]], "type": "recipe"])))
+        unindexed = try await db.find(FindQuery(selector: try MangoSelector(["$or": [["$text": "x"], ["year": 1]], "type": "recipe"])))
         XCTAssertEqual(ids(unindexed), ["r1"], "$text inside $or holds too")
-        unindexed = try await db.find(FindQuery(selector: try Selector(["$and": [["$text": "x"], ["$text": "y"]], "type": "recipe"])))
+        unindexed = try await db.find(FindQuery(selector: try MangoSelector(["$and": [["$text": "x"], ["$text": "y"]], "type": "recipe"])))
         XCTAssertEqual(ids(unindexed), ["r1"], "two $text hold as well")
-        assertThrowsDocStoreErrorSync(.badArgument) { try Selector(["$nor": [["$text": "x"]]]) }
-        assertThrowsDocStoreErrorSync(.badArgument) { try Selector(["$or": [["type": "a"], ["$not": ["$text": "x"]]]]) }
+        assertThrowsDocStoreErrorSync(.badArgument) { try MangoSelector(["$nor": [["$text": "x"]]]) }
+        assertThrowsDocStoreErrorSync(.badArgument) { try MangoSelector(["$or": [["type": "a"], ["$not": ["$text": "x"]]]]) }
         try await db.createIndex(fields: [.ascending("year")], name: "year")
-        unindexed = try await db.find(FindQuery(selector: try Selector(["$text": 2021, "year": ["$gt": 2020]])))
+        unindexed = try await db.find(FindQuery(selector: try MangoSelector(["$text": 2021, "year": ["$gt": 2020]])))
         XCTAssertEqual(ids(unindexed), ["n1", "n3", "r1"], "a number is a $text too")
         XCTAssertEqual(unindexed.warning, "No matching index found, create an index to optimize query time.",
                        "to CouchDB a selector with $text is a text search: no json index is usable")
-        var sorted = FindQuery(selector: try Selector(["$text": 2021, "year": ["$gt": 2020]]))
+        var sorted = FindQuery(selector: try MangoSelector(["$text": 2021, "year": ["$gt": 2020]]))
         sorted.sort = [.ascending("year")]
         await assertThrowsDocStoreError(.noUsableIndex) { try await db.find(sorted) }
         // With a text index, a $text it cannot search is refused.
         try await db.createTextIndex(fields: ["title"], name: "titles", designDocument: "search")
         await assertThrowsDocStoreError(.unsupportedOperator) {
-            try await db.find(FindQuery(selector: try Selector(["$or": [["$text": "tea"], ["year": 1]]])))
+            try await db.find(FindQuery(selector: try MangoSelector(["$or": [["$text": "tea"], ["year": 1]]])))
         }
-        assertThrowsDocStoreErrorSync(.badField) { try Selector(["title": ["$text": "tea"]]) }
-        assertThrowsDocStoreErrorSync(.badArgument) { try Selector(["$text": ["tea"]]) }
-        let both = try Selector(["$text": "green", "$and": [["$text": "tea OR coffee"]]])
+        assertThrowsDocStoreErrorSync(.badField) { try MangoSelector(["title": ["$text": "tea"]]) }
+        assertThrowsDocStoreErrorSync(.badArgument) { try MangoSelector(["$text": ["tea"]]) }
+        let both = try MangoSelector(["$text": "green", "$and": [["$text": "tea OR coffee"]]])
         XCTAssertEqual(try both.textQuery()?.root, try TextQuery("green (tea OR coffee)").root, "several $text are one conjunction")
         let greenTea = try await db.find(FindQuery(selector: both))
         XCTAssertEqual(ids(greenTea), ["n1"])
-        await assertThrowsDocStoreError(.invalidQuery) { try await db.find(FindQuery(selector: try Selector(["$text": "tea AND"]))) }
-        assertThrowsDocStoreErrorSync(.unsupportedOperator) { try Selector(["$text": "tea"]).withoutText(for: "changes") }
-        assertThrowsDocStoreErrorSync(.unsupportedOperator) { try Selector(["$or": [["$text": "tea"]]]).withoutText(for: "changes") }
+        await assertThrowsDocStoreError(.invalidQuery) { try await db.find(FindQuery(selector: try MangoSelector(["$text": "tea AND"]))) }
+        assertThrowsDocStoreErrorSync(.unsupportedOperator) { try MangoSelector(["$text": "tea"]).withoutText(for: "changes") }
+        assertThrowsDocStoreErrorSync(.unsupportedOperator) { try MangoSelector(["$or": [["$text": "tea"]]]).withoutText(for: "changes") }
         await assertThrowsDocStoreError(.unsupportedOperator) {
             try await db.createIndex(fields: [.ascending("year")], partialFilter: ["$text": "tea"])
         }
@@ -152,7 +152,7 @@ final class MangoTextIndexTests: XCTestCase {
         let indexes = try await db.mangoIndexes()
         XCTAssertEqual(indexes.map(\.name), ["byTitle"])
         XCTAssertEqual(indexes.first?.fields, [SortField("title")])
-        let result = try await db.find(FindQuery(selector: try Selector(["$text": "matcha OR tea"])))
+        let result = try await db.find(FindQuery(selector: try MangoSelector(["$text": "matcha OR tea"])))
         XCTAssertEqual(ids(result), ["r1"], "the selector of the definition is its partial filter")
         let search = try await db.search(index: try XCTUnwrap(indexes.first?.indexName), query: "latte", snippets: true)
         XCTAssertEqual(search.rows.map(\.snippet), ["Matcha [latte]"])

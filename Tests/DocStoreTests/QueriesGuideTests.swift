@@ -19,10 +19,10 @@ final class QueriesGuideTests: XCTestCase {
         ])
 
         // Selectors
-        let adults = try Selector(["type": "person", "age": ["$gte": 18]])
-        let inParis = try Selector(["address.city": "Paris"])
-        let tagged = try Selector(["tags": ["$elemMatch": ["$eq": "swift"]]])
-        let either = try Selector(["$or": [["age": ["$lt": 13]], ["age": ["$gt": 64]]]])
+        let adults = try MangoSelector(["type": "person", "age": ["$gte": 18]])
+        let inParis = try MangoSelector(["address.city": "Paris"])
+        let tagged = try MangoSelector(["tags": ["$elemMatch": ["$eq": "swift"]]])
+        let either = try MangoSelector(["$or": [["age": ["$lt": 13]], ["age": ["$gt": 64]]]])
         let everyone = try await db.allDocuments(AllDocumentsQuery(includeDocuments: true)).rows.compactMap(\.document)
         XCTAssertEqual(everyone.filter(adults.matches).map(\.id), ["ann", "cy", "dee"])
         XCTAssertEqual(everyone.filter(inParis.matches).map(\.id), ["ann", "cy"])
@@ -38,7 +38,7 @@ final class QueriesGuideTests: XCTestCase {
         try await db.deleteIndex(designDocument: "people", name: "adults")
 
         // Finding
-        var query = FindQuery(selector: try Selector(["type": "person", "age": ["$gte": 18]]))
+        var query = FindQuery(selector: try MangoSelector(["type": "person", "age": ["$gte": 18]]))
         query.sort = [.ascending("type"), .ascending("age")]
         query.fields = ["name", "age"]
         query.limit = 2
@@ -63,7 +63,7 @@ final class QueriesGuideTests: XCTestCase {
         XCTAssertEqual(plan.index?.name, "by-type-age")
         XCTAssertEqual(plan.startKey, ["person", 18])
         XCTAssertTrue(plan.coversSelector)
-        let unsorted = try await db.explain(FindQuery(selector: try Selector(["name": "Ann"])))
+        let unsorted = try await db.explain(FindQuery(selector: try MangoSelector(["name": "Ann"])))
         XCTAssertNil(unsorted.index, "no index on name: _all_docs")
         XCTAssertFalse(unsorted.coversSelector)
     }

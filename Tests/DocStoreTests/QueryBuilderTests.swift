@@ -33,7 +33,7 @@ final class QueryBuilderTests: XCTestCase {
         let built = try FindQuery(where: .collection("invoice") && Field("total") > 100
                                       && (Field("status") == "open" || Field("due") < "2026-12-01"))
             .sorted(by: .descending("total")).selecting("_id", "total").limited(to: 10)
-        var written = FindQuery(selector: try Selector(["type": "invoice", "total": ["$gt": 100],
+        var written = FindQuery(selector: try MangoSelector(["type": "invoice", "total": ["$gt": 100],
                                                          "$or": [["status": "open"], ["due": ["$lt": "2026-12-01"]]]]))
         written.sort = [.descending("total")]
         written.fields = ["_id", "total"]

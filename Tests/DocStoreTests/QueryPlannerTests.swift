@@ -18,7 +18,7 @@ final class QueryPlannerTests: XCTestCase {
         let indexes = try XCTUnwrap(fixture["indexes"]?.arrayValue).map { entry in
             MangoIndex(designDocument: "_design/" + entry["ddoc"]!.stringValue!, name: entry["name"]!.stringValue!,
                        fields: try SortField.list(from: entry["index"]!["fields"]!),
-                       partialFilter: try entry["index"]!["partial_filter_selector"].map { try Selector($0) })
+                       partialFilter: try entry["index"]!["partial_filter_selector"].map { try MangoSelector($0) })
         }
         let cases = try XCTUnwrap(fixture["cases"]?.arrayValue)
         XCTAssertGreaterThan(cases.count, 30)
@@ -32,7 +32,7 @@ final class QueryPlannerTests: XCTestCase {
             }
             let sort = try query["sort"].map(SortField.list(from:)) ?? []
             do {
-                let plan = try QueryPlanner.plan(try Selector(query["selector"]!), sort: sort, indexes: indexes, useIndex: useIndex)
+                let plan = try QueryPlanner.plan(try MangoSelector(query["selector"]!), sort: sort, indexes: indexes, useIndex: useIndex)
                 XCTAssertNil(recorded["error"], "\(query): CouchDB answered \(recorded["error"]!)")
                 let (ddoc, name): (JSON, String) = switch plan.choice {
                 case .allDocuments: (.null, "_all_docs")
@@ -51,10 +51,10 @@ final class QueryPlannerTests: XCTestCase {
 
     func testAUseIndexThatCannotServeIsAWarningNotAnError() throws {
         let index = MangoIndex(designDocument: "_design/a", name: "kind-v", fields: [SortField("kind"), SortField("v")])
-        let plan = try QueryPlanner.plan(try Selector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["a", "kind-v"])
+        let plan = try QueryPlanner.plan(try MangoSelector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["a", "kind-v"])
         XCTAssertEqual(plan.choice, .allDocuments)
         XCTAssertEqual(plan.warning, "_design/a, kind-v was not used because it is not a valid index for this query.")
-        let byDesign = try QueryPlanner.plan(try Selector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["_design/a"])
+        let byDesign = try QueryPlanner.plan(try MangoSelector(["kind": "x"]), sort: [], indexes: [index], useIndex: ["_design/a"])
         XCTAssertEqual(byDesign.warning, "_design/a was not used because it does not contain a valid index for this query.")
     }
 
@@ -62,11 +62,11 @@ final class QueryPlannerTests: XCTestCase {
     /// would score as well and has fewer fields, because it tries view indexes before `_all_docs`.
     func testAUsableJSONIndexIsAlwaysPreferredToAllDocs() throws {
         let index = MangoIndex(designDocument: "_design/iid", name: "id-c", fields: [SortField("_id"), SortField("c")])
-        let selector = try Selector(["o.y": ["$gt": 10], "c": ["$mod": [-3, 2]]])
+        let selector = try MangoSelector(["o.y": ["$gt": 10], "c": ["$mod": [-3, 2]]])
         let plan = try QueryPlanner.plan(selector, sort: [], indexes: [index], useIndex: [])
         XCTAssertEqual(plan.choice, .json(index))
         XCTAssertEqual(plan.shownKeys.start, [])
-        let unusable = try QueryPlanner.plan(try Selector(["o.y": ["$gt": 10]]), sort: [], indexes: [index], useIndex: [])
+        let unusable = try QueryPlanner.plan(try MangoSelector(["o.y": ["$gt": 10]]), sort: [], indexes: [index], useIndex: [])
         XCTAssertEqual(unusable.choice, .allDocuments, "without `c` required the index is not usable")
     }
 
@@ -88,7 +88,7 @@ final class QueryPlannerTests: XCTestCase {
             (["b": ["$nin": [["a", "b"]]], "_id": ["$gt": nil]], [.descending("_id")]),
         ]
         for (selector, sort) in failing {
-            XCTAssertThrowsError(try QueryPlanner.plan(try Selector(selector), sort: sort, indexes: [byC, byB], useIndex: []), "\(selector)") {
+            XCTAssertThrowsError(try QueryPlanner.plan(try MangoSelector(selector), sort: sort, indexes: [byC, byB], useIndex: []), "\(selector)") {
                 XCTAssertEqual(($0 as? DocStoreError)?.code, .unsupportedOperator, "\(selector)")
             }
         }
@@ -99,7 +99,7 @@ final class QueryPlannerTests: XCTestCase {
             ["c": ["$gt": nil], "d": ["$in": [[:]]]], ["c": ["$gt": nil], "d": nil],
         ]
         for selector in working {
-            XCTAssertNoThrow(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byC, byB], useIndex: []), "\(selector)")
+            XCTAssertNoThrow(try QueryPlanner.plan(try MangoSelector(selector), sort: [], indexes: [byC, byB], useIndex: []), "\(selector)")
         }
     }
 
@@ -114,7 +114,7 @@ final class QueryPlannerTests: XCTestCase {
             ["$and": [["n": 5], ["n": ["$gt": 5]]]], ["$and": [["n": ["$gte": 5]], ["n": ["$lte": 5]], ["n": ["$gt": 5]]]],
         ]
         for selector in failing {
-            XCTAssertThrowsError(try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byN], useIndex: []), "\(selector)") {
+            XCTAssertThrowsError(try QueryPlanner.plan(try MangoSelector(selector), sort: [], indexes: [byN], useIndex: []), "\(selector)") {
                 XCTAssertEqual(($0 as? DocStoreError)?.code, .unsupportedOperator, "\(selector)")
             }
         }
@@ -122,7 +122,7 @@ final class QueryPlannerTests: XCTestCase {
             ["_id": ["$gt": "a"], "$and": [["_id": "a"]]], ["$and": [["n": ["$gt": 5]], ["n": 5]]], ["$and": [["n": 5], ["n": ["$gte": 5]]]],
         ]
         for selector in working {
-            let plan = try QueryPlanner.plan(try Selector(selector), sort: [], indexes: [byN], useIndex: [])
+            let plan = try QueryPlanner.plan(try MangoSelector(selector), sort: [], indexes: [byN], useIndex: [])
             XCTAssertNotNil(plan.choice, "\(selector)")
         }
     }

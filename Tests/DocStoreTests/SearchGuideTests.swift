@@ -54,7 +54,7 @@ final class SearchGuideTests: XCTestCase {
 
         // Text indexes
         try await db.createTextIndex(fields: ["title", "body"], name: "notes", designDocument: "search")
-        let teaNotes = try await db.find(FindQuery(selector: try Selector(["$text": "tea", "type": "note"])))
+        let teaNotes = try await db.find(FindQuery(selector: try MangoSelector(["$text": "tea", "type": "note"])))
         XCTAssertEqual(teaNotes.documents.map(\.id).sorted(), ["n1", "n2", "n3"])
 
         // Errors

@@ -5,7 +5,7 @@ Run with COUCHDB_URL set (http://admin:admin@127.0.0.1:5984). It creates the dat
 `docstore_mango_parity`, stores the corpus, asks `_find` every selector of the set (limit 1000,
 no index, so CouchDB's own matcher decides) and writes Tests/Fixtures/mango/selectors.json:
 the corpus, and for each selector either the sorted ids that matched or the HTTP status and
-error name. `SelectorTests` replays that file against DocStore's `Selector`.
+error name. `MangoSelectorTests` replays that file against DocStore's `MangoSelector`.
 """
 import json, os, sys, urllib.parse, urllib.request, urllib.error, base64, pathlib
 

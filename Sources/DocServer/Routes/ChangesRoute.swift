@@ -24,7 +24,7 @@ struct ChangesRequest: Sendable {
     /// Only these documents (`filter=_doc_ids`).
     var documentIDs: [String]?
     /// Only documents matching this selector (`filter=_selector`).
-    var selector: Selector?
+    var selector: MangoSelector?
     /// Only documents in one of these channels (`filter=sync_gateway/bychannel`); `nil` when the
     /// filter names none.
     var channels: [String]?
@@ -110,7 +110,7 @@ struct ChangesRequest: Sendable {
             guard let selector = try body["selector"] ?? request.json("selector") else {
                 throw CouchError.badRequest("filter=_selector needs a selector")
             }
-            self.selector = try Selector(selector).withoutText(for: "changes")
+            self.selector = try MangoSelector(selector).withoutText(for: "changes")
         case "_design"?:
             designOnly = true
         case "sync_gateway/bychannel"?:

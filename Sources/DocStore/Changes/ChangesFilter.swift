@@ -12,8 +12,8 @@ public struct ChangesFilter: Sendable {
     /// Only documents in at least one of these channels (a document's `channels` array).
     public var channels: [String]?
     /// Only live documents that match this selector (a deletion never matches, as in CouchDB). A
-    /// `$text` in it is not applied (it needs a text index): refuse one with ``Selector/withoutText(for:)``.
-    public var selector: Selector?
+    /// `$text` in it is not applied (it needs a text index): refuse one with ``MangoSelector/withoutText(for:)``.
+    public var selector: MangoSelector?
     /// Only design documents (`_design/…`).
     public var designDocumentsOnly: Bool
     /// Only documents for which this returns `true`; it sees each changed document, tombstones
@@ -22,7 +22,7 @@ public struct ChangesFilter: Sendable {
 
     private var exactIDs: Set<ExactString>?
 
-    public init(documentIDs: [String]? = nil, channels: [String]? = nil, selector: Selector? = nil,
+    public init(documentIDs: [String]? = nil, channels: [String]? = nil, selector: MangoSelector? = nil,
                 designDocumentsOnly: Bool = false, predicate: (@Sendable (Document) -> Bool)? = nil) {
         self.documentIDs = documentIDs
         self.exactIDs = documentIDs.map { Set($0.map(ExactString.init)) }

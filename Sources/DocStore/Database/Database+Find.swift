@@ -3,14 +3,14 @@ import Foundation
 /// A Mango query (CouchDB `_find`).
 ///
 /// ```swift
-/// var query = FindQuery(selector: try Selector(["type": "invoice", "total": ["$gt": 100]]))
+/// var query = FindQuery(selector: try MangoSelector(["type": "invoice", "total": ["$gt": 100]]))
 /// query.sort = [.descending("total")]
 /// query.limit = 10
 /// let page = try await db.find(query)
 /// ```
 public struct FindQuery: Sendable {
     /// Which documents.
-    public var selector: Selector
+    public var selector: MangoSelector
     /// The fields of each document to return (dotted paths; `nil`: the whole document).
     public var fields: [String]?
     /// The order, all ascending or all descending; needs an index that gives it.
@@ -35,7 +35,7 @@ public struct FindQuery: Sendable {
     /// Which json indexes the planner may choose (a server's partitioned or global ones).
     package var usableIndexes: (@Sendable (MangoIndex) -> Bool)?
 
-    public init(selector: Selector) {
+    public init(selector: MangoSelector) {
         self.selector = selector
     }
 }
@@ -296,7 +296,7 @@ enum FindProjection {
 public struct FindExplanation: Sendable {
     /// The index read: a json index, or `nil` for `_all_docs`.
     public let index: MangoIndex?
-    /// The selector after normalisation (``Selector/normalized``).
+    /// The selector after normalisation (``MangoSelector/normalized``).
     public let selector: JSON
     /// Where reading starts and ends, as `_explain` shows them (`"<MAX>"` above every key of the prefix;
     /// `null` when nothing is read, or for the start of `_all_docs` read from its first id).

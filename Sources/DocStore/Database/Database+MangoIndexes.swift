@@ -27,7 +27,7 @@ extension Database {
         if Set(fields.map(\.descending)).count > 1 {
             throw DocStoreError(.unsupportedMixedSort, "Sorts currently only support a single direction for all fields.")
         }
-        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0).withoutText(for: "the documents of an index") }
+        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try MangoSelector($0).withoutText(for: "the documents of an index") }
         return try await store(fields: fields, name: name, designDocument: designDocument, partialFilter: filter, type: .json)
     }
 
@@ -39,7 +39,7 @@ extension Database {
     ///
     /// ```swift
     /// try await db.createTextIndex(fields: ["title", "body"], name: "notes-text", designDocument: "search")
-    /// let found = try await db.find(FindQuery(selector: try Selector(["$text": "green tea", "type": "note"])))
+    /// let found = try await db.find(FindQuery(selector: try MangoSelector(["$text": "green tea", "type": "note"])))
     /// ```
     /// - Parameters:
     ///   - fields: dotted paths of string fields (or arrays of strings); empty for every string.
@@ -52,14 +52,14 @@ extension Database {
                                 partialFilter: JSON? = nil) async throws -> IndexCreation {
         try ensureOpen()
         for field in fields { _ = try FieldPath(field) }
-        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try Selector($0).withoutText(for: "the documents of an index") }
+        let filter = try partialFilter.flatMap { $0 == .object([:]) ? nil : try MangoSelector($0).withoutText(for: "the documents of an index") }
         return try await store(fields: fields.map { SortField($0) }, name: name, designDocument: designDocument,
                                partialFilter: filter, type: .text)
     }
 
     /// Adds an index to its design document (made when missing), unless one of that name and
     /// definition is already there.
-    private func store(fields: [SortField], name: String?, designDocument: String?, partialFilter filter: Selector?,
+    private func store(fields: [SortField], name: String?, designDocument: String?, partialFilter filter: MangoSelector?,
                        type: MangoIndex.Kind) async throws -> IndexCreation {
         let generated = MangoIndex.generatedName(fields: fields, partialFilter: filter, type: type)
         let indexName = name ?? generated

@@ -194,7 +194,7 @@ extension Database {
     /// model needs all of them.
     public func fetch<M: Model>(_ type: M.Type, _ query: FindQuery) async throws -> [M] {
         var query = query
-        query.selector = try Selector(["$and": [.object(["type": .string(M.collection)]), query.selector.root]])
+        query.selector = try MangoSelector(["$and": [.object(["type": .string(M.collection)]), query.selector.root]])
         query.fields = nil
         return try await find(query).documents.map {
             try ModelCoding.model(M.self, from: $0, dateFormat: configuration.dateFormat)

@@ -22,9 +22,9 @@ public struct ExportOptions: Sendable {
     public var format: Format
     public var form: Form
     /// Only documents whose current revision satisfies it (all when `nil`).
-    public var selector: Selector?
+    public var selector: MangoSelector?
 
-    public init(format: Format = .json, form: Form = .full, selector: Selector? = nil) {
+    public init(format: Format = .json, form: Form = .full, selector: MangoSelector? = nil) {
         self.format = format
         self.form = form
         self.selector = selector

@@ -232,7 +232,7 @@ extension Database {
         case .id(let id):
             return try await fetch(T.self, id: id)
         case .match(let property, let value):
-            var query = FindQuery(selector: try Selector(["$and": [["type": .string(T.collection)], .object([property: ["$eq": value]])]]))
+            var query = FindQuery(selector: try MangoSelector(["$and": [["type": .string(T.collection)], .object([property: ["$eq": value]])]]))
             query.limit = nil
             let documents = try await find(query).documents.sorted { $0.id < $1.id }
             return try documents.first.map { try ModelCoding.model(T.self, from: $0, dateFormat: configuration.dateFormat) }

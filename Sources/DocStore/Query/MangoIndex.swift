@@ -80,11 +80,11 @@ public struct MangoIndex: Sendable, Hashable {
     /// every string of the document.
     public let fields: [SortField]
     /// Only documents that match this selector are indexed (CouchDB `partial_filter_selector`).
-    public let partialFilter: Selector?
+    public let partialFilter: MangoSelector?
     /// json or text.
     public let type: Kind
 
-    public init(designDocument: String, name: String, fields: [SortField], partialFilter: Selector? = nil, type: Kind = .json) {
+    public init(designDocument: String, name: String, fields: [SortField], partialFilter: MangoSelector? = nil, type: Kind = .json) {
         self.designDocument = designDocument
         self.name = name
         self.fields = fields
@@ -182,9 +182,9 @@ public struct MangoIndex: Sendable, Hashable {
             guard case .object(let map)? = view["map"], case .object(let fieldsObject)? = map["fields"] else { continue }
             let fields = fieldsObject.map { SortField($0.key, descending: $0.value.stringValue == "desc") }
             guard fields.allSatisfy({ (try? FieldPath($0.path)) != nil }) else { continue }
-            var filter: Selector?
+            var filter: MangoSelector?
             if let selector = map["partial_filter_selector"], selector != .object([:]) {
-                guard let parsed = try? Selector(selector), !parsed.usesText else { continue }
+                guard let parsed = try? MangoSelector(selector), !parsed.usesText else { continue }
                 filter = parsed
             }
             result.append(MangoIndex(designDocument: document.id, name: name, fields: fields, partialFilter: filter))
@@ -194,7 +194,7 @@ public struct MangoIndex: Sendable, Hashable {
 
     /// The name CouchDB would leave to a hash: the SHA-1 of the definition (and of the index's `name`
     /// when one is given, so that every named index gets a design document of its own), in hex.
-    static func generatedName(fields: [SortField], partialFilter: Selector?, type: Kind = .json, name: String? = nil) -> String {
+    static func generatedName(fields: [SortField], partialFilter: MangoSelector?, type: Kind = .json, name: String? = nil) -> String {
         var definition = JSONObject()
         if let name { definition["name"] = .string(name) }
         if type == .text { definition["type"] = "text" }

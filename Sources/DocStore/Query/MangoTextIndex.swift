@@ -100,10 +100,10 @@ extension MangoIndex {
                 }
             }
             guard readable, paths.allSatisfy({ (try? FieldPath($0)) != nil }) else { continue }
-            var filter: Selector?
+            var filter: MangoSelector?
             for member in ["partial_filter_selector", "selector"] {
                 guard let selector = definition[member], selector != .object([:]) else { continue }
-                guard let parsed = try? Selector(selector), !parsed.usesText else {
+                guard let parsed = try? MangoSelector(selector), !parsed.usesText else {
                     readable = false
                     break
                 }

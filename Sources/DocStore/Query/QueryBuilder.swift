@@ -86,9 +86,9 @@ public struct QueryCondition: Sendable, Hashable {
         return [json]
     }
 
-    /// The ``Selector`` it stands for.
+    /// The ``MangoSelector`` it stands for.
     /// - Throws: the selector errors, e.g. ``DocStoreError/Code/invalidFieldName`` for a malformed path.
-    public func selector() throws -> Selector { try Selector(json) }
+    public func selector() throws -> MangoSelector { try MangoSelector(json) }
 }
 
 extension FindQuery {

@@ -123,7 +123,7 @@ struct QueryPlanner {
 
     /// Plans a query.
     /// - Throws: ``DocStoreError/Code/noUsableIndex`` when no index can give the sort.
-    static func plan(_ selector: Selector, sort: [SortField], indexes: [MangoIndex], useIndex: [String]) throws -> Plan {
+    static func plan(_ selector: MangoSelector, sort: [SortField], indexes: [MangoIndex], useIndex: [String]) throws -> Plan {
         let condition = selector.condition
         let sortFields = sort.map(\.path)
         let named = useIndex.isEmpty ? [] : filter(indexes.map(Choice.json), by: useIndex)

@@ -23,7 +23,7 @@ struct StoreOutcome: Sendable {
 struct SourceFilter: Sendable {
     var documentIDs: [String]?
     var channels: [String]?
-    var selector: Selector?
+    var selector: MangoSelector?
     var named: (name: String, parameters: [String: String])?
 
     /// The filter of a local source (which has no named filters).

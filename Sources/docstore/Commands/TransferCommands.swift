@@ -124,7 +124,7 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         var exportOptions = ExportOptions(format: ExportOptions.Format(rawValue: format)!, form: compact ? .compact : .full)
-        if let selector { exportOptions.selector = try Selector(JSON(parsing: selector)) }
+        if let selector { exportOptions.selector = try MangoSelector(JSON(parsing: selector)) }
         try await withDatabase(options) { db in
             try await db.export(exportOptions) { FileHandle.standardOutput.write($0) }
         }

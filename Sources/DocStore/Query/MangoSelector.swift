@@ -4,7 +4,7 @@ import Foundation
 /// normalised condition and matched with CouchDB 3.3's semantics.
 ///
 /// ```swift
-/// let adults = try Selector(["type": "person", "age": ["$gte": 18]])
+/// let adults = try MangoSelector(["type": "person", "age": ["$gte": 18]])
 /// adults.matches(document)
 /// ```
 ///
@@ -25,7 +25,7 @@ import Foundation
 /// ``DocStoreError/Code/badField``, ``DocStoreError/Code/invalidFieldName`` or
 /// ``DocStoreError/Code/unsupportedOperator`` (where CouchDB fails with a 500 — a `$mod` divisor of 0, a
 /// path such as `"a..b"` — the error is a 400 of the same kind).
-public struct Selector: Sendable, Hashable {
+public struct MangoSelector: Sendable, Hashable {
     /// The selector JSON, as given.
     public let root: JSON
     /// The normalised condition (without ``textQuery``).
@@ -116,7 +116,7 @@ public struct Selector: Sendable, Hashable {
     /// This selector, if it has no `$text`: a full-text search cannot filter `use` (a changes feed, a
     /// replication, a partial index), which reads documents one by one.
     /// - Throws: ``DocStoreError/Code/unsupportedOperator`` otherwise.
-    public func withoutText(for use: String) throws -> Selector {
+    public func withoutText(for use: String) throws -> MangoSelector {
         guard !usesText else {
             throw DocStoreError(.unsupportedOperator, "$text needs a text index: it cannot select \(use)")
         }
@@ -140,7 +140,7 @@ public struct Selector: Sendable, Hashable {
     }
 
     /// Selectors are equal when they normalise alike (`{"a": 1}` and `{"a": {"$eq": 1}}`).
-    public static func == (lhs: Selector, rhs: Selector) -> Bool { lhs.root == rhs.root || lhs.normalized == rhs.normalized }
+    public static func == (lhs: MangoSelector, rhs: MangoSelector) -> Bool { lhs.root == rhs.root || lhs.normalized == rhs.normalized }
     public func hash(into hasher: inout Hasher) { hasher.combine(normalized) }
 }
 
@@ -216,7 +216,7 @@ indirect enum Condition: Sendable {
             return .field(path, .compare(.eq, json))
         }
         // `{}` below a field is a value to equal, as in CouchDB (only the whole selector `{}` matches
-        // anything, see `Selector.init`).
+        // anything, see `MangoSelector.init`).
         if object.isEmpty { return .field(path, .compare(.eq, json)) }
         var parts: [Condition] = []
         for (key, argument) in object {
@@ -281,9 +281,9 @@ indirect enum Condition: Sendable {
         case "$text":
             // As CouchDB: the argument is checked first; then `$text`, which stands for
             // `{"$default": {"$text": …}}`, must be at the root.
-            // On a field it is refused (`Selector.init`) once every operator has been read, as
+            // On a field it is refused (`MangoSelector.init`) once every operator has been read, as
             // CouchDB checks operators before fields.
-            let query = try Selector.textArgument(argument)
+            let query = try MangoSelector.textArgument(argument)
             return path.components.isEmpty ? .text(query) : onField(.text(query))
         case let name where unsupported.contains(name):
             throw DocStoreError(.unsupportedOperator, "Unsupported operator: \(name)")
