@@ -65,7 +65,7 @@ final class ModelsGuideTests: XCTestCase {
         ann.email = "ann@example.com"
         ann = try await db.update(ann)           // "2-…"
         let both = try await db.fetch(Contact.self, ids: ["ann", added[1].id])
-        let named = try await db.fetch(Contact.self, where: Field("name") == "Bob")
+        let named = try await db.fetch(Contact.self, where: QueryField("name") == "Bob")
         XCTAssertEqual(ann.revision?.generation, 2)
         XCTAssertEqual(both.count, 2)
         XCTAssertEqual(named.map(\.name), ["Bob"])

@@ -49,8 +49,8 @@ final class QueriesGuideTests: XCTestCase {
         XCTAssertEqual(try next.decode(as: Person.self), [Person(name: "Cy", age: 70)])
 
         // The query builder
-        let builder = try FindQuery(where: .collection("person") && Field("age") >= 18
-                                        && (Field("address.city") == "Paris" || Field("tags").anyElement(Field.element == "couch")))
+        let builder = try FindQuery(where: .collection("person") && QueryField("age") >= 18
+                                        && (QueryField("address.city") == "Paris" || QueryField("tags").anyElement(QueryField.element == "couch")))
             .sorted(by: .ascending("type"), .ascending("age"))
             .selecting("name", "age")
             .limited(to: 10)

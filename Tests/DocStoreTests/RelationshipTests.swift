@@ -108,7 +108,7 @@ final class RelationshipTests: XCTestCase {
             XCTAssertEqual(error.code, .invalidDocumentID)
             XCTAssertEqual(error.itemIndex, 1)
         }
-        let yan = try await db.fetch(Customer.self, where: Field("name") == "Yan")
+        let yan = try await db.fetch(Customer.self, where: QueryField("name") == "Yan")
         XCTAssertEqual(yan, [], "all or nothing")
         try await db.save(Document(id: "p", body: ["type": "product"]))
         do {

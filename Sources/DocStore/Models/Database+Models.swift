@@ -181,10 +181,10 @@ extension Database {
         try await fetch(M.self, FindQuery(where: .collection(M.collection)))
     }
 
-    /// The models that satisfy `condition` (built with ``Field``), in id order unless an index orders them.
+    /// The models that satisfy `condition` (built with ``QueryField``), in id order unless an index orders them.
     ///
     /// ```swift
-    /// let adults = try await db.fetch(Person.self, where: Field("age") >= 18)
+    /// let adults = try await db.fetch(Person.self, where: QueryField("age") >= 18)
     /// ```
     public func fetch<M: Model>(_ type: M.Type, where condition: QueryCondition) async throws -> [M] {
         try await fetch(M.self, FindQuery(where: condition))

@@ -1,10 +1,10 @@
 /// A field of the documents, for writing Mango conditions in Swift:
-/// `Field("total") > 100 && Field("status") == "open"`.
+/// `QueryField("total") > 100 && QueryField("status") == "open"`.
 ///
 /// Comparisons take JSON values (any literal), and the operators whose argument has one shape take
-/// only that shape, so `Field("tags").size("two")` does not compile. A malformed path (`"a..b"`) is a
+/// only that shape, so `QueryField("tags").size("two")` does not compile. A malformed path (`"a..b"`) is a
 /// ``DocStoreError/Code/invalidFieldName`` when the query is built.
-public struct Field: Sendable, Hashable, ExpressibleByStringLiteral {
+public struct QueryField: Sendable, Hashable, ExpressibleByStringLiteral {
     /// The dotted path (see ``FieldPath``).
     public let path: String
 
@@ -12,16 +12,16 @@ public struct Field: Sendable, Hashable, ExpressibleByStringLiteral {
     public init(stringLiteral path: String) { self.path = path }
 
     private func condition(_ name: String, _ argument: JSON) -> QueryCondition {
-        // On `Field.element` the operator applies to the element itself: `{"$gt": 5}`.
+        // On `QueryField.element` the operator applies to the element itself: `{"$gt": 5}`.
         QueryCondition(json: path.isEmpty ? .object([name: argument]) : .object([path: .object([name: argument])]))
     }
 
-    public static func == (field: Field, value: JSON) -> QueryCondition { field.condition("$eq", value) }
-    public static func != (field: Field, value: JSON) -> QueryCondition { field.condition("$ne", value) }
-    public static func > (field: Field, value: JSON) -> QueryCondition { field.condition("$gt", value) }
-    public static func >= (field: Field, value: JSON) -> QueryCondition { field.condition("$gte", value) }
-    public static func < (field: Field, value: JSON) -> QueryCondition { field.condition("$lt", value) }
-    public static func <= (field: Field, value: JSON) -> QueryCondition { field.condition("$lte", value) }
+    public static func == (field: QueryField, value: JSON) -> QueryCondition { field.condition("$eq", value) }
+    public static func != (field: QueryField, value: JSON) -> QueryCondition { field.condition("$ne", value) }
+    public static func > (field: QueryField, value: JSON) -> QueryCondition { field.condition("$gt", value) }
+    public static func >= (field: QueryField, value: JSON) -> QueryCondition { field.condition("$gte", value) }
+    public static func < (field: QueryField, value: JSON) -> QueryCondition { field.condition("$lt", value) }
+    public static func <= (field: QueryField, value: JSON) -> QueryCondition { field.condition("$lte", value) }
 
     /// The field equals one of `values` (for an array field: one of its elements does).
     public func isIn(_ values: [JSON]) -> QueryCondition { condition("$in", .array(values)) }
@@ -42,15 +42,15 @@ public struct Field: Sendable, Hashable, ExpressibleByStringLiteral {
     /// The field is an array holding every one of `values`.
     public func containsAll(_ values: [JSON]) -> QueryCondition { condition("$all", .array(values)) }
     /// The field is an array with an element that satisfies `element` (whose fields are the element's;
-    /// `Field.element` is the element itself).
+    /// `QueryField.element` is the element itself).
     public func anyElement(_ element: QueryCondition) -> QueryCondition { condition("$elemMatch", element.json) }
     /// The field is a non-empty array whose every element satisfies `element`.
     public func everyElement(_ element: QueryCondition) -> QueryCondition { condition("$allMatch", element.json) }
-    /// The field is an object with a member name that satisfies `key` (written on `Field.element`).
+    /// The field is an object with a member name that satisfies `key` (written on `QueryField.element`).
     public func anyKey(_ key: QueryCondition) -> QueryCondition { condition("$keyMapMatch", key.json) }
 
     /// The value an element-wise condition is about: the array element (or the member name) itself.
-    public static let element = Field("")
+    public static let element = QueryField("")
 
     /// The JSON types `$type` names.
     public enum JSONType: String, Sendable {
@@ -66,7 +66,7 @@ public struct QueryCondition: Sendable, Hashable {
     init(json: JSON) { self.json = json }
 
     /// The documents of one collection: those whose `type` field is `name` (the seed's `collection`).
-    public static func collection(_ name: String) -> QueryCondition { Field("type") == .string(name) }
+    public static func collection(_ name: String) -> QueryCondition { QueryField("type") == .string(name) }
 
     public static func && (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {
         QueryCondition(json: ["$and": .array(lhs.operands("$and") + rhs.operands("$and"))])
@@ -93,7 +93,7 @@ public struct QueryCondition: Sendable, Hashable {
 
 extension FindQuery {
     /// A query for the documents that satisfy `condition`:
-    /// `try FindQuery(where: .collection("invoice") && Field("total") > 100).sorted(by: .descending("total"))`.
+    /// `try FindQuery(where: .collection("invoice") && QueryField("total") > 100).sorted(by: .descending("total"))`.
     public init(where condition: QueryCondition) throws {
         self.init(selector: try condition.selector())
     }
