@@ -7,6 +7,17 @@ import XCTest
 
 /// `docstore serve` and `docstore user`, as a person runs them.
 final class ServeCommandTests: XCTestCase {
+    func testOutOfRangeTimeoutsAreRefusedBeforeStarting() throws {
+        let dir = try makeTemporaryDirectory(self)
+        for (flag, message) in [("--lock-timeout", "--lock-timeout must be a number of seconds from 0 to 3600"),
+                                ("--javascript-timeout", "--javascript-timeout must be a number of seconds above 0, at most 3600")] {
+            let refused = try runDocstore(["serve", "--port", "0", flag, "5000"], in: dir)
+            XCTAssertNotEqual(refused.status, 0, flag)
+            XCTAssertTrue(refused.stderr.contains(message), refused.stderr)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("docstore-data").path), "nothing was started")
+    }
+
     func testServeAnswersWelcomeAndStopsCleanlyOnInterrupt() async throws {
         let dir = try makeTemporaryDirectory(self)
         let added = try runDocstore(["user", "add", "alice", "--password", "pw", "--channels", "red", "--roles", "staff"], in: dir)

@@ -53,6 +53,11 @@ struct Serve: AsyncParsableCommand {
                                valueName: "seconds"))
     var javaScriptTimeout: Double = 5
 
+    @Option(name: .customLong("lock-timeout"),
+            help: ArgumentHelp("Seconds a write waits for a database file's write lock that another process holds before it answers 503.",
+                               valueName: "seconds"))
+    var lockTimeout: Double = 10
+
     @Option(name: .customLong("log-level"),
             help: ArgumentHelp("What is logged to standard error: trace, debug, info (one line per request), notice, warning, error or critical. Default: DOCSTORE_LOG_LEVEL, else info.",
                                valueName: "level"))
@@ -61,6 +66,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard javaScriptTimeout > 0, javaScriptTimeout <= 3600 else {
             throw ValidationError("--javascript-timeout must be a number of seconds above 0, at most 3600")
+        }
+        guard lockTimeout >= 0, lockTimeout <= 3600 else {
+            throw ValidationError("--lock-timeout must be a number of seconds from 0 to 3600")
         }
         if let logLevel, Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -84,6 +92,7 @@ struct Serve: AsyncParsableCommand {
         configuration.allowAnonymous = allowAnonymous
         configuration.javaScript = !noJavaScript
         configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
+        configuration.lockTimeout = .milliseconds(Int(lockTimeout * 1000))
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
         configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
         if !corsOrigins.isEmpty { configuration.cors = CORSConfiguration(origins: corsOrigins, credentials: !noCORSCredentials) }
