@@ -95,21 +95,24 @@ extension Database {
     /// ``delete(id:revision:)``).
     ///
     /// - Returns: the id of the deleted document.
-    /// - Throws: ``DocStoreError/Code/notFound`` if there is no live document `id`.
+    /// - Throws: ``DocStoreError/Code/notFound`` if there is no live document `id`;
+    ///   ``DocStoreError/Code/conflict`` if others keep saving it faster than it can be deleted.
     @discardableResult
     public func delete(documentWithID id: String) async throws -> String {
-        // A save in between makes the revision read here a non-leaf: read again and retry.
-        while true {
+        // A save in between makes the revision read here a non-leaf: read again and retry (a document
+        // edited faster than it can be read and deleted stays a conflict).
+        for attempt in 1...100 {
             guard let current = try await document(withID: id), let revision = current.revision else {
                 throw DocStoreError.notFound("missing")
             }
             do {
                 try await delete(id: id, revision: revision)
                 return id
-            } catch let error as DocStoreError where error.code == .conflict {
+            } catch let error as DocStoreError where error.code == .conflict && attempt < 100 {
                 continue
             }
         }
+        throw DocStoreError.conflict()
     }
 
     /// Saves many documents in one transaction, each with its own result and each as ``save(_:)``
