@@ -1,26 +1,60 @@
 @testable import DocServer
-import DocStore
+@testable import DocStore
 import Foundation
+import Synchronization
 import XCTest
 
-/// DESIGN.md §6: the app's map functions run on the index writer's own queue, never on Swift's
-/// cooperative pool: while a view's map function runs for seconds, the server answers everything else
-/// at once. (Without that queue the slowest answer here took 3.0 s.)
+/// DESIGN.md §6: waiting never blocks Swift's cooperative pool. While another connection holds two
+/// databases' write locks (four writes waiting for them, off the pool) and a view's map function runs for
+/// seconds (on the index writer's own queue), the server keeps answering everything else at once
+/// (without the index writer's queue the slowest answer took 3.0 s); a write that cannot get the lock
+/// in time is a 503 naming the lock, and writes nothing.
 final class PoolStaysFreeTests: XCTestCase {
-    func testTheServerAnswersWhileAMapFunctionRuns() async throws {
+    /// Holds the write lock of the database file at `path` (`BEGIN IMMEDIATE` on a connection of its
+    /// own) on a thread of its own until `release` is called.
+    private final class LockHolder: @unchecked Sendable {
+        // `connection` is used only by `init` and then by the holder's thread, after `release` (the
+        // semaphore orders the two): one user at a time.
+        private let connection: SQLiteConnection
+        private let released = DispatchSemaphore(value: 0)
+        private let finished = DispatchSemaphore(value: 0)
+
+        init(path: String) throws {
+            connection = try SQLiteConnection(path: path)
+            try connection.execute("BEGIN IMMEDIATE")
+            Thread { [self] in
+                released.wait()
+                try? connection.execute("COMMIT")
+                connection.close()
+                finished.signal()
+            }.start()
+        }
+
+        func release() {
+            released.signal()
+            finished.wait()
+        }
+    }
+
+    func testTheServerAnswersWhileALockIsHeldAndAMapFunctionRuns() async throws {
         let server = try await TestServer(self)
-        for name in ["slow", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
+        for name in ["locked", "locked2", "slow", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/slow/_design/app", json: ["views": ["v": ["map": """
             function(doc) { var until = Date.now() + 3000; while (Date.now() < until) {} emit(doc._id, 1); }
             """]]]).status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/slow/one", json: ["n": 1]).status, 201)
 
+        // Two databases locked by another connection, as many as the pool has threads on a 2-core machine.
+        let holders = try ["locked", "locked2"].map { try LockHolder(path: server.directory.appendingPathComponent("\($0).sqlite").path) }
         let clock = ContinuousClock()
         let start = clock.now
+        let writes = ["locked", "locked", "locked2", "locked2"].enumerated().map { n, db in
+            Task { try await server.request("PUT", "/\(db)/w\(n)", json: ["n": .integer(n)]).status }
+        }
         let view = Task { try await server.request("GET", "/slow/_design/app/_view/v").status }
 
-        // For 4 s (the map function runs 3 s), everything else answers at once.
+        // For 4 s (the map function runs 3 s, the lock is held until the end), everything else answers at once.
         var slowest: Duration = .zero
         var probes = 0
         while clock.now - start < .seconds(4) {
@@ -34,6 +68,22 @@ final class PoolStaysFreeTests: XCTestCase {
         }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
         XCTAssertGreaterThan(probes, 30)
+        // The waiting writes are still waiting for the lock; released, they go through.
+        holders.forEach { $0.release() }
+        for write in writes { await XCTAssertEqualAsync(try await write.value, 201) }
         await XCTAssertEqualAsync(try await view.value, 200)
+    }
+
+    func testAWriteThatCannotGetTheLockInTimeIsA503() async throws {
+        let server = try await TestServer(self) { $0.lockTimeout = .milliseconds(300) }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/locked").status, 201)
+        let holder = try LockHolder(path: server.directory.appendingPathComponent("locked.sqlite").path)
+        let refused = try await server.request("PUT", "/locked/doc", json: ["n": 1])
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.json["error"], "service_unavailable")
+        XCTAssertTrue(refused.json["reason"]?.stringValue?.contains("write lock of") == true, "\(refused.json)")
+        await XCTAssertEqualAsync(try await server.request("GET", "/locked/doc").status, 404, "nothing was written")
+        holder.release()
+        await XCTAssertEqualAsync(try await server.request("PUT", "/locked/doc", json: ["n": 1]).status, 201)
     }
 }

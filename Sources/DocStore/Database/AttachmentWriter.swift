@@ -110,8 +110,8 @@ public actor AttachmentWriter {
     }
 
     private func writeChunk(_ chunk: [UInt8]) async throws {
-        if staging == nil { staging = try await writer.beginStaging(encoding: encoding) }
-        try await writer.appendStagedChunk(to: staging!.key, at: chunks, chunk)
+        if staging == nil { staging = try await waitingForTheLock(of: writer) { try await writer.beginStaging(encoding: encoding) } }
+        try await waitingForTheLock(of: writer) { try await writer.appendStagedChunk(to: staging!.key, at: chunks, chunk) }
         chunks += 1
     }
 
@@ -146,7 +146,7 @@ public actor AttachmentWriter {
                 return Attachment(contentType: contentType, length: decoded, digest: digest, revpos: nil, encoding: encoding,
                                   encodedLength: stored, content: .bytes(Data(buffer)))
             }
-            if !buffer.isEmpty { try await writer.appendStagedChunk(to: staging.key, at: chunks, buffer) }
+            if !buffer.isEmpty { try await waitingForTheLock(of: writer) { try await writer.appendStagedChunk(to: staging.key, at: chunks, buffer) } }
             buffer = []
             let content = StagedAttachmentContent(writer: writer, key: staging.key, token: staging.token, digest: digest,
                                                   encoding: encoding, length: decoded, storedLength: stored)

@@ -124,7 +124,7 @@ extension Database {
     /// - Complexity: one transaction; O(n) documents.
     public func save(_ documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await writer.write(documents, policy: .upsert, newEdits: true, source: .local)
+        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .upsert, newEdits: true, source: .local) }
     }
 
     /// Saves many documents in one transaction as CouchDB's `_bulk_docs` does: each as ``put(_:)``
@@ -132,12 +132,12 @@ extension Database {
     /// - Throws: only for failures of the whole batch; then nothing of the batch is written.
     public func put(_ documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await writer.write(documents, policy: .put, newEdits: true, source: .local)
+        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: true, source: .local) }
     }
 
     private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
         try ensureOpen()
-        let results = try await writer.write([document], policy: policy, newEdits: true, source: .local)
+        let results = try await waitingForTheLock(of: writer) { try await writer.write([document], policy: policy, newEdits: true, source: .local) }
         return try results[0].result.get()
     }
 

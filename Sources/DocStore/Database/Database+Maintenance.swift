@@ -43,13 +43,13 @@ extension Database {
     @discardableResult
     public func saveLocalDocument(withID id: String, body: JSONObject, revision: String? = nil) async throws -> String {
         try ensureOpen()
-        return try await writer.putLocal(id: try Database.localID(id), body: body, revision: revision)
+        return try await waitingForTheLock(of: writer) { try await writer.putLocal(id: try Database.localID(id), body: body, revision: revision) }
     }
 
     /// Deletes a `_local` document at its current `revision`.
     public func deleteLocalDocument(withID id: String, revision: String) async throws {
         try ensureOpen()
-        try await writer.deleteLocal(id: try Database.localID(id), revision: revision)
+        try await waitingForTheLock(of: writer) { try await writer.deleteLocal(id: try Database.localID(id), revision: revision) }
     }
 
     /// Writes a `_local` document as CouchDB 3 writes them for its HTTP API: no conflict check (the last
@@ -58,13 +58,13 @@ extension Database {
     @discardableResult
     package func writeLocalDocument(withID id: String, body: JSONObject, following counter: Int64?) async throws -> String {
         try ensureOpen()
-        return try await writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0)
+        return try await waitingForTheLock(of: writer) { try await writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0) }
     }
 
     /// Removes a `_local` document whatever its revision, as CouchDB 3 does; false if there was none.
     package func removeLocalDocument(withID id: String) async throws -> Bool {
         try ensureOpen()
-        return try await writer.removeLocal(id: try Database.localID(id))
+        return try await waitingForTheLock(of: writer) { try await writer.removeLocal(id: try Database.localID(id)) }
     }
 
     // MARK: Maintenance
@@ -75,7 +75,7 @@ extension Database {
     @discardableResult
     public func purge(documentIDs ids: [String]) async throws -> [String] {
         try ensureOpen()
-        return try await writer.purge(revisions: ids.map { ($0, nil) }).filter { !$0.purged.isEmpty }.map(\.id)
+        return try await waitingForTheLock(of: writer) { try await writer.purge(revisions: ids.map { ($0, nil) }) }.filter { !$0.purged.isEmpty }.map(\.id)
     }
 
     /// How many generations of history each branch of a document keeps (CouchDB `_revs_limit`): the
@@ -90,7 +90,7 @@ extension Database {
     public func setRevisionsLimit(_ limit: Int) async throws {
         try ensureOpen()
         guard limit >= 1 else { throw DocStoreError(.badRequest, "The revision limit must be a positive integer") }
-        try await writer.setRevsLimit(limit)
+        try await waitingForTheLock(of: writer) { try await writer.setRevsLimit(limit) }
     }
 
     /// The database's security object (CouchDB `_security`: `admins` and `members`, each with `names`
@@ -105,7 +105,7 @@ extension Database {
     /// Sets and keeps the security object. Like CouchDB's, it is not a document: it does not replicate.
     public func setSecurityObject(_ object: JSONObject) async throws {
         try ensureOpen()
-        try await writer.setSecurity(try JSON.object(object).serializedString())
+        try await waitingForTheLock(of: writer) { try await writer.setSecurity(try JSON.object(object).serializedString()) }
     }
 
     /// Purges revisions, as CouchDB's `_purge` does: each given leaf revision is removed with the part
@@ -120,7 +120,7 @@ extension Database {
     @discardableResult
     public func purge(revisions requests: [(id: String, revisions: [RevisionID])]) async throws -> [(id: String, purged: [RevisionID])] {
         try ensureOpen()
-        return try await writer.purge(revisions: requests.map { ($0.id, $0.revisions) })
+        return try await waitingForTheLock(of: writer) { try await writer.purge(revisions: requests.map { ($0.id, $0.revisions) }) }
     }
 
     /// Copies every committed change from the write-ahead logs into the database file and the index
@@ -145,6 +145,6 @@ extension Database {
     @discardableResult
     public func compact() async throws -> Int {
         try ensureOpen()
-        return try await writer.compact()
+        return try await waitingForTheLock(of: writer) { try await writer.compact() }
     }
 }

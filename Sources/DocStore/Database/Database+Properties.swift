@@ -15,7 +15,7 @@ extension Database {
     /// Keeps `value` as the property `key`.
     package func setProperty(_ key: String, _ value: String) async throws {
         try ensureOpen()
-        try await writer.setProperty(key, value)
+        try await waitingForTheLock(of: writer) { try await writer.setProperty(key, value) }
     }
 
     /// The live and deleted documents whose ids are at or after `lower` and before `upper` (byte order),

@@ -22,7 +22,7 @@ extension Database {
     /// each document gets its own result. Changes are published with `source`.
     public func insertRevisions(_ documents: [Document], source: ChangeSource = .replication) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await writer.write(documents, policy: .put, newEdits: false, source: source)
+        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: false, source: source) }
     }
 
     /// For each document, which of the given revisions this database lacks.

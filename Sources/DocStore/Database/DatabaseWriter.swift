@@ -42,11 +42,24 @@ actor DatabaseWriter {
     let access = NSLock()
     /// The database's write validator and the design documents it runs.
     nonisolated let validation = WriteValidation()
+    /// How long a write waits for a write lock another connection holds (`waitingForTheLock(of:_:)`).
+    nonisolated let lockTimeout: Duration
+    /// The database file.
+    nonisolated let path: String
+
+    /// A transaction found the file's write lock held by another connection (another process): nothing
+    /// of it was done. `waitingForTheLock(of:_:)` waits for the lock off the cooperative pool and runs
+    /// the write again.
+    struct WriteLockHeld: Error {
+        let cause: SQLiteError
+    }
 
     init(configuration: DatabaseConfiguration, notifier: ChangeNotifier) throws {
         let connection = try SQLiteConnection(path: configuration.fileURL.path)
-        let timeout = configuration.lockTimeout.components
-        connection.busyTimeoutMilliseconds = Int32(clamping: timeout.seconds * 1000 + timeout.attoseconds / 1_000_000_000_000_000)
+        // Opening (checks, migration) runs on a thread of DocStore's own and may wait for the lock.
+        connection.busyTimeoutMilliseconds = DatabaseWriter.milliseconds(configuration.lockTimeout)
+        self.lockTimeout = configuration.lockTimeout
+        self.path = configuration.fileURL.path
         do {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
@@ -76,6 +89,10 @@ actor DatabaseWriter {
             connection.close()
             throw Database.storageError(error)
         }
+        // From now on the writer's statements never wait for a lock: the actor runs on the cooperative
+        // pool, so a write that meets another process's lock fails at once (WriteLockHeld) and waits
+        // for it off the pool (`waitingForTheLock`).
+        connection.busyTimeoutMilliseconds = 0
         self.keepsAncestorBodies = configuration.keepsAncestorBodies
         self.mergesPropertyHistory = configuration.mergesPropertyHistory
         self.idFactory = configuration.idFactory
@@ -135,8 +152,7 @@ actor DatabaseWriter {
             return try connection.transaction(immediate: true) { try body(connection) }
         } catch let error as SQLiteError where error.isBusy {
             lastSequence = startSequence
-            throw DocStoreError(.databaseLocked, "Another connection held the write lock of \(connection.path) for more than "
-                                + "\(Double(connection.busyTimeoutMilliseconds) / 1000) s; nothing was written", cause: error)
+            throw WriteLockHeld(cause: error)
         } catch {
             lastSequence = startSequence
             throw Database.storageError(error)
@@ -247,10 +263,61 @@ actor DatabaseWriter {
         }
     }
 
+    // MARK: Another process's write lock
+
+    /// Waits until the write lock of the file at `path` is free (taking and releasing it on a
+    /// connection of its own, on a thread of its own), for at most `timeout`; whether it was.
+    static func waitForWriteLock(path: String, for timeout: Duration) async throws -> Bool {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            let thread = Thread {
+                continuation.resume(with: Result {
+                    let probe = try SQLiteConnection(path: path)
+                    defer { probe.close() }
+                    probe.busyTimeoutMilliseconds = milliseconds(timeout)
+                    do {
+                        try probe.execute("BEGIN IMMEDIATE")
+                        try probe.execute("ROLLBACK")
+                        return true
+                    } catch let error as SQLiteError where error.isBusy {
+                        return false
+                    }
+                })
+            }
+            thread.name = "docstore.lock-wait"
+            thread.start()
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        let parts = duration.components
+        return Int32(clamping: max(0, parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000))
+    }
+
     // MARK: Streamed attachment contents (DatabaseWriter+Staging.swift)
 
     /// Contents being read by ``AttachmentContent`` streams, which purge and compaction keep.
     nonisolated let pins = ContentPins()
 
     // Local documents: DatabaseWriter+LocalDocuments.swift; maintenance: DatabaseWriter+Maintenance.swift.
+}
+
+/// Runs `operation` (a call of `writer`) in the caller's isolation; when it finds the file's write lock
+/// held by another connection (``DatabaseWriter/WriteLockHeld``), waits for that lock on a thread of its
+/// own — never on the cooperative pool — and runs it again, until the writer's
+/// ``DatabaseWriter/lockTimeout`` has passed; then fails with ``DocStoreError/Code/databaseLocked``.
+/// Uncontended, it costs nothing but the call.
+func waitingForTheLock<T>(of writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
+                          _ operation: () async throws -> T) async throws -> T {
+    let deadline = ContinuousClock.now + writer.lockTimeout
+    while true {
+        do {
+            return try await operation()
+        } catch let held as DatabaseWriter.WriteLockHeld {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, try await DatabaseWriter.waitForWriteLock(path: writer.path, for: left) else {
+                throw DocStoreError(.databaseLocked, "Another connection held the write lock of \(writer.path) for more than "
+                                    + "\(writer.lockTimeout); nothing was written", cause: held.cause)
+            }
+        }
+    }
 }

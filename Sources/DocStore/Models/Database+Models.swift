@@ -80,7 +80,7 @@ extension Database {
             tombstones.append(tombstone)
         }
         try ensureOpen()
-        return try await writer.writeAll(tombstones, policy: .update).map { $0.revision! }
+        return try await waitingForTheLock(of: writer) { try await writer.writeAll(tombstones, policy: .update) }.map { $0.revision! }
     }
 
     /// The document a model was read from, checked to be of its collection; `nil` when it does not
@@ -128,7 +128,7 @@ extension Database {
 
     private func saveModels<M: Model>(_ models: [M], _ documents: [Document], policy: WritePolicy) async throws -> [M] {
         try ensureOpen()
-        let saved = try await writer.writeAll(documents, policy: policy)
+        let saved = try await waitingForTheLock(of: writer) { try await writer.writeAll(documents, policy: policy) }
         return zip(models, saved).map { model, document in
             var model = model
             model.id = document.id

@@ -142,7 +142,7 @@ extension Database {
         let records = try Self.parseImport(data)
         try ensureOpen()
         do {
-            let written = try await writer.importAll(records.map(\.document))
+            let written = try await waitingForTheLock(of: writer) { try await writer.importAll(records.map(\.document)) }
             return ImportSummary(records: records.count, revisionsWritten: written)
         } catch let error as DocStoreError {
             guard let index = error.itemIndex else { throw error }
