@@ -1,6 +1,5 @@
 import DocStore
 import Foundation
-import Synchronization
 
 /// Runs design-document JavaScript on JavaScriptCore, on a few threads of its own with one context
 /// each, never shared: JavaScript never runs on Swift's cooperative thread pool (DESIGN.md §6), and
@@ -34,7 +33,7 @@ public final class JavaScriptEngine: Sendable {
         let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
         contexts = ThreadContexts(timeLimit: seconds)
         self.threads = max(1, threads)
-        workers = Workers(count: self.threads, name: "docstore.javascript")
+        workers = Workers(javaScriptThreads: self.threads, name: "docstore.javascript")
     }
 
     /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
@@ -115,22 +114,15 @@ final class ThreadContexts: Sendable {
     }
 }
 
-/// A few threads that run submitted jobs in order of submission, waiting on a condition when idle.
-final class Workers: Sendable {
-    private struct Queue {
-        var jobs: [@Sendable () -> Void] = []
-        var head = 0
-    }
-    private let queue = Mutex(Queue())
-    private let condition = NSCondition()
+/// The engine's threads: DocStore's `DedicatedThreads` (threads of their own, never the cooperative
+/// pool's, which wait for work), with the stack JavaScriptCore needs, and a way to run a closure there
+/// and wait for it.
+typealias Workers = DedicatedThreads
 
-    init(count: Int, name: String) {
-        for index in 0..<count {
-            let thread = Thread { [self] in self.loop() }
-            thread.name = "\(name).\(index)"
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
+extension DedicatedThreads {
+    /// Starts the engine's threads: `count` of them, named `name`-N, with 8 MB stacks.
+    convenience init(javaScriptThreads count: Int, name: String) {
+        self.init(count: count, name: name, stackSize: 8 << 20)
     }
 
     /// Runs `body` on one of the threads and blocks the calling thread until it has run.
@@ -139,38 +131,6 @@ final class Workers: Sendable {
             let job = WaitedJob(body)
             submit { job.run() }
             return try job.wait()
-        }
-    }
-
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        queue.withLock { $0.jobs.append(job) }
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Takes jobs for ever: the engine's threads live as long as the process (engines are few and long-lived).
-    private func loop() {
-        while true {
-            condition.lock()
-            var job: (@Sendable () -> Void)?
-            while job == nil {
-                job = queue.withLock { queue in
-                    guard queue.head < queue.jobs.count else { return nil }
-                    let job = queue.jobs[queue.head]
-                    queue.head += 1
-                    if queue.head > 64, queue.head * 2 > queue.jobs.count {
-                        queue.jobs.removeFirst(queue.head)
-                        queue.head = 0
-                    }
-                    return job
-                }
-                // Waiting is this thread's whole job: these are the engine's own threads (made in
-                // init with `Thread`), never threads of Swift's cooperative pool (DESIGN.md §6).
-                if job == nil { condition.wait() }
-            }
-            condition.unlock()
-            job?()
         }
     }
 }

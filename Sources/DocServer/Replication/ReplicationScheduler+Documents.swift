@@ -148,14 +148,14 @@ extension ReplicationScheduler {
             request = try ReplicationRequest(body)
         } catch {
             if let jobID = previous?.jobID { await stop(jobID) }
-            await fail(id, in: database, reason: error.documentReason)
+            await fail(id, in: database, body: body, reason: error.documentReason)
             return
         }
         let jobID = request.identifier(server: registry.serverUUID)
         if let previous, previous.jobID == jobID, previous.request == request, job(jobID) != nil { return }
         if let old = previous?.jobID { await stop(old) }
         if let origin = job(jobID)?.document {
-            await fail(id, in: database, reason: "Replication `\(jobID)` specified by document `\(id)` already started, triggered by document `\(origin.id)` from db `\(origin.database)`")
+            await fail(id, in: database, body: body, reason: "Replication `\(jobID)` specified by document `\(id)` already started, triggered by document `\(origin.id)` from db `\(origin.database)`")
             return
         }
         let owner = body["owner"]?.stringValue
@@ -182,14 +182,14 @@ extension ReplicationScheduler {
     }
 
     /// Marks a document `failed` with `reason`, as CouchDB does with a document it cannot run.
-    private func fail(_ id: String, in database: Database, reason: String) async {
+    private func fail(_ id: String, in database: Database, body: JSONObject, reason: String) async {
         logger.error("Error processing replication doc `\(id)` from `\(database.name)`: \(reason)")
         // `_scheduler/docs` shows it failed from before the document does, so that the two never
         // disagree for a reader who saw the document (its change, processed later, writes the same).
         var entry = Entry(state: .failed)
         entry.errorCount = 1
         entry.info = ["error": .string(reason)]
-        let request = try? await database.document(withID: id).flatMap { try? ReplicationRequest($0.body) }
+        let request = try? ReplicationRequest(body)
         entry.source = request?.source.description
         entry.target = request?.target.description
         documents.withLock { $0.entries[id] = entry }

@@ -27,24 +27,25 @@ final class SerialQueueExecutor: SerialExecutor {
 /// A fixed set of threads of this process's own (not the cooperative pool's), started at once and kept
 /// for the life of the process, that run submitted work in order of submission. Waiting is what these
 /// threads do when there is nothing to run, and what the work they run may do (DESIGN.md §6).
-final class DedicatedThreads: @unchecked Sendable {
+package final class DedicatedThreads: @unchecked Sendable {
     // `@unchecked Sendable`: the only mutable state, `work` and `head`, is read and written only while
     // `condition` is locked; everything else is immutable.
     private let condition = NSCondition()
     private var work: [@Sendable () -> Void] = []
     private var head = 0
 
-    init(count: Int, name: String) {
+    /// Starts `count` threads named `name`-0, `name`-1, …, each with a stack of `stackSize` bytes.
+    package init(count: Int, name: String, stackSize: Int = 1 << 20) {
         for index in 0..<count {
             let thread = Thread { [self] in self.run() }
             thread.name = "\(name)-\(index)"
-            thread.stackSize = 1 << 20
+            thread.stackSize = stackSize
             thread.start()
         }
     }
 
     /// Runs `item` on one of the threads, after the work submitted before it has started.
-    func submit(_ item: @escaping @Sendable () -> Void) {
+    package func submit(_ item: @escaping @Sendable () -> Void) {
         condition.lock()
         work.append(item)
         condition.signal()
