@@ -104,15 +104,9 @@ public final class DocServer: Sendable {
     public var port: Int? { state.withLock { $0.port } }
 
     private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
-        let responder = CallbackResponder<BasicRequestContext> { [self] request, context in
-            await self.respond(to: request, context: context)
-        }
-        let (idleTimeout, chunkLimit) = (configuration.idleTimeout, max(configuration.maximumBodySize, configuration.maximumAttachmentSize))
-        return Application(
-            responder: responder,
-            server: HTTPServerBuilder { responder in
-                CouchHTTPChannel(responder: responder, idleTimeout: idleTimeout, chunkLimit: chunkLimit)
-            },
+        Application(
+            router: self,
+            server: .docServer(configuration),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: DocServer.serverHeader),
             onServerRunning: { channel in onRunning(channel.localAddress?.port ?? 0) },
             logger: logger
@@ -217,116 +211,6 @@ public final class DocServer: Sendable {
 
     // MARK: Requests
 
-    /// Answers one request with the CouchDB API; every failure becomes CouchDB's JSON error with its
-    /// status. Use it as (or inside) the responder of your own Hummingbird application to embed the server.
-    public func respond<Context: RequestContext>(to request: Request, context: Context) async -> Response {
-        let started = ContinuousClock.now
-        let origin = configuration.cors.flatMap { cors in request.headers[.origin].flatMap { cors.allows($0) ? $0 : nil } }
-        if let origin, let cors = configuration.cors, request.method == .options,
-            request.headers[.accessControlRequestMethod] != nil {
-            return preflight(origin: origin, cors, request)
-        }
-        var request = request
-        var response: Response
-        var streaming = false
-        var route = "unknown"
-        do {
-            // As CouchDB: a POST may say which method it stands for (clients that can only POST).
-            var method = request.method
-            if method == .post, let override = request.headers[HTTPField.Name("X-HTTP-Method-Override")!],
-                let overridden = HTTPRequest.Method(override.trimmingCharacters(in: .whitespaces).uppercased()) {
-                method = overridden
-            }
-            var couch = try CouchRequest(method: method, path: request.uri.path, rawQuery: request.uri.query,
-                                         headers: request.headers, body: [],
-                                         plusIsSpace: nodeConfiguration.bool("chttpd", "decode_plus_to_space", default: true))
-            couch.forwardedHost = HTTPField.Name(nodeConfiguration.value("chttpd", "x_forwarded_host") ?? "X-Forwarded-Host")
-            couch.authority = request.head.authority
-            if DocServer.streamsBody(couch) {
-                streaming = true
-                couch.bodyStream = request.body
-            } else {
-                let limit = nodeConfiguration.integer("chttpd", "max_http_request_size", default: configuration.maximumBodySize)
-                if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-                    throw tooLarge
-                }
-                couch.body = Array(try await request.collectBody(upTo: limit).readableBytesView)
-            }
-            route = ServerMetrics.route(of: couch.segments)
-            response = try await self.route(couch)
-        } catch {
-            let (couch, closes) = errorAnswer(error)
-            response = couch.response
-            // The rest of a refused upload, or of a request that could not be framed, is not read: the
-            // connection closes after the answer instead.
-            // After CONNECT the parser takes the rest of the connection for a tunnel: it must close too.
-            if closes || request.method == .connect || (streaming && request.headers[.contentLength] != "0") {
-                response.headers[.connection] = "close"
-                ConnectionControl.closeAfterResponse()
-            }
-        }
-        if nodeConfiguration.bool("chttpd", "allow_jsonp", default: false), let callback = request.uri.queryParameters["callback"].map(String.init) {
-            response = JSONP.isValid(callback) ? JSONP.wrap(response, callback: callback)
-                : CouchError.badRequest("invalid_callback").response
-        }
-        if response.status == .unauthorized, let challenge = nodeConfiguration.value("chttpd", "WWW-Authenticate") {
-            response.headers[.wwwAuthenticate] = challenge
-        }
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.info("\(request.method) \(request.uri.path) \(response.status.code) \(String(format: "%.1f", milliseconds)) ms")
-        if let origin, let cors = configuration.cors {
-            response.headers[.accessControlAllowOrigin] = origin
-            if cors.credentials { response.headers[.accessControlAllowCredentials] = "true" }
-            response.headers[.accessControlExposeHeaders] = CORSConfiguration.exposedHeaders
-        }
-        // As CouchDB's welcome answer, the Server header names the CouchDB version spoken first (CouchDB's
-        // own suite checks it starts with "CouchDB"), then DocStore.
-        response.headers[.server] = DocServer.serverHeader
-        // As CouchDB: an id for each request, ten hex digits, for the client to quote.
-        response.headers[DocServer.requestIDHeader] = DocServer.requestID()
-        response.headers[DocServer.bodyTimeHeader] = "0"
-        metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
-        if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
-        return response
-    }
-
-    /// The answer to a CORS preflight from an allowed origin: 204 with what it may send, as CouchDB.
-    private func preflight(origin: String, _ cors: CORSConfiguration, _ request: Request) -> Response {
-        var headers: HTTPFields = [.accessControlAllowOrigin: origin,
-                                   .accessControlAllowMethods: cors.methods.joined(separator: ", "),
-                                   .accessControlMaxAge: String(cors.maxAge)]
-        if cors.credentials { headers[.accessControlAllowCredentials] = "true" }
-        let asked = (request.headers[.accessControlRequestHeaders] ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { cors.headers.contains($0) }
-        headers[.accessControlAllowHeaders] = asked.joined(separator: ",")
-        return Response(status: .noContent, headers: headers)
-    }
-
-    /// The 413 answer for a body over ``ServerConfiguration/maximumBodySize``.
-    private var tooLarge: CouchError {
-        CouchError(.contentTooLarge, "too_large", "the request entity is too large")
-    }
-
-    /// CouchDB's answer for an error, and whether the connection must close after it.
-    private func errorAnswer(_ error: any Error) -> (CouchError, closes: Bool) {
-        switch error {
-        case let error as CouchError:
-            return (error, error.status == .contentTooLarge)
-        case let error as DocStoreError:
-            return (CouchError(error), error.code == .attachmentTooLarge)
-        case let error as HTTPError where error.status == .contentTooLarge:
-            return (tooLarge, true)
-        case is NIOTooManyBytesError, is ChunkTooLargeError:
-            return (tooLarge, true)
-        case let error as HTTPParserError:
-            return (CouchError.badRequest("Malformed HTTP request body: \(error)"), true)
-        default:
-            logger.error("unexpected error: \(error)")
-            return (CouchError(.internalServerError, "unknown_error", "\(error)"), true)
-        }
-    }
-
     /// Whether a request's body is read by its route as it arrives rather than collected first:
     /// standalone attachment uploads and multipart documents, which carry attachments of any size.
     static func streamsBody(_ request: CouchRequest) -> Bool {
@@ -349,133 +233,6 @@ public final class DocServer: Sendable {
         }
     }
 
-    /// Dispatches on the decoded path segments, as CouchDB's URL layout.
-    func route(_ request: CouchRequest) async throws -> Response {
-        let segments = request.segments
-        // Public: welcome, health, session.
-        if segments.isEmpty { return try welcome(request) }
-        if segments == ["_up"] {
-            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
-            return Response.json(["status": "ok", "seeds": [:]])
-        }
-        if segments == ["_session"] { return try await session(request) }
-        if segments == ["_uuids"] { return try uuids(request) }
-
-        let authenticated = try await authenticator.principal(for: request) ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
-        if ["_membership", "_node", "_reshard"].contains(segments[0]) { return try await nodeRoute(request, principal: authenticated) }
-        guard let principal = authenticated else {
-            // As CouchDB: a database that is not there is missing before it is forbidden (so a
-            // replication from a URL without credentials reports the missing database).
-            if !(segments.count == 1 && request.method == .put),
-                !segments[0].hasPrefix("_") || DatabaseRegistry.systemDatabases.contains(segments[0]),
-                (try? DatabaseRegistry.validate(segments[0])) != nil, !registry.exists(segments[0]) {
-                throw CouchError.notFound("Database does not exist.")
-            }
-            throw CouchError.authenticationRequired
-        }
-        if segments == ["_all_dbs"] {
-            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
-            return Response.json(JSON(try allDatabaseNames(request)))
-        }
-        if segments == ["_replicate"] { return try await replicate(request, principal: principal) }
-        if segments == ["_active_tasks"] { return try activeTasks(request, principal: principal) }
-        if segments[0] == "_scheduler" { return try schedulerRoute(request, principal: principal) }
-
-        if segments[0].hasPrefix("_"), !DatabaseRegistry.systemDatabases.contains(segments[0]) {
-            throw CouchError.notFound("Unknown endpoint \(segments[0])")
-        }
-
-        let name = segments[0]
-        // Creating and deleting a database are the server admins'; the rest is its members'.
-        if segments.count == 1, [.put, .delete].contains(request.method) {
-            return try await databaseRoute(name: name, request, principal: principal)
-        }
-        let db = try await registry.database(named: name)
-        let security = try await registry.security(of: name, db)
-        var member = try security.authorize(principal)
-        if UsersDatabase.isUsersDatabase(name, nodeConfiguration), case .user(var user) = member {
-            // User documents have no channels: the users database's own rules say who reads and writes what.
-            user.readChannels = ["*"]
-            user.writeChannels = ["*"]
-            member = .user(user)
-        }
-        let rest = Array(segments.dropFirst())
-        if UsersDatabase.isNamedUsers(name), !member.isDatabaseAdmin,
-            let answer = try await usersDatabaseAnswer(db, rest, request, principal: member) {
-            return answer
-        }
-        // Who writes, for the validation functions of the database's design documents.
-        let writer = WriteContext(userContext: member.userContext(database: name), securityObject: .object(security.json))
-        let partitioned = try await registry.isPartitioned(name, db)
-        return try await WriteContext.$current.withValue(writer) {
-            try await Partition.$current.withValue(partitioned) {
-                if rest.isEmpty { return try await databaseRoute(name: name, request, principal: member) }
-                return try await databaseItemRoute(db, name: name, rest, request, principal: member)
-            }
-        }
-    }
-
-    /// A route below `/{db}/`.
-    private func databaseItemRoute(_ db: Database, name: String, _ rest: [String], _ request: CouchRequest,
-                                   principal: Principal) async throws -> Response {
-        switch rest[0] {
-        case "_security" where rest.count == 1: return try await security(db, name: name, request, principal: principal)
-        case "_all_docs": return try await allDocuments(db, request, principal: principal)
-        case "_partition": return try await partitionRoute(db, rest, request, principal: principal)
-        case "_design_docs" where rest.count == 1:
-            guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
-            return Response.json(try await allDocumentsAnswer(db, request, principal: principal, idRange: ("_design/", "_design0"), designOnly: true))
-        case "_local_docs" where rest.count == 1:
-            guard principal.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
-            return try await localDocumentList(db, request)
-        case "_bulk_docs": return try await bulkDocuments(db, request, principal: principal)
-        case "_bulk_get": return try await bulkGet(db, request, principal: principal)
-        case "_changes": return try await changes(db, request, principal: principal)
-        case "_revs_diff": return try await revisionsDiff(db, request, principal: principal)
-        case "_purge" where rest.count == 1: return try await purge(db, request, principal: principal)
-        case "_revs_limit" where rest.count == 1: return try await revisionsLimit(db, request, principal: principal)
-        case "_index": return try await mangoIndexRoute(db, rest, request, principal: principal)
-        case "_find" where rest.count == 1: return try await mangoQueryRoute(db, explain: false, request, principal: principal)
-        case "_explain" where rest.count == 1: return try await mangoQueryRoute(db, explain: true, request, principal: principal)
-        case "_ensure_full_commit":
-            guard request.method == .post else { throw CouchError.methodNotAllowed }
-            try request.requireJSONContentType()
-            return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
-        case "_compact":
-            guard principal.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
-            guard request.method == .post else { throw CouchError.methodNotAllowed }
-            try request.requireJSONContentType()
-            if rest.count > 1 {
-                // `_compact/{ddoc}`: the design document's views, which share the index file with the
-                // database's other indexes — all of it is compacted.
-                guard try await db.document(withID: "_design/" + rest[1...].joined(separator: "/")) != nil else {
-                    throw CouchError.notFound("missing")
-                }
-                try await db.compactIndexes()
-            } else {
-                _ = try await db.compact()
-            }
-            return Response.json(["ok": true], status: .accepted)
-        case "_local":
-            // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.
-            guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
-            guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
-            return try await localDocument(db, id: rest[1], request)
-        case "_design":
-            guard rest.count >= 2 else { throw CouchError.notFound() }
-            if rest.count == 2 { return try await documentRoute(db, id: "_design/\(rest[1])", request, principal: principal) }
-            return try await designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: principal)
-        case "_temp_view" where rest.count == 1:
-            throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB")
-        case "_view_cleanup" where rest.count == 1:
-            return try await viewCleanup(db, request, principal: principal)
-        default:
-            if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
-            if rest.count == 1 { return try await documentRoute(db, id: rest[0], request, principal: principal) }
-            return try await attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: principal)
-        }
-    }
-
     /// The `Server` header of every answer.
     static let serverHeader = "CouchDB/3.3.3 (DocStore/0.1.0)"
 
@@ -490,7 +247,7 @@ public final class DocServer: Sendable {
         return String(repeating: "0", count: 10 - digits.count) + digits
     }
 
-    private func welcome(_ request: CouchRequest) throws -> Response {
+    func welcome(_ request: CouchRequest) throws -> Response {
         guard request.method == .get || request.method == .head else { throw CouchError.methodNotAllowed }
         return Response.json([
             "couchdb": "Welcome", "version": "3.3.3", "git_sha": "docstore",
@@ -500,7 +257,7 @@ public final class DocServer: Sendable {
     }
 
     /// `GET /_uuids?count=N` (1 to 1000), never cached, as CouchDB 3.3.3 answers it.
-    private func uuids(_ request: CouchRequest) throws -> Response {
+    func uuids(_ request: CouchRequest) throws -> Response {
         guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
         var count = 1
         if let text = request.query["count"] {

@@ -7,7 +7,8 @@ import FoundationNetworking
 import Hummingbird
 import XCTest
 
-/// Docs/Server.md's embedding example: DocServer as the responder of the caller's own application.
+/// Docs/Server.md's embedding example: DocServer as the responder of the caller's own application,
+/// with DocServer's listener and its guards.
 final class EmbeddingTests: XCTestCase {
     func testDocServerAsTheResponderOfAnotherApplication() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("embed-\(UUID().uuidString)")
@@ -15,6 +16,7 @@ final class EmbeddingTests: XCTestCase {
         var configuration = ServerConfiguration(dataDirectory: folder)
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
+        configuration.maximumBodySize = 4096
         let byType = IndexDefinition(name: "app/by-type", version: "1", reduce: .count) { doc, emit in
             if let type = doc.type { emit(.string(type), nil) }
         }
@@ -23,7 +25,8 @@ final class EmbeddingTests: XCTestCase {
 
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { request, context in await couch.respond(to: request, context: context) },
+            router: couch,
+            server: .docServer(configuration),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
         let running = Task { try await app.run() }
@@ -45,6 +48,14 @@ final class EmbeddingTests: XCTestCase {
         XCTAssertEqual(written.0, 201)
         let counted = try await send("GET", "/readings/_design/app/_view/by-type?group=true", user: "admin", password: "pw")
         XCTAssertEqual(counted.1, ["rows": [["key": "temperature", "value": 1]]])
+
+        // The guards come with the responder and the listener: CouchDB's JSON errors, not the host's.
+        let tooLarge = try await send("POST", "/readings", "{\"pad\":\"" + String(repeating: "x", count: 5000) + "\"}", user: "admin", password: "pw")
+        XCTAssertEqual(tooLarge.0, 413)
+        XCTAssertEqual(tooLarge.1["error"], "too_large")
+        let unknown = try await send("GET", "/_nothing_here", user: "device-1", password: "d1")
+        XCTAssertEqual(unknown.0, 404)
+        XCTAssertEqual(unknown.1["reason"], "Unknown endpoint _nothing_here")
         running.cancel()
         _ = try? await running.value
         await couch.stop()

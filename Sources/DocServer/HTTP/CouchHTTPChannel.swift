@@ -162,3 +162,17 @@ struct RequestBodyParts: AsyncSequence, Sendable {
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(parts: parts) }
 }
+
+extension HTTPServerBuilder {
+    /// DocServer's HTTP/1.1 listener, for an application that embeds ``DocServer`` and wants the guards
+    /// DocServer's own listener has: a declared chunk larger than any accepted body refused as soon as
+    /// its size line arrives, what the HTTP parser rejects answered with CouchDB's JSON error, the
+    /// connection closed after an answer that left a request body unread, and idle connections closed
+    /// after ``ServerConfiguration/idleTimeout``.
+    public static func docServer(_ configuration: ServerConfiguration) -> HTTPServerBuilder {
+        let (idleTimeout, chunkLimit) = (configuration.idleTimeout, max(configuration.maximumBodySize, configuration.maximumAttachmentSize))
+        return HTTPServerBuilder { responder in
+            CouchHTTPChannel(responder: responder, idleTimeout: idleTimeout, chunkLimit: chunkLimit)
+        }
+    }
+}

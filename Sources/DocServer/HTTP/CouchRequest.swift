@@ -50,15 +50,7 @@ struct CouchRequest: Sendable {
             }
             segments.append(decoded)
         }
-        // `/db/_design%2Fname` and `/db/_local%2Fname` name the same documents as `/db/_design/name`.
-        if segments.count >= 2 {
-            for prefix in ["_design/", "_local/"] where segments[1].hasPrefix(prefix) && (segments[1].count > prefix.count || prefix == "_local/") {
-                let name = String(segments[1].dropFirst(prefix.count))
-                segments[1] = String(prefix.dropLast())
-                segments.insert(name, at: 2)
-            }
-        }
-        self.segments = segments
+        self.segments = CouchRequest.splittingDocumentPrefixes(segments)
         var query: [String: String] = [:]
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -71,6 +63,33 @@ struct CouchRequest: Sendable {
     }
 
     func header(_ name: HTTPField.Name) -> String? { headers[name] }
+
+    /// The path the router matches: each decoded segment percent-encoded on its own (so `a/b` in one
+    /// segment stays one), with the query string as it came.
+    var routingPath: String {
+        let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
+        let path = "/" + segments.map { $0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0 }.joined(separator: "/")
+        return rawQuery.map { path + "?" + $0 } ?? path
+    }
+
+    /// A path's segments, percent-decoded where they can be (as they came where they cannot): for
+    /// labels and logs, not for routing.
+    static func segments(ofPath path: String) -> [String] {
+        splittingDocumentPrefixes(path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) })
+    }
+
+    /// `/db/_design%2Fname` and `/db/_local%2Fname` name the same documents as `/db/_design/name`.
+    private static func splittingDocumentPrefixes(_ segments: [String]) -> [String] {
+        var segments = segments
+        if segments.count >= 2 {
+            for prefix in ["_design/", "_local/"] where segments[1].hasPrefix(prefix) && (segments[1].count > prefix.count || prefix == "_local/") {
+                let name = String(segments[1].dropFirst(prefix.count))
+                segments[1] = String(prefix.dropLast())
+                segments.insert(name, at: 2)
+            }
+        }
+        return segments
+    }
 
     /// The request with a POST body's members as query parameters (JSON-encoded but for the document
     /// ids and `stale`/`update`, which are plain strings), the query string winning where both name

@@ -1,0 +1,313 @@
+import DocStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// DocServer's routes on Hummingbird's router, by area. Each route is registered for every method the
+/// server knows and checks the method itself, so that a wrong one gets CouchDB's 405 with the methods
+/// the endpoint takes. A route reads the request as ``CouchRequest`` (decoded segments, query, body)
+/// from the context the request middleware made.
+extension DocServer: HTTPResponderBuilder {
+    /// The responder that answers the CouchDB API: DocServer's middleware (request log and metrics, CORS,
+    /// request guards and errors) in front of its router. Use it to embed the server in your own
+    /// Hummingbird application — `Application(router: docServer, server: .docServer(configuration))` —
+    /// where ``makeRouter()`` is not enough.
+    public func buildResponder() -> some HTTPResponder<DocServerRequestContext> {
+        var middleware: [any MiddlewareProtocol<Request, Response, DocServerRequestContext>] = [RequestLogMiddleware(logger: logger, metrics: metrics)]
+        if let cors = configuration.cors { middleware.append(CouchCORSMiddleware(cors: cors)) }
+        middleware.append(CouchRequestMiddleware(configuration: configuration, node: nodeConfiguration, logger: logger))
+        return MiddlewareChain(middleware: middleware, responder: makeRouter().buildResponder())
+    }
+
+    /// The router of the CouchDB API, in groups per area; all but the public routes (`/`, `/_up`,
+    /// `/_session`, `/_uuids`) behind the authentication middleware. Its routes expect the request
+    /// middleware in front of them, as ``buildResponder()`` puts it.
+    func makeRouter() -> Router<DocServerRequestContext> {
+        let router = Router(context: DocServerRequestContext.self)
+        router.add(middleware: UnroutedMiddleware(server: self))
+        addServerRoutes(to: router)
+        let authenticated = router.group().add(middleware: AuthenticationMiddleware(authenticator: authenticator, allowAnonymous: configuration.allowAnonymous))
+        addNodeRoutes(to: authenticated)
+        addDatabaseRoutes(to: authenticated)
+        addDocumentRoutes(to: authenticated)
+        addDesignRoutes(to: authenticated)
+        addReplicationRoutes(to: authenticated)
+        addMangoRoutes(to: authenticated)
+        addMaintenanceRoutes(to: authenticated)
+        return router
+    }
+
+    /// The methods routes answer (each then refuses those its endpoint does not take); any other is
+    /// CouchDB's 405.
+    static let routedMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .delete, .options, .patch, .connect, .trace, HTTPRequest.Method("COPY")!]
+
+    // MARK: Areas
+
+    /// The server: welcome, health, sessions, ids; then, for users, the list of databases and the tasks.
+    private func addServerRoutes(to router: Router<DocServerRequestContext>) {
+        router.route("/") { request, _ in try self.welcome(request) }
+        router.route("/_up") { request, _ in
+            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
+            return Response.json(["status": "ok", "seeds": [:]])
+        }
+        router.route("/_session") { request, _ in try await self.session(request) }
+        router.route("/_uuids") { request, _ in try self.uuids(request) }
+    }
+
+    /// The node (`/_node/{node}/…`, `/_membership`, `/_reshard`): what anonymous requests may see there
+    /// is the node routes' to say.
+    private func addNodeRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        for path in ["_membership", "_node", "_reshard"] {
+            group.route(RouterPath(path)) { request, context in try await self.nodeRoute(request, principal: context.principal) }
+            group.route(RouterPath("\(path)/**")) { request, context in try await self.nodeRoute(request, principal: context.principal) }
+        }
+        group.route("/_all_dbs") { request, context in
+            _ = try self.requireUser(request, context)
+            guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
+            return Response.json(JSON(try self.allDatabaseNames(request)))
+        }
+        group.route("/_active_tasks") { request, context in try self.activeTasks(request, principal: try self.requireUser(request, context)) }
+    }
+
+    /// Databases: create, delete, information, and `POST` of a new document.
+    private func addDatabaseRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        group.route("/{db}") { request, context in
+            let principal = try self.requireUser(request, context)
+            // Creating and deleting a database are the server admins'; the rest is its members'.
+            if [.put, .delete].contains(request.method) {
+                try self.refuseUnknownEndpoint(request)
+                return try await self.databaseRoute(name: request.segments[0], request, principal: principal)
+            }
+            return try await self.inDatabase(request, context) { _, scope in
+                try await self.databaseRoute(name: scope.name, request, principal: scope.member)
+            }
+        }
+        group.route("/{db}/_security") { request, context in
+            try await self.inDatabase(request, context) { db, scope in try await self.security(db, name: scope.name, request, principal: scope.member) }
+        }
+        for path in ["/{db}/_partition", "/{db}/_partition/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.partitionRoute(db, scope.rest, request, principal: scope.member) }
+            }
+        }
+    }
+
+    /// Documents, local documents and attachments. An id that starts with `_` and names no endpoint is
+    /// CouchDB's `illegal_docid`.
+    private func addDocumentRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        for path in ["/{db}/{docid}", "/{db}/{docid}/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in
+                    let rest = scope.rest
+                    if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
+                    if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
+                    return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
+                }
+            }
+        }
+        for path in ["/{db}/_local", "/{db}/_local/{docid}", "/{db}/_local/{docid}/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in
+                    // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.
+                    let rest = scope.rest
+                    guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
+                    guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
+                    return try await self.localDocument(db, id: rest[1], request)
+                }
+            }
+        }
+        group.route("/{db}/_local_docs") { request, context in
+            try await self.inDatabase(request, context) { db, scope in
+                guard scope.member.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
+                return try await self.localDocumentList(db, request)
+            }
+        }
+        for path in ["/{db}/_all_docs", "/{db}/_all_docs/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.allDocuments(db, request, principal: scope.member) }
+            }
+        }
+        for path in ["/{db}/_bulk_docs", "/{db}/_bulk_docs/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.bulkDocuments(db, request, principal: scope.member) }
+            }
+        }
+    }
+
+    /// Design documents: the documents themselves, their views, shows, lists, updates and attachments.
+    private func addDesignRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        for path in ["/{db}/_design", "/{db}/_design/{ddoc}", "/{db}/_design/{ddoc}/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in
+                    let rest = scope.rest
+                    guard rest.count >= 2 else { throw CouchError.notFound() }
+                    if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
+                    return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
+                }
+            }
+        }
+        group.route("/{db}/_design_docs") { request, context in
+            try await self.inDatabase(request, context) { db, scope in
+                guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
+                return Response.json(try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"), designOnly: true))
+            }
+        }
+        group.route("/{db}/_temp_view") { request, context in
+            try await self.inDatabase(request, context) { _, _ in throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB") }
+        }
+    }
+
+    /// What replication uses: the changes feed, revision differences, bulk reads and replication jobs.
+    private func addReplicationRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        group.route("/_replicate") { request, context in try await self.replicate(request, principal: try self.requireUser(request, context)) }
+        for path in ["/_scheduler", "/_scheduler/**"] {
+            group.route(RouterPath(path)) { request, context in try self.schedulerRoute(request, principal: try self.requireUser(request, context)) }
+        }
+        for path in ["/{db}/_changes", "/{db}/_changes/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.changes(db, request, principal: scope.member) }
+            }
+        }
+        for path in ["/{db}/_revs_diff", "/{db}/_revs_diff/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.revisionsDiff(db, request, principal: scope.member) }
+            }
+        }
+        for path in ["/{db}/_bulk_get", "/{db}/_bulk_get/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.bulkGet(db, request, principal: scope.member) }
+            }
+        }
+        for path in ["/{db}/_ensure_full_commit", "/{db}/_ensure_full_commit/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { _, _ in
+                    guard request.method == .post else { throw CouchError.methodNotAllowed }
+                    try request.requireJSONContentType()
+                    return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
+                }
+            }
+        }
+    }
+
+    /// Mango: queries, their explanation, and the indexes they use.
+    private func addMangoRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        for path in ["/{db}/_index", "/{db}/_index/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.mangoIndexRoute(db, scope.rest, request, principal: scope.member) }
+            }
+        }
+        for (path, explain) in [("/{db}/_find", false), ("/{db}/_explain", true)] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in try await self.mangoQueryRoute(db, explain: explain, request, principal: scope.member) }
+            }
+        }
+    }
+
+    /// Maintenance: purge, the revision limit, compaction and the cleanup of old view indexes.
+    private func addMaintenanceRoutes(to group: RouterGroup<DocServerRequestContext>) {
+        group.route("/{db}/_purge") { request, context in
+            try await self.inDatabase(request, context) { db, scope in try await self.purge(db, request, principal: scope.member) }
+        }
+        group.route("/{db}/_revs_limit") { request, context in
+            try await self.inDatabase(request, context) { db, scope in try await self.revisionsLimit(db, request, principal: scope.member) }
+        }
+        group.route("/{db}/_view_cleanup") { request, context in
+            try await self.inDatabase(request, context) { db, scope in try await self.viewCleanup(db, request, principal: scope.member) }
+        }
+        for path in ["/{db}/_compact", "/{db}/_compact/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in
+                    guard scope.member.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
+                    guard request.method == .post else { throw CouchError.methodNotAllowed }
+                    try request.requireJSONContentType()
+                    if scope.rest.count > 1 {
+                        // `_compact/{ddoc}`: the design document's views, which share the index file with the
+                        // database's other indexes — all of it is compacted.
+                        guard try await db.document(withID: "_design/" + scope.rest[1...].joined(separator: "/")) != nil else {
+                            throw CouchError.notFound("missing")
+                        }
+                        try await db.compactIndexes()
+                    } else {
+                        _ = try await db.compact()
+                    }
+                    return Response.json(["ok": true], status: .accepted)
+                }
+            }
+        }
+    }
+
+    // MARK: Scopes
+
+    /// A request below `/{db}`: the database's name, the segments after it, and who asks as the
+    /// database's `_security` sees them.
+    struct DatabaseScope: Sendable {
+        let name: String
+        let rest: [String]
+        let member: Principal
+    }
+
+    /// The authenticated user, or CouchDB's refusal: 401 — or 404 first where the database named is not
+    /// there (so a replication from a URL without credentials reports the missing database).
+    func requireUser(_ request: CouchRequest, _ context: DocServerRequestContext) throws -> Principal {
+        if let principal = context.principal { return principal }
+        let segments = request.segments
+        if let first = segments.first, !(segments.count == 1 && request.method == .put),
+            !first.hasPrefix("_") || DatabaseRegistry.systemDatabases.contains(first),
+            (try? DatabaseRegistry.validate(first)) != nil, !registry.exists(first) {
+            throw CouchError.notFound("Database does not exist.")
+        }
+        throw CouchError.authenticationRequired
+    }
+
+    /// 404 for a first segment that starts with `_` and names neither an endpoint nor a system database.
+    private func refuseUnknownEndpoint(_ request: CouchRequest) throws {
+        let name = request.segments[0]
+        if name.hasPrefix("_"), !DatabaseRegistry.systemDatabases.contains(name) {
+            throw CouchError.notFound("Unknown endpoint \(name)")
+        }
+    }
+
+    /// Runs `body` with the request's database, once the user is known and its `_security` admits them:
+    /// with the user's context for validation functions and the database's partitioning as task-local
+    /// values. A non-admin's request to a users database may be answered by that database's own rules.
+    func inDatabase(_ request: CouchRequest, _ context: DocServerRequestContext,
+                    _ body: (Database, DatabaseScope) async throws -> Response) async throws -> Response {
+        let principal = try requireUser(request, context)
+        try refuseUnknownEndpoint(request)
+        let name = request.segments[0]
+        let db = try await registry.database(named: name)
+        let security = try await registry.security(of: name, db)
+        var member = try security.authorize(principal)
+        if UsersDatabase.isUsersDatabase(name, nodeConfiguration), case .user(var user) = member {
+            // User documents have no channels: the users database's own rules say who reads and writes what.
+            user.readChannels = ["*"]
+            user.writeChannels = ["*"]
+            member = .user(user)
+        }
+        let rest = Array(request.segments.dropFirst())
+        if UsersDatabase.isNamedUsers(name), !member.isDatabaseAdmin,
+            let answer = try await usersDatabaseAnswer(db, rest, request, principal: member) {
+            return answer
+        }
+        // Who writes, for the validation functions of the database's design documents.
+        let writer = WriteContext(userContext: member.userContext(database: name), securityObject: .object(security.json))
+        let partitioned = try await registry.isPartitioned(name, db)
+        let scope = DatabaseScope(name: name, rest: rest, member: member)
+        return try await WriteContext.$current.withValue(writer) {
+            try await Partition.$current.withValue(partitioned) { try await body(db, scope) }
+        }
+    }
+}
+
+extension RouterMethods where Context == DocServerRequestContext {
+    /// Routes `path` for every method in ``DocServer/routedMethods`` to `handler`, which gets the request
+    /// as the CouchDB routes read it.
+    @discardableResult
+    func route(_ path: RouterPath,
+               _ handler: @escaping @Sendable (CouchRequest, DocServerRequestContext) async throws -> Response) -> Self {
+        for method in DocServer.routedMethods {
+            on(path, method: method) { _, context in try await handler(try context.request(), context) }
+        }
+        return self
+    }
+}
