@@ -21,7 +21,7 @@ package struct ChangesRow: Sendable, Hashable {
 
     /// A row of DocStore's feed; with `allLeaves` (`style=all_docs`) every leaf revision, otherwise
     /// the winner only.
-    package init(_ change: Change, allLeaves: Bool, document: JSON? = nil) {
+    package init(_ change: ChangesFeedRow, allLeaves: Bool, document: JSON? = nil) {
         self.init(sequence: .integer(Int(change.sequence)), id: change.id,
                   revisions: allLeaves ? change.leafRevisions : [change.revision],
                   deleted: change.isDeleted, document: document)

@@ -46,7 +46,7 @@ struct AttachmentStream {
             try await source.save(document)
         }
         try rawFile.close()
-        try await source.checkpoint()
+        try await source.flushWriteAheadLog()
 
         // The baseline: the same bytes copied file to file, there and back.
         let baseline = try time {

@@ -87,7 +87,7 @@ struct Benchmark: AsyncParsableCommand {
             releaseFreeMemory()
             // DocStore copies its write-ahead log back on another thread; let that finish before the
             // next measurement, so that it slows neither the baseline nor us there.
-            try await db.checkpoint()
+            try await db.flushWriteAheadLog()
             if selected.contains("insert_bulk") { record("insert_bulk", count: n, ours: oursInsert, baseline: baselineInsert) }
 
             if selected.contains("get") {
@@ -126,7 +126,7 @@ struct Benchmark: AsyncParsableCommand {
                     _ = try await db.query("by-score", query)
                 }
                 if selected.contains("index_build") { record("index_build", count: n, ours: ours, baseline: baseline) }
-                try await db.checkpoint()
+                try await db.flushWriteAheadLog()
             }
             if selected.contains("js_index_build") {
                 // The same view as index_build's, as a CouchDB design document: JavaScript in JavaScriptCore.
@@ -224,7 +224,7 @@ struct Benchmark: AsyncParsableCommand {
                     }
                 }
                 record("update", count: updateIDs.count, ours: ours, baseline: baseline)
-                try await db.checkpoint()
+                try await db.flushWriteAheadLog()
             }
             if selected.contains("replicate_local") {
                 let baseline = time { _ = raw.copy(to: folder.appendingPathComponent("raw-copy.sqlite").path) }

@@ -102,7 +102,7 @@ struct FullTextBench {
         let db = try await Database.open(name: "fts", directory: folder)
         // Saved 5 000 at a time, so that the harness never holds every document parsed.
         for start in stride(from: 0, to: count, by: 5000) { _ = try await db.save(documents(start..<min(count, start + 5000))) }
-        try await db.checkpoint()
+        try await db.flushWriteAheadLog()
 
         let buildBaseline = time { raw.buildFullTextIndex() }
         let buildOurs = try await timeAsync {

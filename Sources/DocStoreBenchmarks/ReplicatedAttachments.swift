@@ -24,7 +24,7 @@ struct ReplicatedAttachments {
             document.attachments["a.txt"] = Attachment(data: Data("attachment \(n)".utf8), contentType: "text/plain")
             return document
         })
-        try await source.checkpoint()
+        try await source.flushWriteAheadLog()
         let (server, port) = try await startBenchServer(dataDirectory: work.appendingPathComponent("server"), label: "replicated-attachments")
         let pulled = try await Database.open(name: "pulled", directory: work.appendingPathComponent("client"))
         let url = URL(string: "http://127.0.0.1:\(port)/many")!

@@ -242,7 +242,7 @@ final class DatabaseCRUDTests: XCTestCase {
         plain.keepsAncestorBodies = false
         variants.append(plain)
         var limited = configuration
-        limited.revsLimit = 10
+        limited.revisionsLimit = 10
         variants.append(limited)
         var durable = configuration
         durable.durability = .full

@@ -22,7 +22,7 @@ final class GettingStartedGuideTests: XCTestCase {
         let myDelegate = Recorder()
 
         var config = DatabaseConfiguration(name: "inventory", directory: folder)
-        config.revsLimit = 100                     // history kept per branch (default 1000, as CouchDB)
+        config.revisionsLimit = 100                     // history kept per branch (default 1000, as CouchDB)
         let db = try await Database.open(config)   // <folder>/inventory.sqlite, created if missing
 
         XCTAssertTrue(Database.openedWith(config) === db)

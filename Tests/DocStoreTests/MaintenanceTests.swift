@@ -9,7 +9,7 @@ final class MaintenanceTests: XCTestCase {
 
     func testRevsLimitPrunesHistory() async throws {
         let db = try await makeDatabase(self) {
-            $0.revsLimit = 5
+            $0.revisionsLimit = 5
             $0.keepsAncestorBodies = true
         }
         var doc = try await db.save(Document(id: "p", body: ["n": 0]))

@@ -125,9 +125,9 @@ final class WALCheckpointerTests: XCTestCase {
         _ = try await db.save((0..<200).map { Document(id: "d\($0)", body: ["filler": .string(filler)]) })
         let before = fileSize(file)
         XCTAssertLessThan(before, 200 * 2000, "the documents are still only in the WAL")
-        try await db.checkpoint()
+        try await db.flushWriteAheadLog()
         XCTAssertGreaterThanOrEqual(fileSize(file), 200 * 2000)
         await db.close()
-        await assertThrowsDocStoreError(.databaseClosed) { try await db.checkpoint() }
+        await assertThrowsDocStoreError(.databaseClosed) { try await db.flushWriteAheadLog() }
     }
 }

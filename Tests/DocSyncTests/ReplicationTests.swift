@@ -55,7 +55,7 @@ final class ReplicationTests: XCTestCase {
         var configuration = ReplicationConfiguration.repeatingBidirectional(with: url, database: local)
         configuration.heartbeat = .milliseconds(300)
         let replicator = Replicator(configuration: configuration)
-        let pulledNotes = Mutex<[ChangeSource]>([])
+        let pulledNotes = Mutex<[DocumentChange.Source]>([])
         let listener = Task {
             for await batch in local.changeBatches() { pulledNotes.withLock { $0 += batch.map(\.source) } }
         }

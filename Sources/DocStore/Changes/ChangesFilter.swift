@@ -41,7 +41,7 @@ public struct ChangesFilter: Sendable {
     var needsDocuments: Bool { channels != nil || selector != nil || predicate != nil }
 
     /// Whether `change` passes; a filter that needs documents expects `change.document` to be loaded.
-    func passes(_ change: Change) -> Bool {
+    func passes(_ change: ChangesFeedRow) -> Bool {
         if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
         if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
         guard needsDocuments else { return true }
@@ -53,9 +53,9 @@ public struct ChangesFilter: Sendable {
     }
 }
 
-extension Change {
+extension ChangesFeedRow {
     /// The change without its document unless `keep`.
-    func keepingDocument(_ keep: Bool) -> Change {
+    func keepingDocument(_ keep: Bool) -> ChangesFeedRow {
         guard !keep, document != nil else { return self }
         var change = self
         change.document = nil

@@ -2,7 +2,7 @@
 ///
 /// The reading thread only steps SQLite and copies each row's raw columns (id, revision tree, body)
 /// into the current chunk, one buffer per ``chunkSize`` rows. Full chunks go to a ``HelpedMap``, whose
-/// helper turns them into ``Change`` rows as they arrive: it decodes the tree, makes the id and parses
+/// helper turns them into ``ChangesFeedRow`` rows as they arrive: it decodes the tree, makes the id and parses
 /// the document. When the rows are read, the reading thread builds the chunks the helper has not
 /// started, so both threads finish together however fast either one is. Pages of fewer than
 /// ``chunkSize`` rows never start the helper.
@@ -29,9 +29,9 @@ struct SharedChangeParse: ~Copyable {
         var rows: [Row] = []
 
         /// The rows as changes; rows whose tree is empty are left out, as the feed never shows them.
-        func build(includeDocuments: Bool) throws -> [Change?] {
+        func build(includeDocuments: Bool) throws -> [ChangesFeedRow?] {
             try bytes.withUnsafeBytes { buffer in
-                var changes: [Change?] = []
+                var changes: [ChangesFeedRow?] = []
                 changes.reserveCapacity(rows.count)
                 var start = 0
                 for row in rows {
@@ -46,7 +46,7 @@ struct SharedChangeParse: ~Copyable {
                             body: UnsafeRawBufferPointer(rebasing: buffer[row.treeEnd..<row.bodyEnd]),
                             sequence: row.sequence, created: row.created, updated: row.updated)
                     }
-                    changes.append(Change(sequence: row.sequence, id: id, revision: winner.revision,
+                    changes.append(ChangesFeedRow(sequence: row.sequence, id: id, revision: winner.revision,
                                           otherLeaves: others, isDeleted: winner.isDeleted, document: document))
                 }
                 return changes
@@ -58,14 +58,14 @@ struct SharedChangeParse: ~Copyable {
     private let chunkSize: Int
     private var current = Chunk()
     /// Builds the full chunks; started with the second chunk (a page of one chunk is built here).
-    private var map: HelpedMap<Chunk, [Change?]>?
+    private var map: HelpedMap<Chunk, [ChangesFeedRow?]>?
     /// The chunks whose rows are in ``changes``.
     private var moved = 0
     /// The first error met while moving finished chunks, thrown by ``finish()``.
     private var failure: (any Error)?
     /// The rows built so far, in order. Finished chunks are moved here as the page is read, so a long
     /// page does not hold every row twice (in its chunk and here) at the end.
-    private var changes: [Change] = []
+    private var changes: [ChangesFeedRow] = []
 
     /// - Parameter expectedRows: the page's size, when known, to reserve room for its rows.
     init(includeDocuments: Bool, expectedRows: Int) {
@@ -113,7 +113,7 @@ struct SharedChangeParse: ~Copyable {
 
     /// The changes of every row added, in order: the chunks the helper has not started are built on
     /// this thread. Stops the helper, also when building a row fails, so no work outlives the call.
-    consuming func finish() throws -> [Change] {
+    consuming func finish() throws -> [ChangesFeedRow] {
         guard let map else {
             var built = try current.build(includeDocuments: includeDocuments)
             SharedChangeParse.move(&built, into: &changes)
@@ -132,7 +132,7 @@ struct SharedChangeParse: ~Copyable {
 
     /// Appends the rows of a chunk, moving them out with `take()` so that none is copied (retained
     /// and released).
-    static func move(_ chunk: inout [Change?], into changes: inout [Change]) {
+    static func move(_ chunk: inout [ChangesFeedRow?], into changes: inout [ChangesFeedRow]) {
         for index in chunk.indices {
             if let change = chunk[index].take() { changes.append(change) }
         }

@@ -57,7 +57,7 @@ extension Database {
         }
         let pageSize = 500
         var cursor = since
-        var changes: [Change] = []
+        var changes: [ChangesFeedRow] = []
         pages: while true {
             let page = try await changesPage(since: cursor, limit: pageSize, includeDocuments: true, descending: false)
             for change in page.changes {

@@ -79,9 +79,9 @@ extension Database {
     }
 
     /// How many generations of history each branch of a document keeps (CouchDB `_revs_limit`): the
-    /// limit set with ``setRevisionsLimit(_:)``, else ``DatabaseConfiguration/revsLimit``.
+    /// limit set with ``setRevisionsLimit(_:)``, else ``DatabaseConfiguration/revisionsLimit``.
     public var revisionsLimit: Int {
-        get async { await writer.revsLimit }
+        get async { await writer.revisionsLimit }
     }
 
     /// Sets the revision limit and keeps it in the database file, where it outlasts the configuration's
@@ -131,7 +131,7 @@ extension Database {
     /// measuring something else.
     /// - Throws: ``DocStoreError/Code/databaseClosed``; ``DocStoreError/Code/storage`` if SQLite
     ///   fails.
-    public func checkpoint() async throws {
+    public func flushWriteAheadLog() async throws {
         try ensureOpen()
         try await writer.checkpoint()
         try await indexWriter.checkpoint()

@@ -20,7 +20,7 @@ extension Database {
     /// as CouchDB's `_bulk_docs` with `new_edits=false`: revisions keep their ids, branches become
     /// conflicts, and revisions the database already has are accepted without change. One transaction;
     /// each document gets its own result. Changes are published with `source`.
-    public func insertRevisions(_ documents: [Document], source: ChangeSource = .replication) async throws -> [SaveResult] {
+    public func insertRevisions(_ documents: [Document], source: DocumentChange.Source = .replication) async throws -> [SaveResult] {
         try ensureOpen()
         return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: false, source: source) }
     }

@@ -125,7 +125,7 @@ public final class Database: Sendable {
 
     private static func open(_ configuration: DatabaseConfiguration, create: Bool) async throws -> Database? {
         try DatabaseConfiguration.validate(name: configuration.name)
-        precondition(configuration.revsLimit >= 1, "revsLimit must be at least 1")
+        precondition(configuration.revisionsLimit >= 1, "revisionsLimit must be at least 1")
         let key = registryKey(configuration.fileURL)
         func mismatch(_ existing: DatabaseConfiguration) -> DocStoreError? {
             existing.firstDifference(from: configuration).map {

@@ -6,7 +6,7 @@ import Logging
 ///
 /// ```swift
 /// var config = DatabaseConfiguration(name: "inventory", directory: appSupportURL)
-/// config.revsLimit = 100
+/// config.revisionsLimit = 100
 /// let db = try await Database.open(config)
 /// ```
 public struct DatabaseConfiguration: Sendable {
@@ -23,7 +23,7 @@ public struct DatabaseConfiguration: Sendable {
     public var dateFormat: DateFormat
     /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000), unless
     /// the database has a limit of its own set with ``Database/setRevisionsLimit(_:)``.
-    public var revsLimit: Int
+    public var revisionsLimit: Int
     /// The durability of commits.
     public var durability: Durability
     /// Whether the bodies of revisions that an edit turns into ancestors are kept until
@@ -33,7 +33,7 @@ public struct DatabaseConfiguration: Sendable {
     /// Default `false`, as Couchbase Lite and PouchDB's `auto_compaction`: only leaf revisions (the
     /// winner and conflicts) keep a body, which makes an update about twice as fast and keeps the
     /// file from growing with every edit. The revision history itself is kept either way
-    /// (up to ``revsLimit``), so replication and conflict detection are unaffected. DocServer turns
+    /// (up to ``revisionsLimit``), so replication and conflict detection are unaffected. DocServer turns
     /// this on for CouchDB compatibility.
     public var keepsAncestorBodies: Bool
     /// How many idle reader connections to keep.
@@ -93,7 +93,7 @@ public struct DatabaseConfiguration: Sendable {
         self.indexes = []
         self.idFactory = { UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
         self.dateFormat = .iso8601
-        self.revsLimit = 1000
+        self.revisionsLimit = 1000
         self.durability = .normal
         self.keepsAncestorBodies = false
         self.maximumIdleReaders = 4
@@ -106,7 +106,7 @@ public struct DatabaseConfiguration: Sendable {
     /// message; `nil` when they agree (the name and folder are the caller's to compare, and
     /// `idFactory` cannot be compared).
     func firstDifference(from other: DatabaseConfiguration) -> String? {
-        if revsLimit != other.revsLimit { return "revsLimit \(revsLimit), not \(other.revsLimit)" }
+        if revisionsLimit != other.revisionsLimit { return "revisionsLimit \(revisionsLimit), not \(other.revisionsLimit)" }
         if durability != other.durability { return "durability \(durability), not \(other.durability)" }
         if keepsAncestorBodies != other.keepsAncestorBodies {
             return "keepsAncestorBodies \(keepsAncestorBodies), not \(other.keepsAncestorBodies)"

@@ -5,7 +5,7 @@ extension DatabaseWriter {
     /// Sets and keeps the revision limit; it applies to every write from now on.
     func setRevsLimit(_ limit: Int) throws {
         try plainTransaction { try Schema.storeRevsLimit($0, limit) }
-        revsLimit = limit
+        revisionsLimit = limit
     }
 
     /// Keeps a security object.
@@ -83,7 +83,7 @@ extension DatabaseWriter {
     /// entries of the changes log, then returns freed pages to the file system. Returns the number of
     /// revision bodies dropped.
     func compact() throws -> Int {
-        let limit = revsLimit
+        let limit = revisionsLimit
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
             // Trees longer than the revision limit (lowered since they grew) are stemmed to it.

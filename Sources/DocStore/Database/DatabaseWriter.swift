@@ -28,7 +28,7 @@ actor DatabaseWriter {
     let connection: SQLiteConnection
     let notifier: ChangeNotifier
     /// How many generations each branch keeps: the limit set on the database, else the configuration's.
-    var revsLimit: Int
+    var revisionsLimit: Int
     let keepsAncestorBodies: Bool
     let mergesPropertyHistory: Bool
     let idFactory: @Sendable () -> String
@@ -84,7 +84,7 @@ actor DatabaseWriter {
         self.connection = connection
         self.notifier = notifier
         do {
-            self.revsLimit = try Schema.storedRevsLimit(connection) ?? configuration.revsLimit
+            self.revisionsLimit = try Schema.storedRevisionsLimit(connection) ?? configuration.revisionsLimit
         } catch {
             connection.close()
             throw Database.storageError(error)
@@ -171,11 +171,11 @@ actor DatabaseWriter {
     /// Each result carries the saved document's id, or the given one when the document failed (the
     /// saved document is moved into its result, never copied).
     func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
-               source: ChangeSource) throws -> [SaveResult] {
+               source: DocumentChange.Source) throws -> [SaveResult] {
         try transaction { records, changes in
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
             defer { pipeline?.finish() }
-            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
+            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revisionsLimit: revisionsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
                                        now: Date.now.timeIntervalSince1970, source: source, validation: validation)
             defer { lastSequence = steps.lastSequence }
@@ -246,7 +246,7 @@ actor DatabaseWriter {
     /// A write transaction with a ``RevisionWriter`` for local edits.
     func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         try transaction { records, changes in
-            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revsLimit: revsLimit,
+            var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revisionsLimit: revisionsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
                                        now: Date.now.timeIntervalSince1970, source: .local, validation: validation)
             defer { lastSequence = steps.lastSequence }

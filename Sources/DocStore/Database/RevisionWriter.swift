@@ -12,12 +12,12 @@ struct RevisionWriter {
     let owner: DatabaseWriter
     /// The sequence of the latest write, advanced by each stored revision.
     var lastSequence: Int64
-    let revsLimit: Int
+    let revisionsLimit: Int
     let keepsAncestorBodies: Bool
     let idFactory: @Sendable () -> String
     /// The time of the transaction, for `created` and `updated`.
     let now: Double
-    let source: ChangeSource
+    let source: DocumentChange.Source
     /// The documents to which a replicated revision added a conflict (a second live leaf), in order:
     /// those a property-history merge may resolve.
     var conflicted: [String] = []
@@ -235,7 +235,7 @@ struct RevisionWriter {
                                 body: [UInt8], contents: [Attachment]) throws {
         let id = document.id
         let revision = document.revision!
-        for removed in tree.stem(limit: revsLimit) {
+        for removed in tree.stem(limit: revisionsLimit) {
             try records.dropRevision(id: id, revision: removed)
         }
         if !contents.isEmpty {

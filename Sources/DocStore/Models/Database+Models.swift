@@ -1,18 +1,21 @@
 import Foundation
 
-/// A change to a document of a ``Model`` type, as ``Database/changes(of:)`` delivers it.
+/// A change to a document of a ``Model`` type, as ``Database/changes(of:)`` delivers it: the
+/// ``DocumentChange`` notification of the write, with the model it stored.
 public struct ModelChange<M: Model>: Sendable {
-    /// The document id.
-    public let id: String
-    /// The revision the change stored (for a conflict merge, the merged one).
-    public let revision: RevisionID
+    /// The notification of the write.
+    public let change: DocumentChange
     /// The model as it is now; `nil` when the document was deleted.
     public let model: M?
-    /// Whether the change was written here or arrived by replication.
-    public let source: ChangeSource
 
+    /// The document id.
+    public var id: String { change.id }
+    /// The revision the change stored (for a conflict merge, the merged one).
+    public var revision: RevisionID { change.revision }
+    /// Whether the change was written here or arrived by replication.
+    public var source: DocumentChange.Source { change.source }
     /// Whether the document was deleted.
-    public var isDeleted: Bool { model == nil }
+    public var isDeleted: Bool { change.isDeleted }
 }
 
 extension Database {
@@ -231,16 +234,14 @@ extension Database {
                             // clients) may have none, and are reported to every type.
                             let tombstone = try? await self.document(withID: change.id, revision: change.revision)
                             guard tombstone?.type == nil || tombstone?.type == M.collection else { continue }
-                            continuation.yield(ModelChange(id: change.id, revision: change.revision, model: nil,
-                                                           source: change.source))
+                            continuation.yield(ModelChange(change: change, model: nil))
                             continue
                         }
                         guard let document = try? await self.document(withID: change.id, revision: change.revision),
                             document.type == M.collection,
                             let model = try? ModelCoding.model(M.self, from: document, dateFormat: self.configuration.dateFormat)
                         else { continue }
-                        continuation.yield(ModelChange(id: change.id, revision: change.revision, model: model,
-                                                       source: change.source))
+                        continuation.yield(ModelChange(change: change, model: model))
                     }
                 }
                 continuation.finish()

@@ -151,7 +151,7 @@ enum Schema {
     }
 
     /// The revision limit set with `Database.setRevisionsLimit(_:)` (`meta.revs_limit`), if any.
-    static func storedRevsLimit(_ connection: SQLiteConnection) throws -> Int? {
+    static func storedRevisionsLimit(_ connection: SQLiteConnection) throws -> Int? {
         let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'revs_limit'")
         return try statement.step() ? Int(statement.int64(0)) : nil
     }

@@ -1,19 +1,20 @@
-/// Where a change came from.
-public enum ChangeSource: String, Sendable, Hashable {
-    /// A write through this process's API.
-    case local
-    /// A revision inserted by replication (`new_edits=false`).
-    case replication
-}
-
 /// A notification that a document got a new revision: the event of one write, as observers
-/// (``Database/changeBatches()``, ``DatabaseChangeDelegate``) hear of it when it commits.
+/// (``Database/changeBatches()``, ``DatabaseChangeDelegate``, and typed as ``ModelChange`` by
+/// ``Database/changes(of:)``) hear of it when it commits.
 ///
-/// Not to be confused with ``Change``, a row that *reading* the changes feed returns: a notification
-/// names the revision that was written (a replicated conflict branch is not the winner) and who wrote
-/// it, and it is never read back; a feed row names the document's winning revision and every leaf at
-/// its latest sequence, whatever wrote them, and can be read again from any `since`.
+/// Not to be confused with ``ChangesFeedRow``, a row that *reading* the changes feed returns: a
+/// notification names the revision that was written (a replicated conflict branch is not the winner)
+/// and who wrote it, and it is never read back; a feed row names the document's winning revision and
+/// every leaf at its latest sequence, whatever wrote them, and can be read again from any `since`.
 public struct DocumentChange: Sendable, Hashable {
+    /// Where a change came from.
+    public enum Source: String, Sendable, Hashable {
+        /// A write through this process's API.
+        case local
+        /// A revision inserted by replication (`new_edits=false`).
+        case replication
+    }
+
     /// The document id.
     public let id: String
     /// The revision that was written.
@@ -23,13 +24,13 @@ public struct DocumentChange: Sendable, Hashable {
     /// Whether the written revision is a deletion.
     public let isDeleted: Bool
     /// Whether the change was made locally or by replication.
-    public let source: ChangeSource
+    public let source: DocumentChange.Source
 }
 
 /// One row of the changes feed (``Database/changes(since:limit:filter:includeDocuments:descending:)``):
 /// a document at its latest sequence, with its winning revision and every leaf, as CouchDB's `_changes`
 /// reports it. For the notification of a single write, see ``DocumentChange``.
-public struct Change: Sendable, Hashable {
+public struct ChangesFeedRow: Sendable, Hashable {
     /// The sequence of the document's latest change.
     public let sequence: Int64
     /// The document id.
@@ -50,7 +51,7 @@ public struct Change: Sendable, Hashable {
 /// A page of the changes feed.
 public struct ChangesPage: Sendable {
     /// The changes, in increasing sequence order.
-    public let changes: [Change]
+    public let changes: [ChangesFeedRow]
     /// The sequence to pass as `since` to continue after this page.
     public let lastSequence: Int64
 }
