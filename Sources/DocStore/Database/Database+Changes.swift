@@ -129,7 +129,7 @@ extension Database {
             }
             var info = DatabaseInfo(name: name, documentCount: live, deletedDocumentCount: deleted,
                                     updateSequence: sequence, fileSize: size, uuid: uuid)
-            info.purgeCount = try connection.scalarInt("SELECT COUNT(*) FROM purges", []).map(Int.init) ?? 0
+            info.purgeCount = try DocumentRecords(connection: connection).purgeCount()
             return info
         }
     }

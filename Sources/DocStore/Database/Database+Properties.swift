@@ -5,11 +5,7 @@ import Foundation
 extension Database {
     /// A property the database keeps in its file (DocServer: `partitioned`), or `nil`.
     package func property(_ key: String) async throws -> String? {
-        try await read { connection in
-            let statement = try connection.prepare("SELECT value FROM meta WHERE key = ?")
-            try statement.bind("property:" + key, at: 1)
-            return try statement.step() ? statement.text(0) : nil
-        }
+        try await read { connection in try Schema.property(connection, key) }
     }
 
     /// Keeps `value` as the property `key`.
@@ -22,12 +18,7 @@ extension Database {
     /// and the bytes of their stored winning bodies (CouchDB's `sizes.external`, near enough).
     package func figures(ofIDsFrom lower: String, below upper: String) async throws -> (live: Int, deleted: Int, bodyBytes: Int) {
         try await read(consistent: true) { connection in
-            let statement = try connection.prepare(
-                "SELECT COALESCE(SUM(deleted = 0), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(length(body)), 0) FROM docs WHERE id >= ? AND id < ?")
-            try statement.bind(lower, at: 1)
-            try statement.bind(upper, at: 2)
-            guard try statement.step() else { return (0, 0, 0) }
-            return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
+            try DocumentRecords(connection: connection).figures(ofIDsFrom: lower, below: upper)
         }
     }
 }

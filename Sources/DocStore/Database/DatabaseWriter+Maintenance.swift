@@ -4,13 +4,13 @@ import Foundation
 extension DatabaseWriter {
     /// Sets and keeps the revision limit; it applies to every write from now on.
     func setRevsLimit(_ limit: Int) throws {
-        try plainTransaction { try Schema.storeRevsLimit($0, limit) }
+        try plainTransaction { try Schema.storeRevisionsLimit($0, limit) }
         revisionsLimit = limit
     }
 
     /// Keeps a security object.
     func setProperty(_ key: String, _ value: String) throws {
-        try plainTransaction { try $0.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("property:" + key), .text(value)]) }
+        try plainTransaction { try Schema.storeProperty($0, key, value) }
     }
 
     func setSecurity(_ json: String) throws {

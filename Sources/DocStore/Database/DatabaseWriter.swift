@@ -64,7 +64,7 @@ actor DatabaseWriter {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
             try Schema.configureWriter(connection, synchronous: synchronous)
-            let found = try connection.scalarInt("PRAGMA user_version") ?? 0
+            let found = try Schema.version(connection)
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
             if found == 0 {
                 configuration.logger.debug("created \(configuration.fileURL.path) (schema \(Schema.currentVersion))")
@@ -274,13 +274,7 @@ actor DatabaseWriter {
                     let probe = try SQLiteConnection(path: path)
                     defer { probe.close() }
                     probe.busyTimeoutMilliseconds = milliseconds(timeout)
-                    do {
-                        try probe.execute("BEGIN IMMEDIATE")
-                        try probe.execute("ROLLBACK")
-                        return true
-                    } catch let error as SQLiteError where error.isBusy {
-                        return false
-                    }
+                    return try Schema.writeLockIsFree(probe)
                 })
             }
             thread.name = "docstore.lock-wait"

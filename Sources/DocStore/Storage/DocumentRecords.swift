@@ -102,6 +102,68 @@ struct DocumentRecords {
         return count
     }
 
+    /// One document of ``changedDocuments(after:limit:withTrees:_:)``, read from the statement in place
+    /// (valid only inside the callback).
+    struct ChangedDocument {
+        fileprivate let statement: SQLiteStatement
+        fileprivate let withTrees: Bool
+        var sequence: Int64 { statement.int64(0) }
+        var id: String { statement.text(1) }
+        /// The winning revision; `nil` if unreadable.
+        var revision: RevisionID? { statement.revision(2) }
+        var isDeleted: Bool { statement.int64(3) != 0 }
+        /// Runs `body` over the winner's stored body, without copying it.
+        func withBody<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T { try statement.withBlob(4, body) }
+        /// A copy of the winner's stored body.
+        var body: [UInt8] { statement.blob(4) }
+        var created: Double { statement.double(5) }
+        var updated: Double { statement.double(6) }
+        /// The document's row (`docs.doc`), stable for its life.
+        var row: Int64 { statement.int64(7) }
+        /// The conflicting leaves, when read `withTrees` (else empty).
+        func conflicts() throws -> [RevisionID] {
+            withTrees ? try statement.withBlob(8, RevisionTree.conflicts(decoding:)) : []
+        }
+    }
+
+    /// The documents changed after `sequence`, at their latest sequences, in sequence order, at most
+    /// `limit`; with their revision trees when `withTrees`.
+    func changedDocuments(after sequence: Int64, limit: Int, withTrees: Bool, _ each: (ChangedDocument) throws -> Void) throws {
+        let statement = try connection.prepare(
+            "SELECT d.seq, d.id, d.rev, d.deleted, d.body, d.created, d.updated, d.doc\(withTrees ? ", d.tree" : "") FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq LIMIT ?")
+        try statement.bind(sequence, at: 1)
+        try statement.bind(limit, at: 2)
+        while try statement.step() { try each(ChangedDocument(statement: statement, withTrees: withTrees)) }
+    }
+
+    /// The purges after `sequence` (up to `through`, when given), in sequence order.
+    func purges(after sequence: Int64, through upper: Int64?) throws -> [(sequence: Int64, id: String)] {
+        let statement = try connection.prepare(
+            upper != nil ? "SELECT seq, id FROM purges WHERE seq > ? AND seq <= ? ORDER BY seq"
+                         : "SELECT seq, id FROM purges WHERE seq > ? ORDER BY seq")
+        try statement.bind(sequence, at: 1)
+        if let upper { try statement.bind(upper, at: 2) }
+        var purges: [(sequence: Int64, id: String)] = []
+        while try statement.step() { purges.append((statement.int64(0), statement.text(1))) }
+        return purges
+    }
+
+    /// The live and deleted documents whose ids are at or after `lower` and before `upper` (byte
+    /// order), and the bytes of their stored winning bodies.
+    func figures(ofIDsFrom lower: String, below upper: String) throws -> (live: Int, deleted: Int, bodyBytes: Int) {
+        let statement = try connection.prepare(
+            "SELECT COALESCE(SUM(deleted = 0), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(length(body)), 0) FROM docs WHERE id >= ? AND id < ?")
+        try statement.bind(lower, at: 1)
+        try statement.bind(upper, at: 2)
+        guard try statement.step() else { return (0, 0, 0) }
+        return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
+    }
+
+    /// The number of purges recorded.
+    func purgeCount() throws -> Int {
+        Int(try connection.scalarInt("SELECT COUNT(*) FROM purges", []) ?? 0)
+    }
+
     /// The sequence of the latest entry of the changes log.
     func lastChangeSequence() throws -> Int64 {
         try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0

@@ -157,7 +157,7 @@ enum Schema {
     }
 
     /// Keeps a database's revision limit (CouchDB `PUT /db/_revs_limit`).
-    static func storeRevsLimit(_ connection: SQLiteConnection, _ limit: Int) throws {
+    static func storeRevisionsLimit(_ connection: SQLiteConnection, _ limit: Int) throws {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('revs_limit', ?)", [.integer(Int64(limit))])
     }
 
@@ -170,6 +170,35 @@ enum Schema {
     /// Keeps a database's security object (CouchDB `PUT /db/_security`) as JSON text.
     static func storeSecurity(_ connection: SQLiteConnection, _ json: String) throws {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('security', ?)", [.text(json)])
+    }
+
+    /// A property a server keeps in the database (`meta.property:<key>`), if set.
+    static func property(_ connection: SQLiteConnection, _ key: String) throws -> String? {
+        let statement = try connection.prepare("SELECT value FROM meta WHERE key = ?")
+        try statement.bind("property:" + key, at: 1)
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    /// Keeps a property (``property(_:_:)``).
+    static func storeProperty(_ connection: SQLiteConnection, _ key: String, _ value: String) throws {
+        try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text("property:" + key), .text(value)])
+    }
+
+    /// The schema version of the file (`PRAGMA user_version`; 0 for a new file).
+    static func version(_ connection: SQLiteConnection) throws -> Int64 {
+        try connection.scalarInt("PRAGMA user_version") ?? 0
+    }
+
+    /// Whether the file's write lock can be taken within the connection's busy timeout: takes it
+    /// (`BEGIN IMMEDIATE`) and gives it back at once.
+    static func writeLockIsFree(_ connection: SQLiteConnection) throws -> Bool {
+        do {
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute("ROLLBACK")
+            return true
+        } catch let error as SQLiteError where error.isBusy {
+            return false
+        }
     }
 
     /// Puts the writer's connection in WAL mode with the given `synchronous` level.
