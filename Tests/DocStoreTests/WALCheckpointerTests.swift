@@ -31,18 +31,18 @@ final class WALCheckpointerTests: XCTestCase {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
     }
 
-    func testTurnsOffTheWritersOwnCheckpoints() throws {
+    func testTurnsOffTheWritersOwnCheckpoints() async throws {
         let (writer, _) = try makeWriter()
         defer { writer.close() }
         XCTAssertEqual(try writer.scalarInt("PRAGMA wal_autocheckpoint"), 1000)
         let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL")
         XCTAssertEqual(try writer.scalarInt("PRAGMA wal_autocheckpoint"), 0)
-        checkpointer.close()
+        await checkpointer.close()
     }
 
     /// In WAL mode only a checkpoint writes the database file, so its growth shows that the pages
     /// were copied — by the checkpointer's thread, since the writer's own checkpoints are off.
-    func testCopiesTheWALInTheBackgroundAfterThresholdPages() throws {
+    func testCopiesTheWALInTheBackgroundAfterThresholdPages() async throws {
         let (writer, path) = try makeWriter()
         defer { writer.close() }
         let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL", thresholdPages: 50, hardLimitPages: 100_000)
@@ -51,29 +51,29 @@ final class WALCheckpointerTests: XCTestCase {
         let deadline = Date.now.addingTimeInterval(20)
         while fileSize(path) < before + 200 * 4096 && Date.now < deadline { usleep(10_000) }
         XCTAssertGreaterThanOrEqual(fileSize(path), before + 200 * 4096, "the WAL was not copied into the database file")
-        checkpointer.close()
+        await checkpointer.close()
         XCTAssertEqual(try writer.scalarInt("SELECT count(*) FROM t"), 300)
     }
 
-    func testBelowTheThresholdNothingIsCopied() throws {
+    func testBelowTheThresholdNothingIsCopied() async throws {
         let (writer, path) = try makeWriter()
         defer { writer.close() }
         let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL", thresholdPages: 10_000, hardLimitPages: 100_000)
         let before = fileSize(path)
         try commit(100, on: writer)
-        checkpointer.close()  // waits for any checkpoint that was started
+        await checkpointer.close()  // waits for any checkpoint that was started
         XCTAssertEqual(fileSize(path), before)
         XCTAssertGreaterThan(fileSize(path + "-wal"), 100 * 4096)
     }
 
     /// With background checkpoints never due, the hard limit makes the writer copy the WAL itself,
     /// after which the WAL starts over from its beginning instead of growing.
-    func testHardLimitBoundsTheWAL() throws {
+    func testHardLimitBoundsTheWAL() async throws {
         let (writer, path) = try makeWriter()
         defer { writer.close() }
         let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL", thresholdPages: 100_000, hardLimitPages: 60)
         try commit(600, on: writer)
-        checkpointer.close()
+        await checkpointer.close()
         // One page and a header per frame; 600 commits of a page each would make a WAL of over
         // 600 frames without the limit.
         XCTAssertLessThan(fileSize(path + "-wal"), 150 * 4120)
@@ -82,7 +82,7 @@ final class WALCheckpointerTests: XCTestCase {
 
     /// One transaction that alone takes the WAL past the hard limit does not copy it in its commit;
     /// the next commit, with the WAL still past the limit, does.
-    func testOneLargeCommitLeavesTheCopyForLater() throws {
+    func testOneLargeCommitLeavesTheCopyForLater() async throws {
         let (writer, path) = try makeWriter()
         defer { writer.close() }
         let checkpointer = try WALCheckpointer(writer: writer, synchronous: "NORMAL", thresholdPages: 100_000, hardLimitPages: 60)
@@ -94,7 +94,7 @@ final class WALCheckpointerTests: XCTestCase {
         XCTAssertGreaterThan(fileSize(path + "-wal"), 150 * 4096)
         try commit(1, on: writer, from: 200)
         XCTAssertGreaterThan(fileSize(path), before + 150 * 4096, "the next commit past the limit copies the WAL")
-        checkpointer.close()
+        await checkpointer.close()
         XCTAssertEqual(try writer.scalarInt("SELECT count(*) FROM t"), 201)
     }
 

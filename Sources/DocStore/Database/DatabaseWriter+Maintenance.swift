@@ -74,9 +74,9 @@ extension DatabaseWriter {
     }
 
     /// Copies what the WAL holds into the database file now (``WALCheckpointer/checkpointNow()``).
-    func checkpoint() throws {
+    func checkpoint() async throws {
         try ensureOpen()
-        try checkpointer.checkpointNow()
+        try await checkpointer.checkpointNow()
     }
 
     /// Drops the bodies of non-leaf revisions, attachment contents nothing refers to and superseded

@@ -98,11 +98,11 @@ actor DatabaseWriter {
         self.idFactory = configuration.idFactory
     }
 
-    func close() {
+    func close() async {
         guard !isClosed else { return }
         isClosed = true
+        await checkpointer.close()
         access.withLock {
-            checkpointer.close()
             try? Schema.optimize(connection)
             connection.close()
         }

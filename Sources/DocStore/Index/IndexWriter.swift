@@ -58,11 +58,11 @@ actor IndexWriter {
     /// The index file's statements, on the writer's connection.
     private var records: IndexRecords { IndexRecords(connection: connection) }
 
-    func close() {
+    func close() async {
         guard !isClosed else { return }
         isClosed = true
         published.withLock { $0 = [:] }
-        checkpointer.close()
+        await checkpointer.close()
         connection.close()
     }
 
@@ -85,9 +85,9 @@ actor IndexWriter {
     }
 
     /// Copies what the index file's WAL holds into it now (``WALCheckpointer/checkpointNow()``).
-    func checkpoint() throws {
+    func checkpoint() async throws {
         try ensureOpen()
-        try checkpointer.checkpointNow()
+        try await checkpointer.checkpointNow()
     }
 
     private func ensureOpen() throws {

@@ -95,25 +95,32 @@ final class WALCheckpointer: Sendable {
     /// Copies what the WAL holds into the database file now — after a background checkpoint that
     /// is queued or running — and returns when it is done (a passive checkpoint: frames that a reader
     /// of an older snapshot still needs stay).
-    func checkpointNow() throws {
-        var status = SQLITE_OK
-        queue.sync {
-            // SQLITE_BUSY: the writer is running its own checkpoint (past the hard limit); try again
-            // shortly, for up to a second.
-            for _ in 0..<100 {
-                status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-                guard status & 0xFF == SQLITE_BUSY else { break }
-                usleep(10_000)
+    func checkpointNow() async throws {
+        let connection = self.connection
+        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            queue.async {
+                // SQLITE_BUSY: the writer is running its own checkpoint (past the hard limit); try
+                // again shortly, for up to a second — on this queue's thread, never the caller's.
+                var status = SQLITE_OK
+                for _ in 0..<100 {
+                    status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                    guard status & 0xFF == SQLITE_BUSY else { break }
+                    usleep(10_000)
+                }
+                continuation.resume(returning: status)
             }
         }
         guard status == SQLITE_OK else { throw connection.error(status, sql: "PRAGMA wal_checkpoint(PASSIVE)") }
     }
 
-    /// Detaches from the writer, waits for a running checkpoint and closes the second connection.
-    /// Call it on the writer's executor, before the writer's connection closes.
-    func close() {
+    /// Detaches from the writer, waits (without blocking the caller's thread) for a running
+    /// checkpoint and closes the second connection. Call it on the writer's executor, before the
+    /// writer's connection closes.
+    func close() async {
         sqlite3_wal_hook(writer.handle, nil, nil)
-        queue.sync {}
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
+        }
         connection.close()
     }
 }
