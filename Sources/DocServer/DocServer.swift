@@ -103,7 +103,7 @@ public final class DocServer: Sendable {
     /// The port the server listens on, once started (useful with port 0).
     public var port: Int? { state.withLock { $0.port } }
 
-    private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+    private func makeApplication(onRunning: @escaping @Sendable (Int) -> Void) -> Application<DocServerResponder> {
         Application(
             router: self,
             server: .docServer(configuration),

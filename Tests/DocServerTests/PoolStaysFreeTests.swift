@@ -74,6 +74,38 @@ final class PoolStaysFreeTests: XCTestCase {
         await XCTAssertEqualAsync(try await view.value, 200)
     }
 
+    /// A JavaScript `_changes` filter waits for the engine's threads on threads of DocStore's own
+    /// (``BlockingWorkThreads/userCode``), not on the pool: two slow filters at once, as many as the pool
+    /// has threads here, leave every other request answering at once.
+    func testSlowJavaScriptFiltersLeaveThePoolFree() async throws {
+        let server = try await TestServer(self)
+        for name in ["filtered", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/filtered/_design/app", json: ["filters": ["slow": """
+            function(doc, req) { var until = Date.now() + 1500; while (Date.now() < until) {} return true; }
+            """]]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/filtered/one", json: ["n": 1]).status, 201)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let feeds = (0..<2).map { _ in Task { try await server.request("GET", "/filtered/_changes?filter=app/slow") } }
+        var slowest: Duration = .zero
+        var probes = 0
+        while clock.now - start < .seconds(2) {
+            for path in ["/", "/other/d", "/other/_changes"] {
+                let began = clock.now
+                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
+                slowest = max(slowest, clock.now - began)
+                probes += 1
+            }
+        }
+        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
+        for feed in feeds {
+            let answer = try await feed.value
+            XCTAssertEqual(answer.status, 200)
+            XCTAssertEqual(answer.json["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, ["_design/app", "one"])
+        }
+    }
+
     func testAWriteThatCannotGetTheLockInTimeIsA503() async throws {
         let server = try await TestServer(self) { $0.lockTimeout = .milliseconds(300) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/locked").status, 201)

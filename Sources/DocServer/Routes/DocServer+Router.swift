@@ -12,11 +12,11 @@ extension DocServer: HTTPResponderBuilder {
     /// request guards and errors) in front of its router. Use it to embed the server in your own
     /// Hummingbird application — `Application(router: docServer, server: .docServer(configuration))` —
     /// where ``makeRouter()`` is not enough.
-    public func buildResponder() -> some HTTPResponder<DocServerRequestContext> {
+    public func buildResponder() -> DocServerResponder {
         var middleware: [any MiddlewareProtocol<Request, Response, DocServerRequestContext>] = [RequestLogMiddleware(logger: logger, metrics: metrics)]
         if let cors = configuration.cors { middleware.append(CouchCORSMiddleware(cors: cors)) }
         middleware.append(CouchRequestMiddleware(configuration: configuration, node: nodeConfiguration, logger: logger))
-        return MiddlewareChain(middleware: middleware, responder: makeRouter().buildResponder())
+        return DocServerResponder(chain: MiddlewareChain(middleware: middleware, responder: makeRouter().buildResponder()))
     }
 
     /// The router of the CouchDB API, in groups per area; all but the public routes (`/`, `/_up`,
@@ -296,6 +296,16 @@ extension DocServer: HTTPResponderBuilder {
         return try await WriteContext.$current.withValue(writer) {
             try await Partition.$current.withValue(partitioned) { try await body(db, scope) }
         }
+    }
+}
+
+/// DocServer's responder: its middleware in front of its router (``DocServer/buildResponder()``).
+public struct DocServerResponder: HTTPResponder {
+    public typealias Context = DocServerRequestContext
+    let chain: MiddlewareChain<DocServerRequestContext>
+
+    public func respond(to request: Request, context: DocServerRequestContext) async throws -> Response {
+        try await chain.respond(to: request, context: context)
     }
 }
 

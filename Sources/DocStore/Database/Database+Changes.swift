@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Figures about a database, as CouchDB's `GET /db`.
 public struct DatabaseInfo: Sendable, Hashable {
@@ -39,6 +40,14 @@ extension Database {
     public func changes(since: Int64 = 0, limit: Int? = nil, filter: ChangesFilter = ChangesFilter(),
                         includeDocuments: Bool = false, descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
+        // A predicate is the app's code (a JavaScript filter waits for the engine): off the pool.
+        return try await runningUserCode(filter.predicate != nil) {
+            try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
+        }
+    }
+
+    private func filteredChanges(since: Int64, limit: Int?, filter: ChangesFilter,
+                                 includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
         let wanted = limit ?? Int.max
         if descending {
             // One read: a filter is applied to the rows of the whole range.
@@ -72,8 +81,33 @@ extension Database {
         return ChangesPage(changes: changes, lastSequence: cursor)
     }
 
-    /// One range of the changes log, every row kept.
+    /// One range of the changes log, every row kept. A short ascending range up to the newest commit
+    /// is read once for every feed that asks for it (``ChangesTail``).
     private func changesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
+        let committed = notifier.committedSequence
+        // Shared only when the whole range up to the commit is wanted: a page with a smaller limit
+        // reads no further than it needs.
+        guard !descending, since < committed, committed - since <= ChangesTail.span, limit.map({ $0 >= committed - since }) ?? true else {
+            return try await readChangesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: descending)
+        }
+        let (shared, isOwn) = changesTail.read(since: since, committed: committed, includeDocuments: includeDocuments) {
+            Task { try await self.readChangesPage(since: since, limit: nil, includeDocuments: includeDocuments, descending: false) }
+        }
+        let page: ChangesPage
+        do {
+            page = try await shared.read.value
+        } catch {
+            changesTail.forget(shared)
+            throw error
+        }
+        if isOwn && limit == nil { return page }
+        var rows = page.changes.drop { $0.sequence <= since }.prefix(limit ?? Int.max).map { $0.keepingDocument(includeDocuments) }
+        rows = Array(rows)
+        return ChangesPage(changes: rows, lastSequence: rows.last?.sequence ?? since)
+    }
+
+    /// One range of the changes log, read from the file.
+    private func readChangesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
         try await read { connection in
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
@@ -132,5 +166,54 @@ extension Database {
             info.purgeCount = try DocumentRecords(connection: connection).purgeCount()
             return info
         }
+    }
+}
+
+/// The newest changes read, shared by the changes feeds that wake on the same commit.
+///
+/// A server's continuous and long-poll `_changes` listeners all wait for the next commit, wake
+/// together and each ask for the changes after the sequence it last saw — usually the same one. The
+/// first to ask reads the range up to the newest commit; the others, asking after a sequence at or
+/// past its start, take their rows from that read (awaiting it while it runs) instead of reading the
+/// log again: one read per commit instead of one per listener. A read is used only while no newer
+/// commit has been announced, so every answer is a snapshot as fresh as a read of its own would
+/// have been at the moment it was asked.
+final class ChangesTail: Sendable {
+    /// The widest range (in sequences) shared; a listener further behind reads on its own.
+    static let span: Int64 = 1000
+
+    struct Entry: Sendable {
+        let since: Int64
+        let committed: Int64
+        let includeDocuments: Bool
+        let read: Task<ChangesPage, any Error>
+    }
+
+    private let entries = Mutex<[Entry]>([])
+    /// How many reads were started (for tests).
+    let readsStarted = Atomic<Int>(0)
+
+    /// The read that answers a range after `since` (and whether it is the caller's own, just made by
+    /// `start`): one made for the same commit, from at or before `since`, with the documents if they
+    /// are wanted; else a new one, which replaces the reads of older commits.
+    func read(since: Int64, committed: Int64, includeDocuments: Bool,
+              start: () -> Task<ChangesPage, any Error>) -> (entry: Entry, isOwn: Bool) {
+        entries.withLock { entries in
+            if let found = entries.first(where: { $0.committed == committed && $0.since <= since && ($0.includeDocuments || !includeDocuments) }) {
+                return (found, false)
+            }
+            let entry = Entry(since: since, committed: committed, includeDocuments: includeDocuments, read: start())
+            readsStarted.add(1, ordering: .relaxed)
+            entries.removeAll { $0.committed < committed }
+            // At most a few reads per commit are kept: with and without documents, from different starts.
+            if entries.count >= 4 { entries.removeFirst() }
+            entries.append(entry)
+            return (entry, true)
+        }
+    }
+
+    /// Forgets a read that failed, so that the next caller reads again.
+    func forget(_ entry: Entry) {
+        entries.withLock { entries in entries.removeAll { $0.read == entry.read } }
     }
 }

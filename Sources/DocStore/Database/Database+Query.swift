@@ -46,11 +46,15 @@ extension Database {
     /// - Complexity: O(log n + rows) for map queries; reduce queries read the rows of the range.
     public func query(_ indexName: String, _ query: IndexQuery = IndexQuery()) async throws -> QueryResult {
         try ensureOpen()
-        let (output, mapErrors, current) = try await readIndex(named: indexName, stale: query.stale) { state, connection in
-            var engine = QueryEngine(connection: connection, state: state, query: query)
-            engine.documentsSchema = Self.attachedDocumentsSchema
-            let output = try engine.run()
-            return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
+        // A custom reduce is the app's code (a JavaScript one waits for the engine): off the pool.
+        let reducesInUserCode = query.reduce != false && indexWriter.publishedState(named: indexName)?.definition.reduce?.customFunction != nil
+        let (output, mapErrors, current) = try await runningUserCode(reducesInUserCode) {
+            try await readIndex(named: indexName, stale: query.stale) { state, connection in
+                var engine = QueryEngine(connection: connection, state: state, query: query)
+                engine.documentsSchema = Self.attachedDocumentsSchema
+                let output = try engine.run()
+                return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
+            }
         }
         var rows: [QueryRow] = []
         rows.reserveCapacity(output.rows.count)

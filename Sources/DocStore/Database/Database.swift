@@ -27,6 +27,8 @@ public final class Database: Sendable {
     private let state = Mutex(State())
     /// The Mango indexes last read from the design documents, with those documents' revisions and the
     /// committed sequence they were checked at.
+    /// The newest changes read, shared by the feeds that wake on the same commit (``ChangesTail``).
+    let changesTail = ChangesTail()
     let mangoIndexCache = Mutex<(sequence: Int64, revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
 
     private struct State {
@@ -144,8 +146,8 @@ public final class Database: Sendable {
             }
             if !create && !FileManager.default.fileExists(atPath: configuration.fileURL.path) { return .absent }
             // Creating or migrating the file is blocking I/O: it runs on a thread of DocStore's own
-            // (FileWorkThreads), and the registry is not locked meanwhile.
-            let task = Task(executorPreference: FileWorkThreads.shared) { () throws -> Database in
+            // (BlockingWorkThreads.files), and the registry is not locked meanwhile.
+            let task = Task(executorPreference: BlockingWorkThreads.files) { () throws -> Database in
                 do {
                     do {
                         try FileManager.default.createDirectory(at: configuration.folderURL, withIntermediateDirectories: true)
@@ -259,7 +261,7 @@ public final class Database: Sendable {
         let open = registry.withLock { $0.open[key] }
         await open?.close()
         // File I/O: on a reader thread, off the cooperative pool.
-        try await withTaskExecutorPreference(FileWorkThreads.shared) {
+        try await withTaskExecutorPreference(BlockingWorkThreads.files) {
             for suffix in ["", "-wal", "-shm", "-journal", "-idx", "-idx-wal", "-idx-shm", "-idx-journal"] {
                 let file = URL(fileURLWithPath: url.path + suffix)
                 guard FileManager.default.fileExists(atPath: file.path) else { continue }

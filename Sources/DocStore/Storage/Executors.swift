@@ -4,7 +4,7 @@ import Foundation
 // Threads of DocStore's own, for work that waits and must not hold a thread of Swift's cooperative
 // pool (DESIGN.md §6): the index writers (which run the app's map functions), `HelpedMap` helpers
 // (which wait for their owner's next input), and the opening of a database file (creating or migrating
-// it) and the deletion of its files, which run with `FileWorkThreads.shared` as their task executor
+// it) and the deletion of its files, which run with `BlockingWorkThreads.files` as their task executor
 // preference.
 
 /// A serial executor on a dispatch queue of its own: an actor using it runs every job there, one at a
@@ -71,20 +71,32 @@ package final class DedicatedThreads: @unchecked Sendable {
 }
 
 /// Threads that run the synchronous parts of a task that prefers this executor
-/// (`withTaskExecutorPreference(FileWorkThreads.shared)` or `Task(executorPreference:)`), between its
-/// suspension points: today the opening and deletion of database files.
-final class FileWorkThreads: TaskExecutor {
-    /// The process's: two threads (opening and deleting files is rare and short).
-    static let shared = FileWorkThreads(count: 2)
+/// (`withTaskExecutorPreference(…)` or `Task(executorPreference:)`), between its suspension points:
+/// work that may block and so must not hold a thread of the cooperative pool (DESIGN.md §6).
+final class BlockingWorkThreads: TaskExecutor {
+    /// Opening (creating, migrating) and deleting database files: two threads (rare and short).
+    static let files = BlockingWorkThreads(count: 2, name: "docstore.files")
+    /// Reads that run the app's code as they go — a `_changes` filter predicate (a JavaScript filter
+    /// waits there for the engine), a custom reduce: four threads, so that a slow one does not hold
+    /// up the pool.
+    static let userCode = BlockingWorkThreads(count: 4, name: "docstore.user-code")
 
     private let threads: DedicatedThreads
 
-    init(count: Int) {
-        threads = DedicatedThreads(count: count, name: "docstore.files")
+    init(count: Int, name: String) {
+        threads = DedicatedThreads(count: count, name: name)
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         threads.submit { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
+    }
+}
+
+extension Database {
+    /// Runs `body` on ``BlockingWorkThreads/userCode`` when `runsUserCode`, else where it is.
+    func runningUserCode<T: Sendable>(_ runsUserCode: Bool, _ body: () async throws -> T) async throws -> T {
+        guard runsUserCode else { return try await body() }
+        return try await withTaskExecutorPreference(BlockingWorkThreads.userCode) { try await body() }
     }
 }
