@@ -106,6 +106,37 @@ final class PoolStaysFreeTests: XCTestCase {
         }
     }
 
+    /// A slow `validate_doc_update` runs inside the writer's transaction, which then runs on threads of
+    /// DocStore's own (``BlockingWorkThreads/userCode``): two databases validating slowly at once, as
+    /// many as the pool has threads here, leave every other request answering at once.
+    func testSlowValidationLeavesThePoolFree() async throws {
+        let server = try await TestServer(self)
+        for name in ["checked", "checked2", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
+        for name in ["checked", "checked2"] {
+            await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)/_design/rules", json: ["validate_doc_update": """
+                function(newDoc, oldDoc, userCtx) { var until = Date.now() + 1500; while (Date.now() < until) {} if (newDoc.bad) { throw({forbidden: "bad"}); } }
+                """]).status, 201)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let writes = ["checked", "checked2"].map { name in Task { try await server.request("PUT", "/\(name)/w", json: ["n": 1]).status } }
+        let refused = Task { try await server.request("PUT", "/checked/bad", json: ["bad": true]).status }
+        var slowest: Duration = .zero
+        var probes = 0
+        while clock.now - start < .seconds(2) {
+            for path in ["/", "/other/d", "/other/_changes"] {
+                let began = clock.now
+                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
+                slowest = max(slowest, clock.now - began)
+                probes += 1
+            }
+        }
+        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
+        for write in writes { await XCTAssertEqualAsync(try await write.value, 201) }
+        await XCTAssertEqualAsync(try await refused.value, 403)
+    }
+
     func testAWriteThatCannotGetTheLockInTimeIsA503() async throws {
         let server = try await TestServer(self) { $0.lockTimeout = .milliseconds(300) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/locked").status, 201)

@@ -23,7 +23,7 @@ final class NoBlockingOnThePoolTests: XCTestCase {
             ".wait()": "the same wait: one started item of CPU work (owners: the index writer on its queue, the writer's body encoding, a changes page being parsed)",
         ],
         "Sources/DocStoreJavaScript/JavaScriptEngine.swift": [
-            ".wait()": "withContext/withContexts wait for a JavaScript job. Map functions call them on the index writer's queue, _changes filters and JavaScript reduces on BlockingWorkThreads.userCode (PoolStaysFreeTests); validate_doc_update still calls them inside the database writer's transaction on the pool, bounded by the engine's time limit (ServerConfiguration.javaScriptTimeLimit). Async callers use run(_:), which does not block",
+            ".wait()": "withContext/withContexts wait for a JavaScript job. Map functions call them on the index writer's queue, _changes filters and JavaScript reduces on BlockingWorkThreads.userCode, and validate_doc_update inside a write that then runs there too (waitingForTheLock gives it that executor preference, which the writer, a default actor, follows): PoolStaysFreeTests. Async callers use run(_:), which does not block",
             "DispatchSemaphore": "WaitedJob, the wait of withContexts above",
         ],
     ]

@@ -302,6 +302,18 @@ actor DatabaseWriter {
 /// Uncontended, it costs nothing but the call.
 func waitingForTheLock<T>(of writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
                           _ operation: () async throws -> T) async throws -> T {
+    // Validation that runs the app's code (JavaScript's waits for the engine) runs off the pool: the
+    // writer, a default actor, then runs this write on the task's preferred executor.
+    if writer.validation.mayRunUserCode {
+        return try await withTaskExecutorPreference(BlockingWorkThreads.userCode, isolation: isolation) {
+            try await retryingWhileLocked(writer, operation)
+        }
+    }
+    return try await retryingWhileLocked(writer, operation)
+}
+
+private func retryingWhileLocked<T>(_ writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
+                                    _ operation: () async throws -> T) async throws -> T {
     let deadline = ContinuousClock.now + writer.lockTimeout
     while true {
         do {

@@ -85,6 +85,13 @@ final class WriteValidation: Sendable {
     }
 
     /// Forgets the design documents: one is being written.
+    /// Whether a write may run the app's validation code for long: a validator is set and the
+    /// database has validating design documents (or they are not known yet). A validator with no
+    /// design document to run (JavaScript's, on most databases) returns at once.
+    var mayRunUserCode: Bool {
+        state.withLock { $0.validator != nil && $0.designDocuments?.isEmpty != true }
+    }
+
     func designDocumentWritten() {
         state.withLock { $0.designDocuments = nil }
     }
