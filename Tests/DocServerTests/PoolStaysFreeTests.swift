@@ -137,6 +137,47 @@ final class PoolStaysFreeTests: XCTestCase {
         await XCTAssertEqualAsync(try await refused.value, 403)
     }
 
+    /// Long reads — `_all_docs` and `_changes` without a limit — and the long answers they build run on
+    /// threads of DocStore's own: two at once leave short requests answering at once.
+    func testLongScansLeaveThePoolFree() async throws {
+        let server = try await TestServer(self)
+        for name in ["big", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
+        for batch in 0..<6 {
+            let docs = (0..<5000).map { n -> JSON in ["_id": .string(String(format: "doc-%d-%05d", batch, n)), "n": .integer(n), "text": .string(String(repeating: "x", count: 100))] }
+            await XCTAssertEqualAsync(try await server.request("POST", "/big/_bulk_docs", json: ["docs": .array(docs)]).status, 201)
+        }
+        let clock = ContinuousClock()
+        final class Count: Sendable { let value = Atomic<Int>(0) }
+        let finished = Count()
+        let scans = ["/big/_all_docs?include_docs=true", "/big/_changes?include_docs=true"].map { path in
+            Task { () -> (Int, Duration) in
+                defer { finished.value.add(1, ordering: .relaxed) }
+                let began = clock.now
+                let answer = try await server.request("GET", path)
+                return (answer.json["results"]?.arrayValue?.count ?? answer.json["rows"]?.arrayValue?.count ?? 0, clock.now - began)
+            }
+        }
+        var slowest: Duration = .zero
+        var probes = 0
+        while finished.value.load(ordering: .relaxed) < scans.count {
+            for path in ["/", "/other/d", "/other/_changes"] {
+                let began = clock.now
+                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
+                slowest = max(slowest, clock.now - began)
+                probes += 1
+            }
+        }
+        var longest: Duration = .zero
+        for scan in scans {
+            let (rows, took) = try await scan.value
+            XCTAssertEqual(rows, 30_000)
+            longest = max(longest, took)
+        }
+        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers, while scans took up to \(longest)")
+        XCTAssertGreaterThan(longest, .milliseconds(400), "the scans must be long for this test to mean something")
+    }
+
     func testAWriteThatCannotGetTheLockInTimeIsA503() async throws {
         let server = try await TestServer(self) { $0.lockTimeout = .milliseconds(300) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/locked").status, 201)

@@ -124,7 +124,9 @@ extension DocServer: HTTPResponderBuilder {
         }
         for path in ["/{db}/_all_docs", "/{db}/_all_docs/**"] {
             group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.allDocuments(db, request, principal: scope.member) }
+                try await self.longWork(request) {
+                    try await self.inDatabase(request, context) { db, scope in try await self.allDocuments(db, request, principal: scope.member) }
+                }
             }
         }
         for path in ["/{db}/_bulk_docs", "/{db}/_bulk_docs/**"] {
@@ -138,12 +140,17 @@ extension DocServer: HTTPResponderBuilder {
     private func addDesignRoutes(to group: RouterGroup<DocServerRequestContext>) {
         for path in ["/{db}/_design", "/{db}/_design/{ddoc}", "/{db}/_design/{ddoc}/**"] {
             group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in
-                    let rest = scope.rest
-                    guard rest.count >= 2 else { throw CouchError.notFound() }
-                    if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
-                    return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
+                let answer = { @Sendable () async throws -> Response in
+                    try await self.inDatabase(request, context) { db, scope in
+                        let rest = scope.rest
+                        guard rest.count >= 2 else { throw CouchError.notFound() }
+                        if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
+                        return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
+                    }
                 }
+                // A view may read and answer many rows.
+                let isView = request.segments.count >= 5 && request.segments[3] == "_view"
+                return try await isView ? self.longWork(request, answer) : answer()
             }
         }
         group.route("/{db}/_design_docs") { request, context in
@@ -165,7 +172,9 @@ extension DocServer: HTTPResponderBuilder {
         }
         for path in ["/{db}/_changes", "/{db}/_changes/**"] {
             group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.changes(db, request, principal: scope.member) }
+                try await self.longWork(request) {
+                    try await self.inDatabase(request, context) { db, scope in try await self.changes(db, request, principal: scope.member) }
+                }
             }
         }
         for path in ["/{db}/_revs_diff", "/{db}/_revs_diff/**"] {
@@ -237,6 +246,14 @@ extension DocServer: HTTPResponderBuilder {
     }
 
     // MARK: Scopes
+
+    /// Runs a route that may read and answer many rows — without a `limit`, or one over a thousand —
+    /// on threads of DocStore's own, so that building a long answer leaves the pool to short requests.
+    func longWork(_ request: CouchRequest, _ body: () async throws -> Response) async throws -> Response {
+        let limit = request.query["limit"].flatMap(Int.init) ?? Int.max
+        guard limit > 1000 else { return try await body() }
+        return try await runningLongWork { try await body() }
+    }
 
     /// A request below `/{db}`: the database's name, the segments after it, and who asks as the
     /// database's `_security` sees them.

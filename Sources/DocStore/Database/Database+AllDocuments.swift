@@ -72,43 +72,46 @@ extension Database {
         guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
-        return try await read(consistent: true) { connection in
-            let records = DocumentRecords(connection: connection)
-            let total = counting ? try records.counts().live : 0
-            if let keys = query.keys {
-                var ordered = query.descending ? Array(keys.reversed()) : keys
-                ordered = Array(ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max))
-                var rows: [AllDocumentsRow] = []
-                for key in ordered {
-                    guard let record = try records.fetch(id: key) else {
-                        rows.append(AllDocumentsRow(id: key, revision: nil, isDeleted: false, document: nil, error: "not_found"))
-                        continue
+        // A read of more than a page runs off the pool; counting the documents is a pass over them too.
+        return try await reading(upTo: counting ? nil : query.limit.map { $0 + query.skip }) {
+            try await read(consistent: true) { connection in
+                let records = DocumentRecords(connection: connection)
+                let total = counting ? try records.counts().live : 0
+                if let keys = query.keys {
+                    var ordered = query.descending ? Array(keys.reversed()) : keys
+                    ordered = Array(ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max))
+                    var rows: [AllDocumentsRow] = []
+                    for key in ordered {
+                        guard let record = try records.fetch(id: key) else {
+                            rows.append(AllDocumentsRow(id: key, revision: nil, isDeleted: false, document: nil, error: "not_found"))
+                            continue
+                        }
+                        let document = query.includeDocuments && !record.isDeleted
+                            ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record)
+                            : nil
+                        rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
+                                                    document: document, error: nil))
                     }
-                    let document = query.includeDocuments && !record.isDeleted
-                        ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record)
-                        : nil
-                    rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
-                                                document: document, error: nil))
+                    return AllDocumentsResult(totalRows: total, offset: nil, rows: rows)
                 }
-                return AllDocumentsResult(totalRows: total, offset: nil, rows: rows)
-            }
 
-            let (lower, upper) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)
-            let lowerInclusive = query.descending ? query.inclusiveEnd : true
-            let upperInclusive = query.descending ? true : query.inclusiveEnd
-            let found = try records.liveDocuments(from: lower.map { ($0, lowerInclusive) }, to: upper.map { ($0, upperInclusive) },
-                                                  descending: query.descending, limit: query.limit, skip: query.skip,
-                                                  full: query.includeDocuments)
-            let rows = try found.map { record in
-                AllDocumentsRow(id: record.id, revision: record.winner, isDeleted: false,
-                                document: query.includeDocuments
-                                    ? try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: false,
-                                                                body: record.body, record: record)
-                                    : nil,
-                                error: nil)
+                let (lower, upper) = query.descending ? (query.endKey, query.startKey) : (query.startKey, query.endKey)
+                let lowerInclusive = query.descending ? query.inclusiveEnd : true
+                let upperInclusive = query.descending ? true : query.inclusiveEnd
+                let found = try records.liveDocuments(from: lower.map { ($0, lowerInclusive) }, to: upper.map { ($0, upperInclusive) },
+                                                      descending: query.descending, limit: query.limit, skip: query.skip,
+                                                      full: query.includeDocuments)
+                let rows = try found.map { record in
+                    AllDocumentsRow(id: record.id, revision: record.winner, isDeleted: false,
+                                    document: query.includeDocuments
+                                        ? try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: false,
+                                                                    body: record.body, record: record)
+                                        : nil,
+                                    error: nil)
+                }
+                let before = counting ? try query.startKey.map { try records.countLive(before: $0, descending: query.descending) } ?? 0 : 0
+                return AllDocumentsResult(totalRows: total, offset: min(total, before + query.skip), rows: rows)
             }
-            let before = counting ? try query.startKey.map { try records.countLive(before: $0, descending: query.descending) } ?? 0 : 0
-            return AllDocumentsResult(totalRows: total, offset: min(total, before + query.skip), rows: rows)
         }
     }
 }

@@ -40,9 +40,14 @@ extension Database {
     public func changes(since: Int64 = 0, limit: Int? = nil, filter: ChangesFilter = ChangesFilter(),
                         includeDocuments: Bool = false, descending: Bool = false) async throws -> ChangesPage {
         if let limit, limit < 0 { throw DocStoreError(.badRequest, "limit must not be negative") }
-        // A predicate is the app's code (a JavaScript filter waits for the engine): off the pool.
+        // A predicate is the app's code (a JavaScript filter waits for the engine), and a long range a
+        // long read: both off the pool.
+        let range = Int(clamping: max(0, notifier.committedSequence - since))
+        let rows = descending ? (filter.passesEverything ? limit : nil) : min(limit ?? range, range)
         return try await runningUserCode(filter.predicate != nil) {
-            try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
+            try await reading(upTo: rows) {
+                try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
+            }
         }
     }
 

@@ -48,12 +48,16 @@ extension Database {
         try ensureOpen()
         // A custom reduce is the app's code (a JavaScript one waits for the engine): off the pool.
         let reducesInUserCode = query.reduce != false && indexWriter.publishedState(named: indexName)?.definition.reduce?.customFunction != nil
+        // A reduce, or a map read without a small limit, may read many rows: off the pool too.
+        let reduces = query.reduce != false && indexWriter.publishedState(named: indexName)?.definition.reduce != nil
         let (output, mapErrors, current) = try await runningUserCode(reducesInUserCode) {
-            try await readIndex(named: indexName, stale: query.stale) { state, connection in
-                var engine = QueryEngine(connection: connection, state: state, query: query)
-                engine.documentsSchema = Self.attachedDocumentsSchema
-                let output = try engine.run()
-                return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
+            try await reading(upTo: reduces ? nil : query.limit.map { $0 + query.skip }) {
+                try await readIndex(named: indexName, stale: query.stale) { state, connection in
+                    var engine = QueryEngine(connection: connection, state: state, query: query)
+                    engine.documentsSchema = Self.attachedDocumentsSchema
+                    let output = try engine.run()
+                    return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
+                }
             }
         }
         var rows: [QueryRow] = []

@@ -80,6 +80,12 @@ final class BlockingWorkThreads: TaskExecutor {
     /// waits there for the engine), a custom reduce: four threads, so that a slow one does not hold
     /// up the pool.
     static let userCode = BlockingWorkThreads(count: 4, name: "docstore.user-code")
+    /// Long reads — a changes feed, `_all_docs` or a view read without a small limit: four threads, so
+    /// that a long scan leaves the pool to short requests.
+    static let longReads = BlockingWorkThreads(count: 4, name: "docstore.long-reads")
+
+    /// Rows a read may be asked for and still run on the pool.
+    static let shortReadRows = 1000
 
     private let threads: DedicatedThreads
 
@@ -99,4 +105,18 @@ extension Database {
         guard runsUserCode else { return try await body() }
         return try await withTaskExecutorPreference(BlockingWorkThreads.userCode) { try await body() }
     }
+
+    /// Runs `body` on ``BlockingWorkThreads/longReads`` when it may read more than
+    /// ``BlockingWorkThreads/shortReadRows`` rows (`limit` `nil` or larger), else where it is: a hop costs
+    /// more than a short read, and less than a pool thread held by a long one.
+    func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T) async throws -> T {
+        guard (limit ?? Int.max) > BlockingWorkThreads.shortReadRows else { return try await body() }
+        return try await withTaskExecutorPreference(BlockingWorkThreads.longReads) { try await body() }
+    }
+}
+
+/// Runs `body` on ``BlockingWorkThreads/longReads``: for a server route that reads and answers many
+/// rows (its serialization is long work too), so that it leaves the pool to short requests.
+package func runningLongWork<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    try await withTaskExecutorPreference(BlockingWorkThreads.longReads) { try await body() }
 }
