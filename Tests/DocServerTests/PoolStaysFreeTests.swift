@@ -82,7 +82,7 @@ final class PoolStaysFreeTests: XCTestCase {
         for name in ["filtered", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/filtered/_design/app", json: ["filters": ["slow": """
-            function(doc, req) { var until = Date.now() + 1500; while (Date.now() < until) {} return true; }
+            function(doc, req) { var until = Date.now() + 800; while (Date.now() < until) {} return true; }
             """]]).status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/filtered/one", json: ["n": 1]).status, 201)
         let clock = ContinuousClock()
@@ -90,7 +90,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let feeds = (0..<2).map { _ in Task { try await server.request("GET", "/filtered/_changes?filter=app/slow") } }
         var slowest: Duration = .zero
         var probes = 0
-        while clock.now - start < .seconds(2) {
+        while clock.now - start < .seconds(1) {
             for path in ["/", "/other/d", "/other/_changes"] {
                 let began = clock.now
                 await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
@@ -115,7 +115,7 @@ final class PoolStaysFreeTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
         for name in ["checked", "checked2"] {
             await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)/_design/rules", json: ["validate_doc_update": """
-                function(newDoc, oldDoc, userCtx) { var until = Date.now() + 1500; while (Date.now() < until) {} if (newDoc.bad) { throw({forbidden: "bad"}); } }
+                function(newDoc, oldDoc, userCtx) { var until = Date.now() + 800; while (Date.now() < until) {} if (newDoc.bad) { throw({forbidden: "bad"}); } }
                 """]).status, 201)
         }
         let clock = ContinuousClock()
@@ -124,7 +124,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let refused = Task { try await server.request("PUT", "/checked/bad", json: ["bad": true]).status }
         var slowest: Duration = .zero
         var probes = 0
-        while clock.now - start < .seconds(2) {
+        while clock.now - start < .seconds(1) {
             for path in ["/", "/other/d", "/other/_changes"] {
                 let began = clock.now
                 await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
@@ -143,10 +143,11 @@ final class PoolStaysFreeTests: XCTestCase {
         let server = try await TestServer(self)
         for name in ["big", "other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
-        for batch in 0..<6 {
-            let docs = (0..<5000).map { n -> JSON in ["_id": .string(String(format: "doc-%d-%05d", batch, n)), "n": .integer(n), "text": .string(String(repeating: "x", count: 100))] }
-            await XCTAssertEqualAsync(try await server.request("POST", "/big/_bulk_docs", json: ["docs": .array(docs)]).status, 201)
-        }
+        // Written through the server's own database object (the registry's), faster than over HTTP.
+        let big = try await server.server.registry.database(named: "big")
+        _ = try await big.save((0..<20_000).map { n in
+            Document(id: String(format: "doc-%05d", n), body: ["n": .integer(n), "text": .string(String(repeating: "x", count: 100))])
+        })
         let clock = ContinuousClock()
         final class Count: Sendable { let value = Atomic<Int>(0) }
         let finished = Count()
@@ -171,7 +172,7 @@ final class PoolStaysFreeTests: XCTestCase {
         var longest: Duration = .zero
         for scan in scans {
             let (rows, took) = try await scan.value
-            XCTAssertEqual(rows, 30_000)
+            XCTAssertEqual(rows, 20_000)
             longest = max(longest, took)
         }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers, while scans took up to \(longest)")

@@ -80,7 +80,7 @@ final class FullTextReferenceTests: XCTestCase {
 
     // MARK: Random queries
 
-    private static func randomPhrase(using random: inout SplitMix64) -> TextQuery.Node {
+    private static func randomPhrase(using random: inout SplitMix64) -> TextQuery.Expression {
         switch Int.random(in: 0..<5, using: &random) {
         case 0:
             let word = vocabulary.randomElement(using: &random)!
@@ -92,12 +92,12 @@ final class FullTextReferenceTests: XCTestCase {
         }
     }
 
-    private static func randomNode(depth: Int, using random: inout SplitMix64) -> TextQuery.Node {
+    private static func randomNode(depth: Int, using random: inout SplitMix64) -> TextQuery.Expression {
         let choice = depth == 0 ? 0 : Int.random(in: 0..<7, using: &random)
         switch choice {
         case 0, 1: return randomPhrase(using: &random)
         case 2:
-            var node = TextQuery.Node.near(randomPhrase(using: &random), randomPhrase(using: &random), distance: randomDistance(using: &random))
+            var node = TextQuery.Expression.near(randomPhrase(using: &random), randomPhrase(using: &random), distance: randomDistance(using: &random))
             if Bool.random(using: &random) { node = .near(node, randomPhrase(using: &random), distance: randomDistance(using: &random)) }
             return node
         case 3: return .and(randomNode(depth: depth - 1, using: &random), randomNode(depth: depth - 1, using: &random))
@@ -111,7 +111,7 @@ final class FullTextReferenceTests: XCTestCase {
     }
 
     /// The query text, in random case where it does not matter, every group in parentheses.
-    private static func render(_ node: TextQuery.Node, using random: inout SplitMix64) -> String {
+    private static func render(_ node: TextQuery.Expression, using random: inout SplitMix64) -> String {
         switch node {
         case .phrase(let tokens, let prefix):
             let words = tokens.map { Bool.random(using: &random) ? $0.capitalized : $0 }
@@ -131,7 +131,7 @@ final class FullTextReferenceTests: XCTestCase {
 
     /// Whether a document with these fields (each a list of tokens) matches, by §8's words: phrases
     /// and NEAR within one field, AND/OR/NOT across the document.
-    private static func matches(_ node: TextQuery.Node, _ fields: [[String]]) -> Bool {
+    private static func matches(_ node: TextQuery.Expression, _ fields: [[String]]) -> Bool {
         switch node {
         case .phrase, .near: return fields.contains { fieldMatches(node, $0) }
         case .and(let a, let b): return matches(a, fields) && matches(b, fields)
@@ -141,7 +141,7 @@ final class FullTextReferenceTests: XCTestCase {
     }
 
     /// Where a phrase starts in a field.
-    private static func starts(of phrase: TextQuery.Node, in field: [String]) -> [Int] {
+    private static func starts(of phrase: TextQuery.Expression, in field: [String]) -> [Int] {
         guard case .phrase(let tokens, let prefix) = phrase, field.count >= tokens.count else { return [] }
         return (0...(field.count - tokens.count)).filter { start in
             tokens.indices.allSatisfy { offset in
@@ -151,7 +151,7 @@ final class FullTextReferenceTests: XCTestCase {
         }
     }
 
-    private static func fieldMatches(_ node: TextQuery.Node, _ field: [String]) -> Bool {
+    private static func fieldMatches(_ node: TextQuery.Expression, _ field: [String]) -> Bool {
         if case .phrase = node { return !starts(of: node, in: field).isEmpty }
         // A NEAR chain: each neighbouring pair has instances with at most `distance` tokens between
         // them, in either order.

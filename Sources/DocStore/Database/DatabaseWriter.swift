@@ -46,6 +46,9 @@ actor DatabaseWriter {
     nonisolated let lockTimeout: Duration
     /// The database file.
     nonisolated let path: String
+    /// Whether every commit waits for `fsync` (``DatabaseConfiguration/Durability/full``): such writes
+    /// run on threads of DocStore's own, since a sync may take milliseconds.
+    nonisolated let syncsEachCommit: Bool
 
     /// A transaction found the file's write lock held by another connection (another process): nothing
     /// of it was done. `waitingForTheLock(of:_:)` waits for the lock off the cooperative pool and runs
@@ -60,6 +63,7 @@ actor DatabaseWriter {
         connection.busyTimeoutMilliseconds = DatabaseWriter.milliseconds(configuration.lockTimeout)
         self.lockTimeout = configuration.lockTimeout
         self.path = configuration.fileURL.path
+        self.syncsEachCommit = configuration.durability == .full
         do {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
@@ -302,10 +306,16 @@ actor DatabaseWriter {
 /// Uncontended, it costs nothing but the call.
 func waitingForTheLock<T>(of writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
                           _ operation: () async throws -> T) async throws -> T {
-    // Validation that runs the app's code (JavaScript's waits for the engine) runs off the pool: the
-    // writer, a default actor, then runs this write on the task's preferred executor.
+    // Validation that runs the app's code (JavaScript's waits for the engine) and a commit that waits
+    // for fsync run off the pool: the writer, a default actor, then runs this write on the task's
+    // preferred executor.
     if writer.validation.mayRunUserCode {
         return try await withTaskExecutorPreference(BlockingWorkThreads.userCode, isolation: isolation) {
+            try await retryingWhileLocked(writer, operation)
+        }
+    }
+    if writer.syncsEachCommit {
+        return try await withTaskExecutorPreference(BlockingWorkThreads.files, isolation: isolation) {
             try await retryingWhileLocked(writer, operation)
         }
     }

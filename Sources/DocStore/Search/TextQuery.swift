@@ -13,15 +13,15 @@
 /// Query words are folded as document text is (``TextTokenizer``): `Rés*` means `res*`.
 public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     /// A parsed query.
-    public indirect enum Node: Sendable, Hashable {
+    public indirect enum Expression: Sendable, Hashable {
         /// Consecutive tokens (one for a word); with `prefix`, the last matches as a prefix.
         case phrase([String], prefix: Bool)
-        case and(Node, Node)
-        case or(Node, Node)
+        case and(Expression, Expression)
+        case or(Expression, Expression)
         /// Matches the first and not the second.
-        case not(Node, Node)
+        case not(Expression, Expression)
         /// Both sides within `distance` tokens of each other (that many others at most between them).
-        case near(Node, Node, distance: Int)
+        case near(Expression, Expression, distance: Int)
     }
 
     /// `NEAR` without a distance: at most this many tokens between.
@@ -30,7 +30,7 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     /// The query as written.
     public let text: String
     /// The parsed query.
-    public let root: Node
+    public let root: Expression
 
     /// Parses `text`.
     /// - Throws: ``DocStoreError/Code/invalidQuery`` naming the position (1-based, in characters) of the
@@ -44,7 +44,7 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A query already parsed (the conjunction of several, for instance).
-    init(text: String, root: Node) {
+    init(text: String, root: Expression) {
         self.text = text
         self.root = root
     }
@@ -52,7 +52,7 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     public var description: String { Self.describe(root) }
 
     /// A fully parenthesised form, to see the grouping: `(a AND (b NEAR/10 c))`.
-    static func describe(_ node: Node) -> String {
+    static func describe(_ node: Expression) -> String {
         switch node {
         case .phrase(let tokens, let prefix):
             let words = tokens.joined(separator: " ") + (prefix ? "*" : "")
@@ -89,7 +89,7 @@ struct TextQueryParser {
         characters = Array(text)
     }
 
-    mutating func parse() throws -> TextQuery.Node {
+    mutating func parse() throws -> TextQuery.Expression {
         try advance()
         if current == .end { throw error("The query is empty", at: currentStart) }
         let node = try parseOr()
@@ -103,7 +103,7 @@ struct TextQueryParser {
     // MARK: Grammar: or := and (OR and)* ; and := not ((AND)? not)* ; not := near (NOT near)* ;
     // near := primary (NEAR primary)* ; primary := word | "phrase" | ( or )
 
-    private mutating func parseOr() throws -> TextQuery.Node {
+    private mutating func parseOr() throws -> TextQuery.Expression {
         var node = try parseAnd()
         while current == .or {
             let at = currentStart
@@ -113,7 +113,7 @@ struct TextQueryParser {
         return node
     }
 
-    private mutating func parseAnd() throws -> TextQuery.Node {
+    private mutating func parseAnd() throws -> TextQuery.Expression {
         var node = try parseNot()
         while true {
             if current == .and {
@@ -128,7 +128,7 @@ struct TextQueryParser {
         }
     }
 
-    private mutating func parseNot() throws -> TextQuery.Node {
+    private mutating func parseNot() throws -> TextQuery.Expression {
         var node = try parseNear()
         while current == .not {
             let at = currentStart
@@ -140,7 +140,7 @@ struct TextQueryParser {
 
     /// `NEAR` joins words and phrases (and chains of them), never a group in parentheses, whose
     /// meaning as one side of a distance would be a guess.
-    private mutating func parseNear() throws -> TextQuery.Node {
+    private mutating func parseNear() throws -> TextQuery.Expression {
         let firstIsGroup = current == .open, firstStart = currentStart
         var node = try parsePrimary()
         while case .near(let distance) = current {
@@ -153,7 +153,7 @@ struct TextQueryParser {
         return node
     }
 
-    private mutating func parsePrimary() throws -> TextQuery.Node {
+    private mutating func parsePrimary() throws -> TextQuery.Expression {
         let start = currentStart
         switch current {
         case .word(let word, let prefix):
@@ -183,7 +183,7 @@ struct TextQueryParser {
     }
 
     /// The operand after a binary operator written at `at`.
-    private mutating func operand(after name: String, at: Int, _ parse: (inout TextQueryParser) throws -> TextQuery.Node) throws -> TextQuery.Node {
+    private mutating func operand(after name: String, at: Int, _ parse: (inout TextQueryParser) throws -> TextQuery.Expression) throws -> TextQuery.Expression {
         guard startsOperand else {
             if current == .end { throw error("\(name) has nothing after it", at: at) }
             throw error("\(name) is followed by \(describe(current)) instead of a term", at: currentStart)
@@ -277,7 +277,7 @@ extension TextQuery {
     /// their words through ``TextTokenizer`` again, which leaves folded tokens as they are), `NOT`
     /// is FTS5's binary `NOT`, and a `NEAR` chain is a conjunction of FTS5 `NEAR` groups, one per
     /// neighbouring pair, each with its own distance (see ``nearChain(_:)``).
-    static func fts5(_ node: Node) -> String {
+    static func fts5(_ node: Expression) -> String {
         switch node {
         case .phrase(let tokens, let prefix):
             return "\"" + tokens.joined(separator: " ") + "\"" + (prefix ? "*" : "")
@@ -295,7 +295,7 @@ extension TextQuery {
 
     /// The phrases of a `NEAR` chain in order and the distance between each neighbouring pair:
     /// `a NEAR/2 b NEAR/5 c` is `a` within 2 of `b`, and `b` within 5 of `c`.
-    static func nearChain(_ node: Node) -> (phrases: [Node], distances: [Int]) {
+    static func nearChain(_ node: Expression) -> (phrases: [Expression], distances: [Int]) {
         guard case .near(let left, let right, let distance) = node else { return ([node], []) }
         let (leftPhrases, leftDistances) = nearChain(left)
         let (rightPhrases, rightDistances) = nearChain(right)
@@ -305,7 +305,7 @@ extension TextQuery {
     /// Whether a `NOT` appears anywhere in the query.
     var hasNegation: Bool { Self.hasNegation(root) }
 
-    private static func hasNegation(_ node: Node) -> Bool {
+    private static func hasNegation(_ node: Expression) -> Bool {
         switch node {
         case .phrase, .near: return false
         case .not: return true
@@ -316,9 +316,9 @@ extension TextQuery {
     /// The terms that one field matches or not — phrases and `NEAR` chains — that a matching document
     /// may contain: every one but those after a `NOT`. They score documents and are marked in
     /// snippets.
-    var positiveTerms: [Node] {
-        var terms: [Node] = []
-        func collect(_ node: Node) {
+    var positiveTerms: [Expression] {
+        var terms: [Expression] = []
+        func collect(_ node: Expression) {
             switch node {
             case .phrase, .near: if !terms.contains(node) { terms.append(node) }
             case .and(let a, let b), .or(let a, let b): collect(a); collect(b)

@@ -74,7 +74,8 @@ package final class DedicatedThreads: @unchecked Sendable {
 /// (`withTaskExecutorPreference(…)` or `Task(executorPreference:)`), between its suspension points:
 /// work that may block and so must not hold a thread of the cooperative pool (DESIGN.md §6).
 final class BlockingWorkThreads: TaskExecutor {
-    /// Opening (creating, migrating) and deleting database files: two threads (rare and short).
+    /// Opening (creating, migrating) and deleting database files, and the writes of a database whose
+    /// every commit waits for `fsync` (`Durability.full`): two threads.
     static let files = BlockingWorkThreads(count: 2, name: "docstore.files")
     /// Reads that run the app's code as they go — a `_changes` filter predicate (a JavaScript filter
     /// waits there for the engine), a custom reduce: four threads, so that a slow one does not hold

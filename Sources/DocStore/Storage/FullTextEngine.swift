@@ -119,7 +119,7 @@ struct FullTextEngine {
 
     /// The documents a query matches, combining per-field matches of its terms by document.
     /// `found` keeps each term's documents, should it appear twice.
-    private func documents(matching node: TextQuery.Node, found: inout [String: Set<Int64>]) throws -> Set<Int64> {
+    private func documents(matching node: TextQuery.Expression, found: inout [String: Set<Int64>]) throws -> Set<Int64> {
         switch node {
         case .phrase, .near:
             let expression = TextQuery.fts5(node)
