@@ -307,7 +307,7 @@ final class JavaScriptHTTPTests: XCTestCase {
     }
 
     func testARunawayFunctionIsStoppedWhileTheServerAnswers() async throws {
-        let server = try await TestServer(self) { $0.javaScriptTimeLimit = .seconds(1) }
+        let server = try await TestServer(self) { $0.javaScriptTimeLimit = .milliseconds(500) }
         await XCTAssertEqualAsync(try await server.request("PUT", "/db").status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/slow", json: [
             "shows": ["forever": "function(doc, req) { while (true) {} }"],

@@ -145,7 +145,7 @@ final class PoolStaysFreeTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
         // Written through the server's own database object (the registry's), faster than over HTTP.
         let big = try await server.server.registry.database(named: "big")
-        _ = try await big.save((0..<20_000).map { n in
+        _ = try await big.save((0..<12_000).map { n in
             Document(id: String(format: "doc-%05d", n), body: ["n": .integer(n), "text": .string(String(repeating: "x", count: 100))])
         })
         let clock = ContinuousClock()
@@ -172,11 +172,11 @@ final class PoolStaysFreeTests: XCTestCase {
         var longest: Duration = .zero
         for scan in scans {
             let (rows, took) = try await scan.value
-            XCTAssertEqual(rows, 20_000)
+            XCTAssertEqual(rows, 12_000)
             longest = max(longest, took)
         }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers, while scans took up to \(longest)")
-        XCTAssertGreaterThan(longest, .milliseconds(400), "the scans must be long for this test to mean something")
+        XCTAssertGreaterThan(longest, .milliseconds(300), "the scans must be long for this test to mean something")
     }
 
     func testAWriteThatCannotGetTheLockInTimeIsA503() async throws {

@@ -21,7 +21,7 @@ struct Card: Model, Equatable {
 /// schedule. When the replications settle, every replica must hold identical bodies and identical
 /// revision trees without open conflicts, and every edit must be in the history.
 ///
-/// `DOCSTORE_CONVERGENCE_SCHEDULES=N` runs N schedules instead of 20 (the benchmark mode: 200 or more,
+/// `DOCSTORE_CONVERGENCE_SCHEDULES=N` runs N schedules instead of 10 (the benchmark mode: 200 or more,
 /// e.g. before a release; the default keeps `swift test` fast).
 final class PropertyHistoryConvergenceTests: XCTestCase {
     /// One edit as the schedule made it: which replica set which property of which card to what.
@@ -49,7 +49,7 @@ final class PropertyHistoryConvergenceTests: XCTestCase {
         let b = try await makeDatabase("b")
         let (_, url, s) = try await makeServer()
         let replicas = Replicas(databases: [a, b, s], thirdURL: url)
-        let (count, conflictsMerged) = try await runSchedules(on: replicas, defaultCount: 20, seed: 17)
+        let (count, conflictsMerged) = try await runSchedules(on: replicas, defaultCount: 10, seed: 17)
         // The schedules must have exercised the merge, not only fast-forwards.
         XCTAssertGreaterThan(conflictsMerged, count / 2, "too few schedules produced a conflict")
     }
