@@ -67,10 +67,13 @@ struct CouchRequest: Sendable {
     /// The path the router matches: each decoded segment percent-encoded on its own (so `a/b` in one
     /// segment stays one), with the query string as it came.
     var routingPath: String {
-        let kept = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
+        let kept = CouchRequest.unreserved
         let path = "/" + segments.map { $0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0 }.joined(separator: "/")
         return rawQuery.map { path + "?" + $0 } ?? path
     }
+
+    /// The characters a path segment keeps unencoded (RFC 3986's unreserved ones).
+    private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
 
     /// A path's segments, percent-decoded where they can be (as they came where they cannot): for
     /// labels and logs, not for routing.
