@@ -267,7 +267,10 @@ final class CouchDBReplayTests: XCTestCase {
             let context = "client #\(exchange.sequence) \(exchange.method) \(exchange.target.prefix(100))"
             let connection = try RawConnection(port: server.port, timeout: 30)
             let body = revisions.isEmpty ? Array(exchange.requestBody) : Array(rewritten(String(decoding: exchange.requestBody, as: UTF8.self)).utf8)
-            connection.sendRequest(exchange.method, rewritten(replay.target(of: exchange)), headers: CouchDBReplay.headers(of: exchange),
+            // Feeds that waited for their timeout wait a tenth of it here: what is compared is their status.
+            let target = replay.target(of: exchange).replacingOccurrences(of: "timeout=1000", with: "timeout=100")
+                .replacingOccurrences(of: "timeout=2000", with: "timeout=200")
+            connection.sendRequest(exchange.method, rewritten(target), headers: CouchDBReplay.headers(of: exchange),
                                    body: body)
             let response: RawResponse
             if exchange.clientClosed {
