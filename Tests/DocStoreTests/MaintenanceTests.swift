@@ -7,7 +7,7 @@ final class MaintenanceTests: XCTestCase {
         try db.readNow { try $0.scalarInt("SELECT count(*) FROM revs WHERE id = ?", [.text(id)]) ?? -1 }
     }
 
-    func testRevsLimitPrunesHistory() async throws {
+    func testRevisionsLimitPrunesHistory() async throws {
         let db = try await makeDatabase(self) {
             $0.revisionsLimit = 5
             $0.keepsAncestorBodies = true

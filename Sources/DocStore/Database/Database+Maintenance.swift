@@ -90,7 +90,7 @@ extension Database {
     public func setRevisionsLimit(_ limit: Int) async throws {
         try ensureOpen()
         guard limit >= 1 else { throw DocStoreError(.badRequest, "The revision limit must be a positive integer") }
-        try await waitingForTheLock(of: writer) { try await writer.setRevsLimit(limit) }
+        try await waitingForTheLock(of: writer) { try await writer.setRevisionsLimit(limit) }
     }
 
     /// The database's security object (CouchDB `_security`: `admins` and `members`, each with `names`

@@ -3,7 +3,7 @@ import Foundation
 /// Settings, security, purge, WAL checkpoints and compaction, over the writer's transaction primitive.
 extension DatabaseWriter {
     /// Sets and keeps the revision limit; it applies to every write from now on.
-    func setRevsLimit(_ limit: Int) throws {
+    func setRevisionsLimit(_ limit: Int) throws {
         try plainTransaction { try Schema.storeRevisionsLimit($0, limit) }
         revisionsLimit = limit
     }
