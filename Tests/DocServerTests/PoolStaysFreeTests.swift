@@ -55,17 +55,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let view = Task { try await server.request("GET", "/slow/_design/app/_view/v").status }
 
         // For 4 s (the map function runs 3 s, the lock is held until the end), everything else answers at once.
-        var slowest: Duration = .zero
-        var probes = 0
-        while clock.now - start < .seconds(4) {
-            for path in ["/", "/other/d", "/other/_changes"] {
-                let began = clock.now
-                let response = try await server.request("GET", path)
-                XCTAssertEqual(response.status, 200, path)
-                slowest = max(slowest, clock.now - began)
-                probes += 1
-            }
-        }
+        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(4) }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
         XCTAssertGreaterThan(probes, 30)
         // The waiting writes are still waiting for the lock; released, they go through.
@@ -88,16 +78,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let clock = ContinuousClock()
         let start = clock.now
         let feeds = (0..<2).map { _ in Task { try await server.request("GET", "/filtered/_changes?filter=app/slow") } }
-        var slowest: Duration = .zero
-        var probes = 0
-        while clock.now - start < .seconds(1) {
-            for path in ["/", "/other/d", "/other/_changes"] {
-                let began = clock.now
-                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
-                slowest = max(slowest, clock.now - began)
-                probes += 1
-            }
-        }
+        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(1) }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
         for feed in feeds {
             let answer = try await feed.value
@@ -122,16 +103,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let start = clock.now
         let writes = ["checked", "checked2"].map { name in Task { try await server.request("PUT", "/\(name)/w", json: ["n": 1]).status } }
         let refused = Task { try await server.request("PUT", "/checked/bad", json: ["bad": true]).status }
-        var slowest: Duration = .zero
-        var probes = 0
-        while clock.now - start < .seconds(1) {
-            for path in ["/", "/other/d", "/other/_changes"] {
-                let began = clock.now
-                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
-                slowest = max(slowest, clock.now - began)
-                probes += 1
-            }
-        }
+        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(1) }
         XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
         for write in writes { await XCTAssertEqualAsync(try await write.value, 201) }
         await XCTAssertEqualAsync(try await refused.value, 403)
@@ -159,16 +131,7 @@ final class PoolStaysFreeTests: XCTestCase {
                 return (answer.json["results"]?.arrayValue?.count ?? answer.json["rows"]?.arrayValue?.count ?? 0, clock.now - began)
             }
         }
-        var slowest: Duration = .zero
-        var probes = 0
-        while finished.value.load(ordering: .relaxed) < scans.count {
-            for path in ["/", "/other/d", "/other/_changes"] {
-                let began = clock.now
-                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
-                slowest = max(slowest, clock.now - began)
-                probes += 1
-            }
-        }
+        let (slowest, probes) = try await probe(server) { finished.value.load(ordering: .relaxed) < scans.count }
         var longest: Duration = .zero
         for scan in scans {
             let (rows, took) = try await scan.value
@@ -190,5 +153,22 @@ final class PoolStaysFreeTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/locked/doc").status, 404, "nothing was written")
         holder.release()
         await XCTAssertEqualAsync(try await server.request("PUT", "/locked/doc", json: ["n": 1]).status, 201)
+    }
+
+    /// Asks `GET /`, a document and `_changes` of database `other` again and again while `continuing`
+    /// holds, each answer a 200: the slowest answer and how many were asked.
+    private func probe(_ server: TestServer, while continuing: () -> Bool) async throws -> (slowest: Duration, probes: Int) {
+        let clock = ContinuousClock()
+        var slowest: Duration = .zero
+        var probes = 0
+        while continuing() {
+            for path in ["/", "/other/d", "/other/_changes"] {
+                let began = clock.now
+                await XCTAssertEqualAsync(try await server.request("GET", path).status, 200, path)
+                slowest = max(slowest, clock.now - began)
+                probes += 1
+            }
+        }
+        return (slowest, probes)
     }
 }

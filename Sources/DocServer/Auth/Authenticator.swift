@@ -91,10 +91,11 @@ struct Authenticator: Sendable {
         self.secret = SymmetricKey(size: .bits256)
     }
 
-    /// The principal of a request, `nil` if it carries no credentials.
+    /// The principal of a request. One without credentials is an administrator's when anonymous access
+    /// is allowed (``ServerConfiguration/allowAnonymous``), else `nil`.
     /// - Throws: 401 for wrong credentials.
     func principal(for request: CouchRequest) async throws -> Principal? {
-        try await authenticate(request)?.principal
+        try await authenticate(request)?.principal ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
     }
 
     /// The principal of a request and the CouchDB handler that recognised it (`jwt`, `proxy`,

@@ -174,11 +174,10 @@ struct CouchRequestMiddleware: RouterMiddleware {
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = DocServerRequestContext
     let authenticator: Authenticator
-    let allowAnonymous: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.principal = try await authenticator.principal(for: try context.request()) ?? (allowAnonymous ? .admin(name: nil) : nil)
+        context.principal = try await authenticator.principal(for: try context.request())
         return try await next(request, context)
     }
 }
@@ -198,7 +197,7 @@ struct UnroutedMiddleware: RouterMiddleware {
             if !DocServer.routedMethods.contains(request.method) { throw CouchError.methodNotAllowed }
             let couch = try context.request()
             var context = context
-            context.principal = try await server.authenticator.principal(for: couch) ?? (server.configuration.allowAnonymous ? .admin(name: nil) : nil)
+            context.principal = try await server.authenticator.principal(for: couch)
             _ = try server.requireUser(couch, context)
             if let first = couch.segments.first, first.hasPrefix("_") { throw CouchError.notFound("Unknown endpoint \(first)") }
             throw CouchError.notFound()

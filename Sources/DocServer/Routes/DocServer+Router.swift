@@ -26,7 +26,7 @@ extension DocServer: HTTPResponderBuilder {
         let router = Router(context: DocServerRequestContext.self)
         router.add(middleware: UnroutedMiddleware(server: self))
         addServerRoutes(to: router)
-        let authenticated = router.group().add(middleware: AuthenticationMiddleware(authenticator: authenticator, allowAnonymous: configuration.allowAnonymous))
+        let authenticated = router.group().add(middleware: AuthenticationMiddleware(authenticator: authenticator))
         addNodeRoutes(to: authenticated)
         addDatabaseRoutes(to: authenticated)
         addDocumentRoutes(to: authenticated)
@@ -82,86 +82,51 @@ extension DocServer: HTTPResponderBuilder {
                 try await self.databaseRoute(name: scope.name, request, principal: scope.member)
             }
         }
-        group.route("/{db}/_security") { request, context in
-            try await self.inDatabase(request, context) { db, scope in try await self.security(db, name: scope.name, request, principal: scope.member) }
-        }
-        for path in ["/{db}/_partition", "/{db}/_partition/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.partitionRoute(db, scope.rest, request, principal: scope.member) }
-            }
-        }
+        routeInDatabase(group, "/{db}/_security") { request, db, scope in try await self.security(db, name: scope.name, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_partition", "/{db}/_partition/**") { request, db, scope in try await self.partitionRoute(db, scope.rest, request, principal: scope.member) }
     }
 
     /// Documents, local documents and attachments. An id that starts with `_` and names no endpoint is
     /// CouchDB's `illegal_docid`.
     private func addDocumentRoutes(to group: RouterGroup<DocServerRequestContext>) {
-        for path in ["/{db}/{docid}", "/{db}/{docid}/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in
-                    let rest = scope.rest
-                    if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
-                    if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
-                    return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
-                }
-            }
+        routeInDatabase(group, "/{db}/{docid}", "/{db}/{docid}/**") { request, db, scope in
+            let rest = scope.rest
+            if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
+            if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
+            return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
         }
-        for path in ["/{db}/_local", "/{db}/_local/{docid}", "/{db}/_local/{docid}/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in
-                    // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.
-                    let rest = scope.rest
-                    guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
-                    guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
-                    return try await self.localDocument(db, id: rest[1], request)
-                }
-            }
+        routeInDatabase(group, "/{db}/_local", "/{db}/_local/{docid}", "/{db}/_local/{docid}/**") { request, db, scope in
+            // As CouchDB: `_local`, `_local/` name no document, and a local document has no attachments.
+            let rest = scope.rest
+            guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
+            guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
+            return try await self.localDocument(db, id: rest[1], request)
         }
-        group.route("/{db}/_local_docs") { request, context in
-            try await self.inDatabase(request, context) { db, scope in
-                guard scope.member.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
-                return try await self.localDocumentList(db, request)
-            }
+        routeInDatabase(group, "/{db}/_local_docs") { request, db, scope in
+            guard scope.member.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
+            return try await self.localDocumentList(db, request)
         }
-        for path in ["/{db}/_all_docs", "/{db}/_all_docs/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.longWork(request) {
-                    try await self.inDatabase(request, context) { db, scope in try await self.allDocuments(db, request, principal: scope.member) }
-                }
-            }
+        routeInDatabase(group, "/{db}/_all_docs", "/{db}/_all_docs/**", readsMany: { _ in true }) { request, db, scope in
+            try await self.allDocuments(db, request, principal: scope.member)
         }
-        for path in ["/{db}/_bulk_docs", "/{db}/_bulk_docs/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.bulkDocuments(db, request, principal: scope.member) }
-            }
-        }
+        routeInDatabase(group, "/{db}/_bulk_docs", "/{db}/_bulk_docs/**") { request, db, scope in try await self.bulkDocuments(db, request, principal: scope.member) }
     }
 
     /// Design documents: the documents themselves, their views, shows, lists, updates and attachments.
     private func addDesignRoutes(to group: RouterGroup<DocServerRequestContext>) {
-        for path in ["/{db}/_design", "/{db}/_design/{ddoc}", "/{db}/_design/{ddoc}/**"] {
-            group.route(RouterPath(path)) { request, context in
-                let answer = { @Sendable () async throws -> Response in
-                    try await self.inDatabase(request, context) { db, scope in
-                        let rest = scope.rest
-                        guard rest.count >= 2 else { throw CouchError.notFound() }
-                        if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
-                        return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
-                    }
-                }
-                // A view may read and answer many rows.
-                let isView = request.segments.count >= 5 && request.segments[3] == "_view"
-                return try await isView ? self.longWork(request, answer) : answer()
-            }
+        // A view may read and answer many rows.
+        let isView: @Sendable (CouchRequest) -> Bool = { $0.segments.count >= 5 && $0.segments[3] == "_view" }
+        routeInDatabase(group, "/{db}/_design", "/{db}/_design/{ddoc}", "/{db}/_design/{ddoc}/**", readsMany: isView) { request, db, scope in
+            let rest = scope.rest
+            guard rest.count >= 2 else { throw CouchError.notFound() }
+            if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
+            return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
         }
-        group.route("/{db}/_design_docs") { request, context in
-            try await self.inDatabase(request, context) { db, scope in
-                guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
-                return Response.json(try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"), designOnly: true))
-            }
+        routeInDatabase(group, "/{db}/_design_docs") { request, db, scope in
+            guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
+            return Response.json(try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"), designOnly: true))
         }
-        group.route("/{db}/_temp_view") { request, context in
-            try await self.inDatabase(request, context) { _, _ in throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB") }
-        }
+        routeInDatabase(group, "/{db}/_temp_view") { request, _, _ in throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB") }
     }
 
     /// What replication uses: the changes feed, revision differences, bulk reads and replication jobs.
@@ -170,89 +135,66 @@ extension DocServer: HTTPResponderBuilder {
         for path in ["/_scheduler", "/_scheduler/**"] {
             group.route(RouterPath(path)) { request, context in try self.schedulerRoute(request, principal: try self.requireUser(request, context)) }
         }
-        for path in ["/{db}/_changes", "/{db}/_changes/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.longWork(request) {
-                    try await self.inDatabase(request, context) { db, scope in try await self.changes(db, request, principal: scope.member) }
-                }
-            }
+        routeInDatabase(group, "/{db}/_changes", "/{db}/_changes/**", readsMany: { _ in true }) { request, db, scope in
+            try await self.changes(db, request, principal: scope.member)
         }
-        for path in ["/{db}/_revs_diff", "/{db}/_revs_diff/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.revisionsDiff(db, request, principal: scope.member) }
-            }
-        }
-        for path in ["/{db}/_bulk_get", "/{db}/_bulk_get/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.bulkGet(db, request, principal: scope.member) }
-            }
-        }
-        for path in ["/{db}/_ensure_full_commit", "/{db}/_ensure_full_commit/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { _, _ in
-                    guard request.method == .post else { throw CouchError.methodNotAllowed }
-                    try request.requireJSONContentType()
-                    return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
-                }
-            }
+        routeInDatabase(group, "/{db}/_revs_diff", "/{db}/_revs_diff/**") { request, db, scope in try await self.revisionsDiff(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_bulk_get", "/{db}/_bulk_get/**") { request, db, scope in try await self.bulkGet(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_ensure_full_commit", "/{db}/_ensure_full_commit/**") { request, _, _ in
+            guard request.method == .post else { throw CouchError.methodNotAllowed }
+            try request.requireJSONContentType()
+            return Response.json(["ok": true, "instance_start_time": "0"], status: .created)
         }
     }
 
     /// Mango: queries, their explanation, and the indexes they use.
     private func addMangoRoutes(to group: RouterGroup<DocServerRequestContext>) {
-        for path in ["/{db}/_index", "/{db}/_index/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.mangoIndexRoute(db, scope.rest, request, principal: scope.member) }
-            }
-        }
+        routeInDatabase(group, "/{db}/_index", "/{db}/_index/**") { request, db, scope in try await self.mangoIndexRoute(db, scope.rest, request, principal: scope.member) }
         for (path, explain) in [("/{db}/_find", false), ("/{db}/_explain", true)] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in try await self.mangoQueryRoute(db, explain: explain, request, principal: scope.member) }
-            }
+            routeInDatabase(group, path) { request, db, scope in try await self.mangoQueryRoute(db, explain: explain, request, principal: scope.member) }
         }
     }
 
     /// Maintenance: purge, the revision limit, compaction and the cleanup of old view indexes.
     private func addMaintenanceRoutes(to group: RouterGroup<DocServerRequestContext>) {
-        group.route("/{db}/_purge") { request, context in
-            try await self.inDatabase(request, context) { db, scope in try await self.purge(db, request, principal: scope.member) }
-        }
-        group.route("/{db}/_revs_limit") { request, context in
-            try await self.inDatabase(request, context) { db, scope in try await self.revisionsLimit(db, request, principal: scope.member) }
-        }
-        group.route("/{db}/_view_cleanup") { request, context in
-            try await self.inDatabase(request, context) { db, scope in try await self.viewCleanup(db, request, principal: scope.member) }
-        }
-        for path in ["/{db}/_compact", "/{db}/_compact/**"] {
-            group.route(RouterPath(path)) { request, context in
-                try await self.inDatabase(request, context) { db, scope in
-                    guard scope.member.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
-                    guard request.method == .post else { throw CouchError.methodNotAllowed }
-                    try request.requireJSONContentType()
-                    if scope.rest.count > 1 {
-                        // `_compact/{ddoc}`: the design document's views, which share the index file with the
-                        // database's other indexes — all of it is compacted.
-                        guard try await db.document(withID: "_design/" + scope.rest[1...].joined(separator: "/")) != nil else {
-                            throw CouchError.notFound("missing")
-                        }
-                        try await db.compactIndexes()
-                    } else {
-                        _ = try await db.compact()
-                    }
-                    return Response.json(["ok": true], status: .accepted)
+        routeInDatabase(group, "/{db}/_purge") { request, db, scope in try await self.purge(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_revs_limit") { request, db, scope in try await self.revisionsLimit(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_view_cleanup") { request, db, scope in try await self.viewCleanup(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_compact", "/{db}/_compact/**") { request, db, scope in
+            guard scope.member.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
+            guard request.method == .post else { throw CouchError.methodNotAllowed }
+            try request.requireJSONContentType()
+            if scope.rest.count > 1 {
+                // `_compact/{ddoc}`: the design document's views, which share the index file with the
+                // database's other indexes — all of it is compacted.
+                guard try await db.document(withID: "_design/" + scope.rest[1...].joined(separator: "/")) != nil else {
+                    throw CouchError.notFound("missing")
                 }
+                try await db.compactIndexes()
+            } else {
+                _ = try await db.compact()
             }
+            return Response.json(["ok": true], status: .accepted)
         }
     }
 
     // MARK: Scopes
 
-    /// Runs a route that may read and answer many rows — without a `limit`, or one over a thousand —
-    /// on threads of DocStore's own, so that building a long answer leaves the pool to short requests.
-    func longWork(_ request: CouchRequest, _ body: () async throws -> Response) async throws -> Response {
-        let limit = request.query["limit"].flatMap(Int.init) ?? Int.max
-        guard limit > 1000 else { return try await body() }
-        return try await runningLongWork { try await body() }
+    /// Routes `paths` below a database, for every method, to `handler` inside the database scope
+    /// (``inDatabase(_:_:_:)``). Where `readsMany` says the request may read and answer many rows, it
+    /// runs off the pool unless its `limit` makes it a short read (DocStore's ``reading(upTo:_:)``):
+    /// building a long answer then leaves the pool to short requests.
+    private func routeInDatabase(_ group: RouterGroup<DocServerRequestContext>, _ paths: String...,
+                                 readsMany: @escaping @Sendable (CouchRequest) -> Bool = { _ in false },
+                                 _ handler: @escaping @Sendable (CouchRequest, Database, DatabaseScope) async throws -> Response) {
+        for path in paths {
+            group.route(RouterPath(path)) { request, context in
+                let answer = { try await self.inDatabase(request, context) { db, scope in try await handler(request, db, scope) } }
+                guard readsMany(request) else { return try await answer() }
+                // A `limit` that is not a number counts as none (the route refuses it).
+                return try await reading(upTo: request.query["limit"].flatMap(Int.init)) { try await answer() }
+            }
+        }
     }
 
     /// A request below `/{db}`: the database's name, the segments after it, and who asks as the

@@ -73,7 +73,7 @@ extension Database {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
         // A read of more than a page runs off the pool; counting the documents is a pass over them too.
-        return try await reading(upTo: counting ? nil : query.limit.map { $0 + query.skip }) {
+        return try await running(on: .forReading(upTo: counting ? nil : query.limit.map { $0 + query.skip })) {
             try await read(consistent: true) { connection in
                 let records = DocumentRecords(connection: connection)
                 let total = counting ? try records.counts().live : 0

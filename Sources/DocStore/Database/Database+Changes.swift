@@ -44,10 +44,8 @@ extension Database {
         // long read: both off the pool.
         let range = Int(clamping: max(0, notifier.committedSequence - since))
         let rows = descending ? (filter.passesEverything ? limit : nil) : min(limit ?? range, range)
-        return try await runningUserCode(filter.predicate != nil) {
-            try await reading(upTo: rows) {
-                try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
-            }
+        return try await running(on: filter.predicate != nil ? .userCode : .forReading(upTo: rows)) {
+            try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
         }
     }
 
@@ -106,8 +104,7 @@ extension Database {
             throw error
         }
         if isOwn && limit == nil { return page }
-        var rows = page.changes.drop { $0.sequence <= since }.prefix(limit ?? Int.max).map { $0.keepingDocument(includeDocuments) }
-        rows = Array(rows)
+        let rows = page.changes.drop { $0.sequence <= since }.prefix(limit ?? Int.max).map { $0.keepingDocument(includeDocuments) }
         return ChangesPage(changes: rows, lastSequence: rows.last?.sequence ?? since)
     }
 

@@ -46,18 +46,17 @@ extension Database {
     /// - Complexity: O(log n + rows) for map queries; reduce queries read the rows of the range.
     public func query(_ indexName: String, _ query: IndexQuery = IndexQuery()) async throws -> QueryResult {
         try ensureOpen()
-        // A custom reduce is the app's code (a JavaScript one waits for the engine): off the pool.
-        let reducesInUserCode = query.reduce != false && indexWriter.publishedState(named: indexName)?.definition.reduce?.customFunction != nil
-        // A reduce, or a map read without a small limit, may read many rows: off the pool too.
-        let reduces = query.reduce != false && indexWriter.publishedState(named: indexName)?.definition.reduce != nil
-        let (output, mapErrors, current) = try await runningUserCode(reducesInUserCode) {
-            try await reading(upTo: reduces ? nil : query.limit.map { $0 + query.skip }) {
-                try await readIndex(named: indexName, stale: query.stale) { state, connection in
-                    var engine = QueryEngine(connection: connection, state: state, query: query)
-                    engine.documentsSchema = Self.attachedDocumentsSchema
-                    let output = try engine.run()
-                    return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
-                }
+        // A custom reduce is the app's code (a JavaScript one waits for the engine), and a reduce or a
+        // map read without a small limit may read many rows: both off the pool.
+        let reduce = query.reduce != false ? indexWriter.publishedState(named: indexName)?.definition.reduce : nil
+        let threads: BlockingWorkThreads? = reduce?.customFunction != nil ? .userCode
+            : .forReading(upTo: reduce != nil ? nil : query.limit.map { $0 + query.skip })
+        let (output, mapErrors, current) = try await running(on: threads) {
+            try await readIndex(named: indexName, stale: query.stale) { state, connection in
+                var engine = QueryEngine(connection: connection, state: state, query: query)
+                engine.documentsSchema = Self.attachedDocumentsSchema
+                let output = try engine.run()
+                return (output, try IndexSchema.mapErrors(connection, indexID: state.id), state)
             }
         }
         var rows: [QueryRow] = []

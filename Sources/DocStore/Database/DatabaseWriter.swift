@@ -309,17 +309,11 @@ func waitingForTheLock<T>(of writer: DatabaseWriter, isolation: isolated (any Ac
     // Validation that runs the app's code (JavaScript's waits for the engine) and a commit that waits
     // for fsync run off the pool: the writer, a default actor, then runs this write on the task's
     // preferred executor.
-    if writer.validation.mayRunUserCode {
-        return try await withTaskExecutorPreference(BlockingWorkThreads.userCode, isolation: isolation) {
-            try await retryingWhileLocked(writer, operation)
-        }
+    let threads: BlockingWorkThreads? = writer.validation.mayRunUserCode ? .userCode : writer.syncsEachCommit ? .files : nil
+    guard let threads else { return try await retryingWhileLocked(writer, operation) }
+    return try await withTaskExecutorPreference(threads, isolation: isolation) {
+        try await retryingWhileLocked(writer, operation)
     }
-    if writer.syncsEachCommit {
-        return try await withTaskExecutorPreference(BlockingWorkThreads.files, isolation: isolation) {
-            try await retryingWhileLocked(writer, operation)
-        }
-    }
-    return try await retryingWhileLocked(writer, operation)
 }
 
 private func retryingWhileLocked<T>(_ writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,

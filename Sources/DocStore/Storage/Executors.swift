@@ -100,24 +100,23 @@ final class BlockingWorkThreads: TaskExecutor {
     }
 }
 
-extension Database {
-    /// Runs `body` on ``BlockingWorkThreads/userCode`` when `runsUserCode`, else where it is.
-    func runningUserCode<T: Sendable>(_ runsUserCode: Bool, _ body: () async throws -> T) async throws -> T {
-        guard runsUserCode else { return try await body() }
-        return try await withTaskExecutorPreference(BlockingWorkThreads.userCode) { try await body() }
-    }
-
-    /// Runs `body` on ``BlockingWorkThreads/longReads`` when it may read more than
-    /// ``BlockingWorkThreads/shortReadRows`` rows (`limit` `nil` or larger), else where it is: a hop costs
-    /// more than a short read, and less than a pool thread held by a long one.
-    func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T) async throws -> T {
-        guard (limit ?? Int.max) > BlockingWorkThreads.shortReadRows else { return try await body() }
-        return try await withTaskExecutorPreference(BlockingWorkThreads.longReads) { try await body() }
+extension BlockingWorkThreads {
+    /// The threads for a read of at most `limit` rows (`nil`: no bound): ``longReads`` past
+    /// ``shortReadRows``, else none — a hop costs more than a short read, and less than a pool thread
+    /// held by a long one.
+    static func forReading(upTo limit: Int?) -> BlockingWorkThreads? {
+        (limit ?? Int.max) > shortReadRows ? longReads : nil
     }
 }
 
-/// Runs `body` on ``BlockingWorkThreads/longReads``: for a server route that reads and answers many
-/// rows (its serialization is long work too), so that it leaves the pool to short requests.
-package func runningLongWork<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-    try await withTaskExecutorPreference(BlockingWorkThreads.longReads) { try await body() }
+/// Runs `body` with `threads` as its task executor preference, or where it is when `nil`.
+func running<T: Sendable>(on threads: BlockingWorkThreads?, _ body: () async throws -> T) async throws -> T {
+    guard let threads else { return try await body() }
+    return try await withTaskExecutorPreference(threads) { try await body() }
+}
+
+/// Runs `body` off the pool when it may read and answer more than a short read's rows (`limit` `nil`:
+/// no bound), as DocStore's own long reads do: for a server route, whose answer is long to build too.
+package func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T) async throws -> T {
+    try await running(on: .forReading(upTo: limit), body)
 }
