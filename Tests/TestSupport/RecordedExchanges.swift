@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One HTTP exchange recorded from Apache CouchDB 3.3.3 (Tests/Fixtures/couchdb-3.3.3, whose README
 /// describes the files): the request a CouchDB replicator or client sent, and CouchDB's answer.
@@ -42,12 +43,23 @@ public enum CouchDBFixtures {
     public static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/couchdb-3.3.3")
 
-    /// The exchanges of `name` (e.g. `push-to-target.ndjson`), in the order they reached CouchDB.
+    /// The exchanges of `name` (e.g. `push-to-target.ndjson`), in the order they reached CouchDB. Each
+    /// file is read once per test process: several suites replay the same recordings.
     public static func exchanges(_ name: String) throws -> [RecordedExchange] {
-        let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+        if let cached = parsed.withLock({ $0[name] }) { return cached }
+        let exchanges = try parse(Data(contentsOf: directory.appendingPathComponent(name)))
+        parsed.withLock { $0[name] = exchanges }
+        return exchanges
+    }
+
+    private static let parsed = Mutex<[String: [RecordedExchange]]>([:])
+
+    /// One exchange per line of NDJSON; lines are split on their bytes (splitting a 3.5 MB `String` by
+    /// characters cost the suite seconds).
+    private static func parse(_ data: Data) throws -> [RecordedExchange] {
         var result: [RecordedExchange] = []
-        for line in text.split(separator: "\n") where !line.isEmpty {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+        for line in data.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
+            guard let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] else { continue }
             func headers(_ key: String) -> [(name: String, value: String)] {
                 ((object[key] as? [[String]]) ?? []).compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
             }
