@@ -23,6 +23,25 @@ final class CouchSequenceTests: XCTestCase {
         }
     }
 
+    /// The opaque part is built in one buffer; Foundation's base64 of the same term, made url-safe,
+    /// is the reference, over sequences of every integer encoding the term uses.
+    func testOpaquePartIsTheTermsBase64URL() throws {
+        var random = SystemRandomNumberGenerator()
+        let samples: [Int64] = [0, 1, 255, 256, Int64(Int32.max), Int64(Int32.max) + 1, Int64.max]
+            + (0..<300).map { _ in Int64.random(in: 0...Int64.max, using: &random) >> Int64.random(in: 0...62, using: &random) }
+        for sequence in samples {
+            let text = CouchSequence.string(sequence)
+            let opaque = try XCTUnwrap(text.split(separator: "-", maxSplits: 1).last.map(String.init))
+            var base64 = opaque.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            let term = try XCTUnwrap(Data(base64Encoded: base64), text)
+            XCTAssertEqual(Array(term.prefix(2)), [131, 108], "an external term holding a list: \(text)")
+            XCTAssertEqual(Data(base64Encoded: base64)?.base64EncodedString(), base64, "canonical base64: \(text)")
+            XCTAssertTrue(text.hasPrefix("\(sequence)-"))
+            XCTAssertEqual(CouchSequence.parse(text), sequence)
+        }
+    }
+
     /// `since` as CouchDB 3.3.3 and older clients send it; anything else is malformed (CouchDB:
     /// 400 "Malformed sequence supplied in 'since' parameter.").
     func testSinceValues() {
