@@ -104,6 +104,59 @@ final class AttachmentReplicationTests: XCTestCase {
         XCTAssertEqual(bytes, Data("claimed old".utf8))
     }
 
+    /// A pull of revisions with small attachments reads them with their contents inline from
+    /// `_bulk_get` (one request per group, `atts_since` per revision) instead of one `open_revs` request
+    /// each; a revision needing gzip bytes still comes as multipart, which keeps them; a later revision
+    /// brings only its new attachment.
+    func testSmallAttachmentsArePulledInBulk() async throws {
+        let (_, url, served) = try await makeServer()
+        var revisions: [Document] = []
+        for number in 0..<30 {
+            var document = try Document(json: #"{"_id":"d\#(number)","_rev":"1-a\#(number)","n":\#(number)}"#)
+            var attachment = Attachment(data: Data("note \(number)".utf8), contentType: "text/plain")
+            attachment.revpos = 1
+            document.attachments["note.txt"] = attachment
+            revisions.append(document)
+        }
+        var zipped = try Document(json: #"{"_id":"zipped","_rev":"1-z"}"#)
+        var gzip = try Attachment(encodedData: GzipStream.compress(words(400)), encoding: .gzip, contentType: "text/plain")
+        gzip.revpos = 1
+        zipped.attachments["words.txt"] = gzip
+        revisions.append(zipped)
+        let inserted = try await served.insertRevisions(revisions)
+        XCTAssertTrue(inserted.allSatisfy(\.isSuccess))
+
+        let back = try await makeDatabase("back")
+        let status = try await replicate(.remote(url), .local(back))
+        XCTAssertEqual(status.figures.documentsWritten, 31)
+        XCTAssertEqual(status.figures.bulkGetAttempts, 31, "each revision counts once")
+        XCTAssertEqual(status.figures.bulkGetDocuments, 30, "the small identity attachments came from _bulk_get")
+        for number in [0, 17, 29] {
+            let bytes = try await back.attachmentData(named: "note.txt", documentID: "d\(number)")
+            XCTAssertEqual(bytes, Data("note \(number)".utf8))
+            let stored = try await back.document(withID: "d\(number)")?.attachments["note.txt"]
+            XCTAssertEqual(stored?.digest, Attachment.digest(of: Data("note \(number)".utf8)))
+            XCTAssertEqual(stored?.revpos, 1)
+        }
+        let pulledGzip = try await back.document(withID: "zipped")?.attachments["words.txt"]
+        XCTAssertEqual(pulledGzip?.encoding, .gzip, "gzip bytes stay gzip")
+        XCTAssertEqual(pulledGzip?.digest, gzip.digest)
+
+        // The next revision of one document adds an attachment: only that one comes with its content.
+        let current = try await served.document(withID: "d3")
+        var next = try XCTUnwrap(current)
+        next.attachments["more.txt"] = Attachment(data: Data("more".utf8), contentType: "text/plain")
+        _ = try await served.save(next)
+        let again = try await replicate(.remote(url), .local(back))
+        XCTAssertEqual(again.figures.bulkGetDocuments, 1)
+        let latestFound = try await back.document(withID: "d3")
+        let latest = try XCTUnwrap(latestFound)
+        XCTAssertEqual(latest.revision?.generation, 2)
+        XCTAssertEqual(Set(latest.attachments.keys), ["note.txt", "more.txt"])
+        let more = try await back.attachmentData(named: "more.txt", documentID: "d3")
+        XCTAssertEqual(more, Data("more".utf8))
+    }
+
     func testTransferLimiterRunsAtMostItsLimitAtOnce() async throws {
         let limiter = TransferLimiter(limit: 2)
         final class Counts: Sendable { let state = Mutex((running: 0, most: 0)) }

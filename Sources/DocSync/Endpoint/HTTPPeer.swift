@@ -247,7 +247,7 @@ struct HTTPPeer: ReplicationPeer {
     func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
         let body = BulkGet.Request(requests.map { BulkGet.Request.Item(id: $0.id, revision: $0.revision.description) })
-        let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false",
+        let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false&att_encoding_info=true",
                                                json: body.json, allow: [400, 404, 405, 501])
         bulkGets.figures.withLock { $0.attempts += requests.count }
         if status >= 400 {
@@ -258,7 +258,7 @@ struct HTTPPeer: ReplicationPeer {
             throw ReplicationError(.badResponse, "_bulk_get answered \(answer.results.count) results for \(requests.count) documents")
         }
         var documents: [Document] = []
-        var withAttachments: [(FetchRequest, Int?)] = []
+        var withAttachments: [(request: FetchRequest, size: Int?, inline: Bool)] = []
         for (request, result) in zip(requests, answer.results) {
             guard result.id.map(ExactString.init) == ExactString(request.id) else {
                 throw ReplicationError(.badResponse, "_bulk_get answered \(result.id ?? "null") where \(request.id) was asked for")
@@ -267,31 +267,88 @@ struct HTTPPeer: ReplicationPeer {
             for entry in result.entries {
                 guard case .ok(let ok) = entry else {
                     // As CouchDB's replicator: a revision the batch could not read is asked for alone.
-                    if !askedAlone { withAttachments.append((request, nil)) }
+                    if !askedAlone { withAttachments.append((request, nil, false)) }
                     askedAlone = true
                     continue
                 }
                 let document = try decode("_bulk_get document") { try Document(json: ok) }
                 // Without an attachment added after the newest of the target's leaves on its history,
                 // the stubs are valid there; otherwise the revision is fetched again with its attachments.
-                if document.attachments.isEmpty || HTTPPeer.stubsAreValid(document, possibleAncestors: request.possibleAncestors) {
+                if document.attachments.isEmpty || HTTPPeer.isComplete(document, possibleAncestors: request.possibleAncestors) {
                     documents.append(document)
                 } else {
+                    // Inline contents come decoded (CouchDB's JSON answers), so a revision needing an
+                    // encoded one comes as multipart, which keeps its bytes and digest.
                     let size = document.attachments.values.reduce(0) { $0 + $1.length }
+                    let inline = size <= HTTPPeer.inlineAttachmentLimit && document.attachments.values.allSatisfy { $0.encoding == .identity }
                     withAttachments.append((FetchRequest(id: request.id, revision: document.revision ?? request.revision,
-                                                         possibleAncestors: request.possibleAncestors), size))
+                                                         possibleAncestors: request.possibleAncestors), size, inline))
                 }
             }
         }
         bulkGets.figures.withLock { $0.documents += documents.count }
-        return documents + (try await fetchWithAttachments(withAttachments, stagingInto: stagingDatabase))
+        // Revisions with small attachments come in a few `_bulk_get`s with their contents inline,
+        // rather than one `open_revs` request each; large ones stream as before.
+        var small: [(FetchRequest, Int)] = []
+        var large: [(FetchRequest, Int?)] = []
+        for (request, size, inline) in withAttachments {
+            if inline, let size { small.append((request, size)) } else { large.append((request, size)) }
+        }
+        let (inline, unread) = try await fetchInline(small)
+        return documents + inline + (try await fetchWithAttachments(large + unread.map { ($0, nil) }, stagingInto: stagingDatabase))
     }
 
-    /// Whether every attachment of a revision fetched without attachment bodies was added no later
-    /// than the newest of the target's possible ancestors on the revision's history.
-    private static func stubsAreValid(_ document: Document, possibleAncestors: [RevisionID]) -> Bool {
+    /// Revisions whose attachments are small, with those the target lacks inline (base64): one
+    /// `POST /_bulk_get?attachments=true` per group of revisions, each with its possible ancestors as
+    /// `atts_since` (CouchDB 3.3 reads them per item), a group's attachments at most
+    /// ``inMemoryAnswerLimit`` bytes by the lengths the first `_bulk_get` reported. Revisions a group
+    /// could not read are returned as `unread`, to be asked for alone.
+    private func fetchInline(_ requests: [(FetchRequest, size: Int)]) async throws -> (documents: [Document], unread: [FetchRequest]) {
+        var groups: [[FetchRequest]] = []
+        var groupSize = 0
+        for (request, size) in requests {
+            if groups.isEmpty || groupSize + size > HTTPPeer.inMemoryAnswerLimit {
+                groups.append([])
+                groupSize = 0
+            }
+            groups[groups.count - 1].append(request)
+            groupSize += size
+        }
+        var documents: [Document] = []
+        var unread: [FetchRequest] = []
+        for group in groups {
+            let body = BulkGet.Request(group.map {
+                BulkGet.Request.Item(id: $0.id, revision: $0.revision.description, attachmentsSince: $0.possibleAncestors)
+            })
+            let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=true",
+                                                   json: body.json, allow: [400, 404, 405, 501])
+            // Each revision counts once as a `_bulk_get` attempt: the first request counted them.
+            guard status < 400, let answer = try? BulkGet.Response(json: json), answer.results.count == group.count else {
+                unread += group
+                continue
+            }
+            for (request, result) in zip(group, answer.results) {
+                let read = result.entries.compactMap { entry -> JSON? in if case .ok(let ok) = entry { ok } else { nil } }
+                guard result.id.map(ExactString.init) == ExactString(request.id), read.count == result.entries.count,
+                      let fetched = try? read.map({ try Document(json: $0) }),
+                      fetched.allSatisfy({ HTTPPeer.isComplete($0, possibleAncestors: request.possibleAncestors) })
+                else {
+                    unread.append(request)
+                    continue
+                }
+                documents += fetched
+                bulkGets.figures.withLock { $0.documents += fetched.count }
+            }
+        }
+        return (documents, unread)
+    }
+
+    /// Whether a fetched revision carries every attachment the target may lack: each has its content,
+    /// or is a stub added no later than the newest of the target's possible ancestors on the
+    /// revision's history (so the target has it).
+    private static func isComplete(_ document: Document, possibleAncestors: [RevisionID]) -> Bool {
         let known = (document.revisionHistory ?? []).first(where: possibleAncestors.contains)?.generation ?? -1
-        return document.attachments.values.allSatisfy { ($0.revpos ?? Int.max) <= known }
+        return document.attachments.values.allSatisfy { !$0.isStub || ($0.revpos ?? Int.max) <= known }
     }
 
     /// Answers larger than this (by the attachment lengths a `_bulk_get` reported) are downloaded to a
