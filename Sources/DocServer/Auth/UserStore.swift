@@ -18,8 +18,8 @@ public struct ServerUser: Sendable, Hashable {
     var isDatabaseAdmin = false
 
     /// Whether the user may read a document in `channels`.
-    func canRead(_ channels: [String]) -> Bool {
-        readChannels.contains("*") || channels.contains { readChannels.contains($0) }
+    func canRead(_ channels: @autoclosure () -> [String]) -> Bool {
+        readChannels.contains("*") || channels().contains { readChannels.contains($0) }
     }
 
     /// Whether the user may write a document in `channels` (a document must be in at least one channel the

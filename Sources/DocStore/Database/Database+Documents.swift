@@ -293,6 +293,19 @@ extension Database {
     /// Builds a document straight from stored body bytes (e.g. SQLite's own buffer), without a copy.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
                              sequence: Int64, created: Double, updated: Double) throws -> Document {
+        guard StoredBody.mayHaveAttachmentStubs(body) else {
+            // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
+            guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
+                throw DocStoreError(.storage, "Stored body of \(id) is not an object")
+            }
+            var document = Document(id: id, body: JSONObject(storedJSON: Array(body)))
+            document.revision = revision
+            document.isDeleted = isDeleted
+            document.sequence = sequence
+            document.createDate = Date(timeIntervalSince1970: created)
+            document.lastChange = Date(timeIntervalSince1970: updated)
+            return document
+        }
         let parsed: JSON
         do {
             parsed = try JSONParser.parse(body.bindMemory(to: UInt8.self))

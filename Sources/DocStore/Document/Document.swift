@@ -320,24 +320,30 @@ extension Document {
     /// `_conflicts` (when fetched with conflicts) and `_attachments` (stubs, or inline data with
     /// `attachmentData` for attachments whose content is in memory).
     public func json(attachmentData: Bool = false, revisions: Bool = false) -> JSON {
-        var object = JSONObject()
-        object.reserveCapacity(body.count + 5)
-        object["_id"] = .string(id)
-        if let revision { object["_rev"] = .string(revision.description) }
-        for (key, value) in body { object[key] = value }
-        if isDeleted { object["_deleted"] = true }
+        var head: [(String, JSON)] = [("_id", .string(id))]
+        if let revision { head.append(("_rev", .string(revision.description))) }
+        var tail: [(String, JSON)] = []
+        if isDeleted { tail.append(("_deleted", true)) }
         if revisions, let revision {
             let ids = ([revision] + (revisionHistory ?? [])).map { JSON.string($0.digest) }
-            object["_revisions"] = ["start": .integer(revision.generation), "ids": .array(ids)]
+            tail.append(("_revisions", ["start": .integer(revision.generation), "ids": .array(ids)]))
         }
-        if !conflicts.isEmpty { object["_conflicts"] = JSON(conflicts.map(\.description)) }
+        if !conflicts.isEmpty { tail.append(("_conflicts", JSON(conflicts.map(\.description)))) }
         if !attachments.isEmpty {
             var members = JSONObject()
             for (name, attachment) in attachments {
                 members[name] = attachment.json(includeData: attachmentData)
             }
-            object["_attachments"] = .object(members)
+            tail.append(("_attachments", .object(members)))
         }
+        // A body read from the database (no `_` member of these) keeps its stored bytes: written out
+        // as they are, parsed only if a member is read.
+        if body.storedJSON != nil { return .object(JSONObject(head: head, middle: body, tail: tail)) }
+        var object = JSONObject()
+        object.reserveCapacity(body.count + head.count + tail.count)
+        for (key, value) in head { object[key] = value }
+        for (key, value) in body { object[key] = value }
+        for (key, value) in tail { object[key] = value }
         return .object(object)
     }
 

@@ -22,6 +22,8 @@ package enum DocumentValidation {
     /// Checks that no body member name begins with `_` (reserved for CouchDB metadata), but for
     /// ``replicationStateMembers``.
     package static func validateBody(_ body: JSONObject) throws {
+        // A body read from a database passed this check when it was stored.
+        if body.storedJSON != nil { return }
         for (key, _) in body where key.utf8.first == UInt8(ascii: "_") && !replicationStateMembers.contains(key) {
             throw DocStoreError(.invalidDocument, "Bad special document member: \(key)")
         }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The members of a JSON object, in the order they were written or inserted.
 ///
 /// Order matters in DocStore: CouchDB's collation compares objects member by member in order, and a
@@ -26,15 +28,21 @@ public struct JSONObject: Sendable, Hashable {
     /// Objects with more members than this keep a position table.
     @usableFromInline static let indexThreshold = 16
 
-    /// The members in order. One allocation per object, which parsing and freeing documents feel.
-    @usableFromInline private(set) var members: [Member]
-    /// Key → position in ``members``, only for objects larger than ``indexThreshold``.
-    @usableFromInline private(set) var positions: [ExactString: Int]?
+    /// The members in memory, or a stored object's JSON bytes (with members before and after them)
+    /// that are parsed only when a member is asked for: a document read from the database and written
+    /// out again (an HTTP answer, a replication) is copied as bytes, never turned into a tree.
+    @usableFromInline enum Storage: Sendable {
+        /// The members in order, and key → position for objects larger than ``indexThreshold``.
+        case members([Member], positions: [ExactString: Int]?)
+        case stored(StoredMembers)
+    }
+
+    /// One allocation for the members of most objects, which parsing and freeing documents feel.
+    @usableFromInline private(set) var storage: Storage
 
     /// An empty object.
     public init() {
-        members = []
-        positions = nil
+        storage = .members([], positions: nil)
     }
 
     /// An object with the given members in order.
@@ -47,38 +55,108 @@ public struct JSONObject: Sendable, Hashable {
         }
     }
 
-    /// An object of members whose keys are known to be unique (the parser checks them).
-    init(uniqueMembers: [Member]) {
-        members = uniqueMembers
-        positions = nil
-        if members.count > JSONObject.indexThreshold { rebuildPositions() }
+    private init(storage: Storage) {
+        self.storage = storage
     }
 
-    private mutating func rebuildPositions() {
+    /// An object of members whose keys are known to be unique (the parser checks them).
+    init(uniqueMembers: [Member]) {
+        storage = .members(uniqueMembers, positions: uniqueMembers.count > JSONObject.indexThreshold
+                           ? JSONObject.positions(of: uniqueMembers) : nil)
+    }
+
+    /// The object whose JSON text is `bytes`, as DocStore wrote it (a stored body): parsed when first
+    /// read, written out as these bytes until then.
+    /// - Precondition: `bytes` is a JSON object as ``JSONWriter`` writes it, keys unique.
+    package init(storedJSON bytes: [UInt8]) {
+        storage = .stored(StoredMembers(head: [], bytes: bytes, tail: []))
+    }
+
+    /// `head`'s members, then `middle`'s, then `tail`'s — keeping `middle`'s stored bytes as they are.
+    /// - Precondition: the keys of the three are distinct.
+    package init(head: [(String, JSON)], middle: JSONObject, tail: [(String, JSON)]) {
+        let head = head.map { JSONObject.Member(key: $0.0, value: $0.1) }
+        let tail = tail.map { JSONObject.Member(key: $0.0, value: $0.1) }
+        if case .stored(let stored) = middle.storage, stored.head.isEmpty, stored.tail.isEmpty {
+            self.init(storage: .stored(StoredMembers(head: head, bytes: stored.bytes, tail: tail, parsedBytes: stored)))
+        } else {
+            self.init(uniqueMembers: head + middle.members + tail)
+        }
+    }
+
+    /// The stored JSON text of an object made by ``init(storedJSON:)`` and not changed since.
+    package var storedJSON: [UInt8]? {
+        if case .stored(let stored) = storage, stored.head.isEmpty, stored.tail.isEmpty { return stored.bytes }
+        return nil
+    }
+
+    static func positions(of members: [Member]) -> [ExactString: Int] {
         var table = [ExactString: Int](minimumCapacity: members.count)
         for (position, member) in members.enumerated() { table[ExactString(member.key)] = position }
-        positions = table
+        return table
+    }
+
+    /// The members in order (parsing stored ones).
+    @usableFromInline var members: [Member] {
+        switch storage {
+        case .members(let members, _): return members
+        case .stored(let stored): return stored.resolved.members
+        }
+    }
+
+    /// Turns stored members into members in memory, for a change.
+    private mutating func materialize() {
+        if case .stored(let stored) = storage {
+            let resolved = stored.resolved
+            storage = .members(resolved.members, positions: resolved.positions)
+        }
+    }
+
+    /// Runs `body` on the members in memory, without a copy of them.
+    private mutating func mutateMembers<R>(_ body: (inout [Member], inout [ExactString: Int]?) -> R) -> R {
+        materialize()
+        guard case .members(var members, var positions) = storage else { preconditionFailure("materialized") }
+        storage = .members([], positions: nil)
+        defer { storage = .members(members, positions: positions) }
+        return body(&members, &positions)
     }
 
     @usableFromInline func index(forKey key: String) -> Int? {
+        switch storage {
+        case .members(let members, let positions):
+            return JSONObject.index(of: key, in: members, positions: positions)
+        case .stored(let stored):
+            let resolved = stored.resolved
+            return JSONObject.index(of: key, in: resolved.members, positions: resolved.positions)
+        }
+    }
+
+    private static func index(of key: String, in members: [Member], positions: [ExactString: Int]?) -> Int? {
         if let positions { return positions[ExactString(key)] }
         return members.firstIndex { $0.key.isIdentical(to: key) }
     }
 
     private mutating func append(_ key: String, _ value: JSON) {
-        members.append(Member(key: key, value: value))
-        if positions != nil {
-            positions![ExactString(key)] = members.count - 1
-        } else if members.count > JSONObject.indexThreshold {
-            rebuildPositions()
+        mutateMembers { members, positions in
+            members.append(Member(key: key, value: value))
+            if positions != nil {
+                positions![ExactString(key)] = members.count - 1
+            } else if members.count > JSONObject.indexThreshold {
+                positions = JSONObject.positions(of: members)
+            }
         }
     }
 
     /// The number of members.
-    public var count: Int { members.count }
+    public var count: Int {
+        switch storage {
+        case .members(let members, _): return members.count
+        case .stored(let stored): return stored.resolved.members.count
+        }
+    }
 
     /// Whether the object has no members.
-    public var isEmpty: Bool { members.isEmpty }
+    public var isEmpty: Bool { count == 0 }
 
     /// The member keys, in order.
     public var keys: [String] { members.map(\.key) }
@@ -88,14 +166,26 @@ public struct JSONObject: Sendable, Hashable {
 
     /// The value of member `key`; assigning `nil` removes the member, assigning a new key appends it.
     public subscript(key: String) -> JSON? {
-        get { index(forKey: key).map { members[$0].value } }
+        get {
+            switch storage {
+            case .members(let members, let positions):
+                return JSONObject.index(of: key, in: members, positions: positions).map { members[$0].value }
+            case .stored(let stored):
+                // The members around a stored object (a document's `_id`, `_rev`…) need no parse.
+                if let member = stored.head.first(where: { $0.key.isIdentical(to: key) }) ?? stored.tail.first(where: { $0.key.isIdentical(to: key) }) {
+                    return member.value
+                }
+                let resolved = stored.resolved
+                return JSONObject.index(of: key, in: resolved.members, positions: resolved.positions).map { resolved.members[$0].value }
+            }
+        }
         set {
             guard let newValue else {
                 removeValue(forKey: key)
                 return
             }
             if let position = index(forKey: key) {
-                members[position].value = newValue
+                mutateMembers { members, _ in members[position].value = newValue }
             } else {
                 append(key, newValue)
             }
@@ -106,30 +196,75 @@ public struct JSONObject: Sendable, Hashable {
     @discardableResult
     public mutating func removeValue(forKey key: String) -> JSON? {
         guard let position = index(forKey: key) else { return nil }
-        let removed = members.remove(at: position)
-        if positions != nil {
-            if members.count > JSONObject.indexThreshold { rebuildPositions() } else { positions = nil }
+        return mutateMembers { members, positions in
+            let removed = members.remove(at: position)
+            if positions != nil {
+                positions = members.count > JSONObject.indexThreshold ? JSONObject.positions(of: members) : nil
+            }
+            return removed.value
         }
-        return removed.value
     }
 
     /// Whether the object has a member named `key`.
-    public func contains(key: String) -> Bool { index(forKey: key) != nil }
+    public func contains(key: String) -> Bool { self[key] != nil }
 
     /// Reserves room for `n` members.
-    public mutating func reserveCapacity(_ n: Int) { members.reserveCapacity(n) }
+    public mutating func reserveCapacity(_ n: Int) { mutateMembers { members, _ in members.reserveCapacity(n) } }
 
     /// Order-sensitive: the same keys (by their bytes) with the same values in the same order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.members.count == rhs.members.count
-            && zip(lhs.members, rhs.members).allSatisfy { $0.key.isIdentical(to: $1.key) && $0.value == $1.value }
+        if let left = lhs.storedJSON, let right = rhs.storedJSON, left == right { return true }
+        let (left, right) = (lhs.members, rhs.members)
+        return left.count == right.count
+            && zip(left, right).allSatisfy { $0.key.isIdentical(to: $1.key) && $0.value == $1.value }
     }
 
     public func hash(into hasher: inout Hasher) {
+        let members = self.members
         hasher.combine(members.count)
         for member in members {
             hasher.combine(ExactString(member.key))
             hasher.combine(member.value)
+        }
+    }
+}
+
+/// The members of an object stored as JSON bytes, between members in memory: parsed once, on first
+/// use, by whichever thread asks first.
+@usableFromInline final class StoredMembers: Sendable {
+    let head: [JSONObject.Member]
+    /// A JSON object as ``JSONWriter`` writes it.
+    let bytes: [UInt8]
+    let tail: [JSONObject.Member]
+    /// The object of `bytes` alone, shared with the stored object it was spliced from.
+    private let middle: StoredMembers?
+    private let parsed = Mutex<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
+
+    init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil) {
+        self.head = head
+        self.bytes = bytes
+        self.tail = tail
+        self.middle = parsedBytes
+    }
+
+    /// Every member in order, parsing `bytes` the first time.
+    var resolved: (members: [JSONObject.Member], positions: [ExactString: Int]?) {
+        parsed.withLock { parsed in
+            if let parsed { return parsed }
+            let inner: [JSONObject.Member]
+            if let middle {
+                inner = middle.resolved.members
+            } else if case .object(let object)? = try? bytes.withUnsafeBufferPointer({ try JSONParser.parse($0) }) {
+                inner = object.members
+            } else {
+                // Stored bytes are DocStore's own writing; a file damaged under SQLite is the only way
+                // here, and its body reads as empty rather than failing every later read.
+                inner = []
+            }
+            let members = head.isEmpty && tail.isEmpty ? inner : head + inner + tail
+            let result = (members, members.count > JSONObject.indexThreshold ? JSONObject.positions(of: members) : nil)
+            parsed = result
+            return result
         }
     }
 }

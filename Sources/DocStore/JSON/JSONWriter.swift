@@ -42,28 +42,26 @@ struct JSONWriter {
     }
 
     mutating func writeObject(_ object: JSONObject) throws {
-        bytes.append(UInt8(ascii: "{"))
-        var first = true
-        for member in object.members {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            writeString(member.key)
-            bytes.append(UInt8(ascii: ":"))
-            try write(member.value)
-        }
-        bytes.append(UInt8(ascii: "}"))
+        try writeObject(object, appending: [])
     }
 
-    /// Writes `object` with `extra` members appended after its own, without copying the object.
+    /// Writes `object` with `extra` members appended after its own, without copying the object. A
+    /// stored object's bytes are copied as they are, not parsed.
     mutating func writeObject(_ object: JSONObject, appending extra: [(String, JSON)]) throws {
-        guard !extra.isEmpty else { return try writeObject(object) }
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        for member in object.members {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            writeKey(member.key)
-            try write(member.value)
+        switch object.storage {
+        case .members(let members, _):
+            try writeMembers(members, first: &first)
+        case .stored(let stored):
+            try writeMembers(stored.head, first: &first)
+            // The members of the stored object: its text without the braces.
+            if stored.bytes.count > 2 {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                bytes.append(contentsOf: stored.bytes[1..<(stored.bytes.count - 1)])
+            }
+            try writeMembers(stored.tail, first: &first)
         }
         for (key, value) in extra {
             if !first { bytes.append(UInt8(ascii: ",")) }
@@ -72,6 +70,15 @@ struct JSONWriter {
             try write(value)
         }
         bytes.append(UInt8(ascii: "}"))
+    }
+
+    private mutating func writeMembers(_ members: [JSONObject.Member], first: inout Bool) throws {
+        for member in members {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeKey(member.key)
+            try write(member.value)
+        }
     }
 
     /// Appends `"key":` — a member name followed by the colon.

@@ -48,19 +48,22 @@ enum StoredBody {
     /// Whether a stored body may have an `_attachments` member: false only when the bytes
     /// `"_attachments":` — a key, as a string value would have its quotes escaped — appear nowhere.
     static func mayHaveAttachmentStubs(_ body: [UInt8]) -> Bool {
+        body.withUnsafeBytes { mayHaveAttachmentStubs($0) }
+    }
+
+    static func mayHaveAttachmentStubs(_ body: UnsafeRawBufferPointer) -> Bool {
         let key: StaticString = #""_attachments":"#
         let keyCount = key.utf8CodeUnitCount
-        return body.withUnsafeBufferPointer { bytes in
-            guard let base = bytes.baseAddress, bytes.count >= keyCount else { return false }
-            // memchr finds each underscore (rare in bodies) at memory speed; only those after a quote compare.
-            var offset = 1
-            let last = bytes.count - keyCount + 1
-            while offset <= last, let hit = memchr(base + offset, Int32(UInt8(ascii: "_")), last - offset + 1) {
-                let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                if base[at - 1] == UInt8(ascii: "\""), memcmp(base + at - 1, key.utf8Start, keyCount) == 0 { return true }
-                offset = at + 1
-            }
-            return false
+        let bytes = body.bindMemory(to: UInt8.self)
+        guard let base = bytes.baseAddress, bytes.count >= keyCount else { return false }
+        // memchr finds each underscore (rare in bodies) at memory speed; only those after a quote compare.
+        var offset = 1
+        let last = bytes.count - keyCount + 1
+        while offset <= last, let hit = memchr(base + offset, Int32(UInt8(ascii: "_")), last - offset + 1) {
+            let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if base[at - 1] == UInt8(ascii: "\""), memcmp(base + at - 1, key.utf8Start, keyCount) == 0 { return true }
+            offset = at + 1
         }
+        return false
     }
 }
