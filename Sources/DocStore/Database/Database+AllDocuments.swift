@@ -68,7 +68,9 @@ extension Database {
 
     /// The rows of `query`; `counting: false` leaves `totalRows` and `offset` at 0, sparing the two
     /// counts that cost a pass over the documents (for readers that page through the ids).
-    func allDocuments(_ query: AllDocumentsQuery, counting: Bool) async throws -> AllDocumentsResult {
+    /// `parsingBodies` parses each document's body at once, for a caller that reads every body
+    /// (`find` matching its selector) and would otherwise pay for keeping the stored bytes first.
+    func allDocuments(_ query: AllDocumentsQuery, counting: Bool, parsingBodies: Bool = false) async throws -> AllDocumentsResult {
         guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
@@ -87,7 +89,8 @@ extension Database {
                             continue
                         }
                         let document = query.includeDocuments && !record.isDeleted
-                            ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record)
+                            ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record,
+                                                        parsed: parsingBodies)
                             : nil
                         rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
                                                     document: document, error: nil))
@@ -105,7 +108,7 @@ extension Database {
                     AllDocumentsRow(id: record.id, revision: record.winner, isDeleted: false,
                                     document: query.includeDocuments
                                         ? try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: false,
-                                                                    body: record.body, record: record)
+                                                                    body: record.body, record: record, parsed: parsingBodies)
                                         : nil,
                                     error: nil)
                 }

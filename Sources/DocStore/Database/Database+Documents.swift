@@ -276,24 +276,26 @@ extension Database {
     }
 
     /// Builds a document from a stored body (body members plus `_attachments` stubs).
+    /// - Parameter parsed: whether to parse the body now rather than keep its stored bytes.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8],
-                             record: DocumentRecord) throws -> Document {
+                             record: DocumentRecord, parsed: Bool = false) throws -> Document {
         try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: body, sequence: record.sequence,
-                         created: record.created, updated: record.updated)
+                         created: record.created, updated: record.updated, parsed: parsed)
     }
 
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
-                             created: Double, updated: Double) throws -> Document {
+                             created: Double, updated: Double, parsed: Bool = false) throws -> Document {
         try body.withUnsafeBytes {
             try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
-                             created: created, updated: updated)
+                             created: created, updated: updated, parsed: parsed)
         }
     }
 
-    /// Builds a document straight from stored body bytes (e.g. SQLite's own buffer), without a copy.
+    /// Builds a document from stored body bytes (e.g. SQLite's own buffer): a body without attachment
+    /// stubs is copied, to be parsed when first read, unless `parsed` asks for it now.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
-                             sequence: Int64, created: Double, updated: Double) throws -> Document {
-        guard StoredBody.mayHaveAttachmentStubs(body) else {
+                             sequence: Int64, created: Double, updated: Double, parsed: Bool = false) throws -> Document {
+        if !parsed && !StoredBody.mayHaveAttachmentStubs(body) {
             // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
             guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
                 throw DocStoreError(.storage, "Stored body of \(id) is not an object")
@@ -306,13 +308,13 @@ extension Database {
             document.lastChange = Date(timeIntervalSince1970: updated)
             return document
         }
-        let parsed: JSON
+        let tree: JSON
         do {
-            parsed = try JSONParser.parse(body.bindMemory(to: UInt8.self))
+            tree = try JSONParser.parse(body.bindMemory(to: UInt8.self))
         } catch {
             throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
         }
-        guard case .object(var object) = parsed else {
+        guard case .object(var object) = tree else {
             throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
         var attachments: Attachments = [:]
