@@ -295,33 +295,30 @@ extension Database {
     /// stubs is copied, to be parsed when first read, unless `parsed` asks for it now.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
                              sequence: Int64, created: Double, updated: Double, parsed: Bool = false) throws -> Document {
+        let object: JSONObject
+        var attachments: Attachments = [:]
         if !parsed && !StoredBody.mayHaveAttachmentStubs(body) {
             // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
             guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
                 throw DocStoreError(.storage, "Stored body of \(id) is not an object")
             }
-            var document = Document(id: id, body: JSONObject(storedJSON: Array(body)))
-            document.revision = revision
-            document.isDeleted = isDeleted
-            document.sequence = sequence
-            document.createDate = Date(timeIntervalSince1970: created)
-            document.lastChange = Date(timeIntervalSince1970: updated)
-            return document
-        }
-        let tree: JSON
-        do {
-            tree = try JSONParser.parse(body.bindMemory(to: UInt8.self))
-        } catch {
-            throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
-        }
-        guard case .object(var object) = tree else {
-            throw DocStoreError(.storage, "Stored body of \(id) is not an object")
-        }
-        var attachments: Attachments = [:]
-        // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
-        if object.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
-            case .object(let stubs)? = object.removeValue(forKey: "_attachments") {
-            for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
+            object = JSONObject(storedJSON: Array(body))
+        } else {
+            let tree: JSON
+            do {
+                tree = try JSONParser.parse(body.bindMemory(to: UInt8.self))
+            } catch {
+                throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
+            }
+            guard case .object(var members) = tree else {
+                throw DocStoreError(.storage, "Stored body of \(id) is not an object")
+            }
+            // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
+            if members.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
+                case .object(let stubs)? = members.removeValue(forKey: "_attachments") {
+                for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
+            }
+            object = members
         }
         var document = Document(id: id, body: object, attachments: attachments)
         document.revision = revision
