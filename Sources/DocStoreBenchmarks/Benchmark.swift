@@ -33,6 +33,9 @@ struct Benchmark: AsyncParsableCommand {
     @Option(help: "Megabytes of attachments for attachment_stream.")
     var attachmentMB: Int = 256
 
+    @Flag(help: "Print the resident memory and its high-water mark after each operation (to standard error).")
+    var memoryTrace = false
+
     func validate() throws {
         guard n >= 100 else { throw ValidationError("--n must be at least 100") }
         guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
@@ -63,6 +66,12 @@ struct Benchmark: AsyncParsableCommand {
             entry.ours.append(ours)
             entry.baseline.append(baseline)
             timings[op] = entry
+            traceMemory(after: op)
+        }
+        func traceMemory(after step: String) {
+            guard memoryTrace else { return }
+            let line = "memory after=\(step) rss_mb=\(format(residentMegabytes(), digits: 1)) peak_mb=\(format(peakResidentMegabytes(), digits: 1))\n"
+            FileHandle.standardError.write(Data(line.utf8))
         }
 
         for _ in 0..<repetitions {
@@ -81,7 +90,9 @@ struct Benchmark: AsyncParsableCommand {
             let db = try await Database.open(name: "bench", directory: folder)
 
             let baselineInsert = time { raw.insertBulk(ids: corpus.ids, bodies: corpus.bodies) }
+            traceMemory(after: "corpus")
             var documents = corpus.documents(count: n)
+            traceMemory(after: "parsed_documents")
             let oursInsert = try await timeAsync { _ = try await db.save(documents) }
             documents = []
             releaseFreeMemory()

@@ -391,37 +391,12 @@ final class JSONTests: XCTestCase {
     func testRandomValuesRoundTrip() throws {
         var generator = SplitMix64(seed: 0xD0C5_7031)
         for _ in 0..<500 {
-            let value = randomJSON(&generator, depth: 0)
+            let value = RandomJSON.value(&generator)
             let text = try value.serialized()
             let parsed = try JSON(parsing: text)
             XCTAssertEqual(parsed, value, String(decoding: text, as: UTF8.self))
             XCTAssertEqual(try parsed.serialized(), text)
         }
-    }
-
-    private func randomJSON(_ g: inout SplitMix64, depth: Int) -> JSON {
-        switch g.next() % (depth > 4 ? 6 : 8) {
-        case 0: return .null
-        case 1: return .bool(g.next() & 1 == 0)
-        case 2: return .integer(Int(bitPattern: UInt(g.next())) >> Int(g.next() % 64))
-        case 3:
-            let d = Double(bitPattern: g.next())
-            return d.isFinite ? .double(d) : .double(Double(Int64(bitPattern: g.next() >> 12)) / 1024)
-        case 4: return .bigInteger((g.next() & 1 == 0 ? "-" : "") + "1" + String(repeating: "7", count: 19 + Int(g.next() % 30)))
-        case 5: return .string(randomString(&g))
-        case 6: return .array((0..<Int(g.next() % 5)).map { _ in randomJSON(&g, depth: depth + 1) })
-        default:
-            var object = JSONObject()
-            for _ in 0..<Int(g.next() % 5) { object[randomString(&g)] = randomJSON(&g, depth: depth + 1) }
-            return .object(object)
-        }
-    }
-
-    private func randomString(_ g: inout SplitMix64) -> String {
-        let alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\u{0}", "\u{1F}", "é", "\u{301}", "中", "😀", "\u{FFFF}", "\u{10FFFF}"]
-        var scalars = String.UnicodeScalarView()
-        for _ in 0..<Int(g.next() % 12) { scalars.append(alphabet[Int(g.next() % UInt64(alphabet.count))]) }
-        return String(scalars)
     }
 }
 

@@ -179,10 +179,12 @@ struct CouchRequest: Sendable {
     }
 
     /// The body parsed as JSON (whatever the `Content-Type`, as CouchDB reads document bodies).
-    func jsonBody() throws -> JSON {
+    /// - Parameter documentDepth: where the body's documents stand (`JSON(parsing:documentDepth:)`):
+    ///   1 for a document, 3 for `_bulk_docs`; their bodies are then kept as the bytes sent.
+    func jsonBody(documentDepth: Int = 0) throws -> JSON {
         guard !body.isEmpty else { throw CouchError.badRequest("Missing request body") }
         do {
-            return try JSON(parsing: body)
+            return try JSON(parsing: body, documentDepth: documentDepth)
         } catch let error as DocStoreError {
             // CouchDB's words for any malformed body; a duplicate key, which CouchDB takes, is named.
             if error.reason.hasPrefix("Duplicate key") { throw CouchError(.badRequest, "bad_request", "Request body has a \(error.reason.prefix(1).lowercased())\(error.reason.dropFirst())") }
@@ -191,8 +193,8 @@ struct CouchRequest: Sendable {
     }
 
     /// The body parsed as a JSON object.
-    func jsonObjectBody() throws -> JSONObject {
-        guard case .object(let object) = try jsonBody() else { throw CouchError.badRequest("Request body must be a JSON object") }
+    func jsonObjectBody(documentDepth: Int = 0) throws -> JSONObject {
+        guard case .object(let object) = try jsonBody(documentDepth: documentDepth) else { throw CouchError.badRequest("Request body must be a JSON object") }
         return object
     }
 

@@ -14,7 +14,7 @@ extension DocServer {
         let type = request.header(.contentType) ?? "application/json"
         guard Multipart.mediaType(of: type) == "multipart/related" else {
             do {
-                let json = try request.jsonBody()
+                let json = try request.jsonBody(documentDepth: 1)
                 guard case .object = json else { throw CouchError.badRequest("Document must be a JSON object") }
                 return try Document(json: json)
             } catch let error as DocStoreError {

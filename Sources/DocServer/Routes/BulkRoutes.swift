@@ -16,7 +16,8 @@ extension DocServer {
     func bulkDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
-        let body = try BulkDocsRequest(json: .object(try request.jsonObjectBody()))
+        // The documents (`{"docs": [{…}]}`) keep their bodies as the bytes sent where they can.
+        let body = try BulkDocsRequest(json: .object(try request.jsonObjectBody(documentDepth: 3)))
         let (items, newEdits) = (body.documents, body.newEdits)
         var parsed: [Document] = []
         parsed.reserveCapacity(items.count)

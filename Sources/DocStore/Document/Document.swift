@@ -253,6 +253,14 @@ extension Document {
         guard case .object(var object) = json else {
             throw DocStoreError(.invalidDocument, "Document must be a JSON object")
         }
+        // A document read with its body kept as bytes (`JSON(parsing:documentDepth:)`): the metadata
+        // is read from the members before them, and the body stays bytes.
+        var storedBody: [UInt8]? = nil
+        if let (metadata, body) = object.storedDocument,
+            metadata.allSatisfy({ JSONReader.documentMetadataKeys.contains($0.key) }) {
+            object = JSONObject(uniqueMembers: metadata)
+            storedBody = body
+        }
         var id: String? = nil
         if let value = object.removeValue(forKey: "_id") {
             guard case .string(let text) = value else {
@@ -295,6 +303,7 @@ extension Document {
         for ignored in ["_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq"] {
             object.removeValue(forKey: ignored)
         }
+        if let storedBody { object = JSONObject(storedJSON: storedBody) }
         self.init(id: id, body: object, attachments: attachments)
         self.revision = revision
         self.isDeleted = isDeleted

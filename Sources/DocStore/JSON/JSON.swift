@@ -63,6 +63,23 @@ extension JSON {
         }
     }
 
+    /// Parses JSON text in which the objects at nesting level `documentDepth` (1 for the outermost
+    /// value) are CouchDB documents, such as the documents of a `_bulk_get` answer or a `_bulk_docs`
+    /// request: their bodies are kept as the bytes they arrived as when those are exactly what
+    /// DocStore would store, so that ``Document/init(json:)`` and saving never build them into a tree.
+    /// The value is equal to what ``init(parsing:)-(Data)`` gives, but for the order of such a
+    /// document's members: its metadata (`_id`, `_rev`…) comes first.
+    package init(parsing data: Data, documentDepth: Int) throws {
+        self = try data.withUnsafeBytes { raw in
+            try JSONParser.parse(raw.bindMemory(to: UInt8.self), documentDepth: documentDepth)
+        }
+    }
+
+    /// Parses JSON text in UTF-8 bytes with documents at `documentDepth`, as ``init(parsing:documentDepth:)-(Data,_)``.
+    package init(parsing bytes: [UInt8], documentDepth: Int) throws {
+        self = try bytes.withUnsafeBufferPointer { try JSONParser.parse($0, documentDepth: documentDepth) }
+    }
+
     /// Serializes the value as compact JSON text in UTF-8.
     ///
     /// - Throws: ``DocStoreError`` (``DocStoreError/Code/invalidJSON``) if the value holds a NaN or an

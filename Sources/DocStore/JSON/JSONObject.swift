@@ -72,6 +72,19 @@ public struct JSONObject: Sendable, Hashable {
         storage = .stored(StoredMembers(head: [], bytes: bytes, tail: []))
     }
 
+    /// A document as ``JSONReader/readDocumentObject()`` reads it: its metadata members, then the
+    /// members of `body`, JSON text in ``JSONWriter``'s form without `_` members.
+    init(metadata: [Member], storedBody body: [UInt8]) {
+        storage = .stored(StoredMembers(head: metadata, bytes: body, tail: []))
+    }
+
+    /// The members before the stored bytes and those bytes, for an object in the stored form whose
+    /// members all come before them (``init(metadata:storedBody:)``, ``init(storedJSON:)``).
+    var storedDocument: (metadata: [Member], body: [UInt8])? {
+        if case .stored(let stored) = storage, stored.tail.isEmpty { return (stored.head, stored.bytes) }
+        return nil
+    }
+
     /// `head`'s members, then `middle`'s, then `tail`'s — keeping `middle`'s stored bytes as they are.
     /// - Precondition: the keys of the three are distinct.
     package init(head: [(String, JSON)], middle: JSONObject, tail: [(String, JSON)]) {
@@ -238,6 +251,7 @@ public struct JSONObject: Sendable, Hashable {
     let tail: [JSONObject.Member]
     /// The object of `bytes` alone, shared with the stored object it was spliced from.
     private let middle: StoredMembers?
+
     private let parsed = Mutex<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
 
     init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil) {

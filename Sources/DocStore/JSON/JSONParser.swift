@@ -10,8 +10,9 @@ public enum JSONParser {
     public static let maximumDepth = 512
 
     /// Parses one JSON value that must span the whole buffer (surrounding whitespace allowed).
-    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws -> JSON {
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>, documentDepth: Int = 0) throws -> JSON {
         var reader = JSONReader(buffer)
+        reader.documentDepth = documentDepth
         let value = try reader.readValue()
         reader.skipWhitespace()
         if reader.index != buffer.count {
@@ -168,6 +169,11 @@ struct JSONReader: ~Copyable {
     var lastStringWasPlainASCII = false
     /// Short object keys made earlier on this thread.
     let keyCache = JSONKeyCache.current
+    /// The nesting level (1 for the outermost value) whose objects are documents, read by
+    /// ``readDocumentObject()``; 0 for none.
+    var documentDepth = 0
+    /// The key hashes of the objects ``skipCanonicalValue()`` is inside, for its duplicate-key check.
+    var skippedKeyHashes: [UInt64] = []
 
     init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
@@ -199,7 +205,7 @@ struct JSONReader: ~Copyable {
         skipWhitespace()
         guard index < buffer.count else { throw error("Unexpected end of input") }
         switch buffer[index] {
-        case UInt8(ascii: "{"): return try readObject()
+        case UInt8(ascii: "{"): return depth + 1 == documentDepth ? try readDocumentObject() : try readObject()
         case UInt8(ascii: "["): return try readArray()
         case UInt8(ascii: "\""): return .string(try readString())
         case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)

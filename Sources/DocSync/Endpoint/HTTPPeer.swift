@@ -120,11 +120,17 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     /// Sends a request and returns its JSON, mapping error statuses to typed errors.
-    func request(_ method: String, _ path: String = "", json: JSON? = nil, allow: Set<Int> = []) async throws -> (status: Int, json: JSON) {
+    /// - Parameter documentDepth: where the answer's documents stand (`JSON(parsing:documentDepth:)`),
+    ///   so that their bodies are kept as the bytes they came as; 0 for an answer without documents.
+    func request(_ method: String, _ path: String = "", json: JSON? = nil, allow: Set<Int> = [],
+                 documentDepth: Int = 0) async throws -> (status: Int, json: JSON) {
         let (status, data) = try await send(method, path, json: json)
         if status >= 400 && !allow.contains(status) { try throwError(status: status, body: data, method: method, path: path) }
-        return (status, (try? JSON(parsing: data)) ?? .null)
+        return (status, (try? JSON(parsing: data, documentDepth: documentDepth)) ?? .null)
     }
+
+    /// Where the documents of a `_bulk_get` answer stand: `{"results": [{"docs": [{"ok": {…}}]}]}`.
+    static let bulkGetDocumentDepth = 6
 
     /// The typed error for an error answer.
     func throwError(status: Int, body data: Data, method: String, path: String) throws -> Never {
@@ -248,7 +254,7 @@ struct HTTPPeer: ReplicationPeer {
         guard !requests.isEmpty else { return [] }
         let body = BulkGet.Request(requests.map { BulkGet.Request.Item(id: $0.id, revision: $0.revision.description) })
         let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false&att_encoding_info=true",
-                                               json: body.json, allow: [400, 404, 405, 501])
+                                               json: body.json, allow: [400, 404, 405, 501], documentDepth: HTTPPeer.bulkGetDocumentDepth)
         bulkGets.figures.withLock { $0.attempts += requests.count }
         if status >= 400 {
             return try await fetchWithAttachments(requests.map { ($0, nil) }, stagingInto: stagingDatabase)
@@ -321,7 +327,7 @@ struct HTTPPeer: ReplicationPeer {
                 BulkGet.Request.Item(id: $0.id, revision: $0.revision.description, attachmentsSince: $0.possibleAncestors)
             })
             let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=true",
-                                                   json: body.json, allow: [400, 404, 405, 501])
+                                                   json: body.json, allow: [400, 404, 405, 501], documentDepth: HTTPPeer.bulkGetDocumentDepth)
             // Each revision counts once as a `_bulk_get` attempt: the first request counted them.
             guard status < 400, let answer = try? BulkGet.Response(json: json), answer.results.count == group.count else {
                 unread += group

@@ -1,0 +1,245 @@
+/// Reading documents that arrive as JSON (a `_bulk_get` answer, a `_bulk_docs` request) straight into
+/// the stored form of their bodies: the members that are not CouchDB metadata are checked and copied
+/// as bytes, never built into a tree, when they are already exactly what ``JSONWriter`` would write.
+///
+/// The check is conservative: anything it is not sure of — whitespace, an escape ``JSONWriter`` would
+/// not write, a number it would write otherwise, a key that is not plain ASCII, an unknown `_`
+/// member, invalid input of any kind — sends the whole object back to the tree parser, which reads
+/// it (or reports its error) exactly as it always has. So the stored bytes are always what writing
+/// the parsed tree would give, and a stored body never holds a reserved `_` member.
+extension JSONReader {
+    /// The `_` members a document may carry beside its body; any other sends the document to the tree
+    /// parser (where `Document(json:)` leaves it in the body for saving to reject or accept).
+    static let documentMetadataKeys: Set<String> = [
+        "_id", "_rev", "_revisions", "_deleted", "_attachments",
+        "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq",
+    ]
+
+    /// Reads the object at `index` as a document: its metadata members parsed, its other members kept
+    /// as bytes (``JSONObject``'s stored form, metadata first), or — when that cannot be done — as the
+    /// tree ``readObject()`` makes.
+    mutating func readDocumentObject() throws -> JSON {
+        let start = index
+        let startDepth = depth
+        if let stored = try readStoredDocument() { return .object(stored) }
+        index = start
+        depth = startDepth
+        return try readObject()
+    }
+
+    /// The document at `index` with its body kept as bytes, or `nil` (the position then undefined)
+    /// when its text is not in ``JSONWriter``'s form or is not valid.
+    private mutating func readStoredDocument() throws -> JSONObject? {
+        try enterContainer()
+        index += 1
+        var metadata: [JSONObject.Member] = []
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        let hashesStart = skippedKeyHashes.count
+        defer { skippedKeyHashes.removeSubrange(hashesStart...) }
+        if index < buffer.count && buffer[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            body.append(UInt8(ascii: "}"))
+            return JSONObject(storedJSON: body)
+        }
+        while true {
+            let keyStart = index
+            guard let hash = skipPlainKey(), index < buffer.count, buffer[index] == UInt8(ascii: ":") else { return nil }
+            if skippedKeyHashes[hashesStart...].contains(hash) { return nil }
+            skippedKeyHashes.append(hash)
+            index += 1
+            if buffer[keyStart + 1] == UInt8(ascii: "_") {
+                let key = String(decoding: UnsafeBufferPointer(rebasing: buffer[keyStart + 1..<index - 2]), as: UTF8.self)
+                guard JSONReader.documentMetadataKeys.contains(key) else { return nil }
+                metadata.append(JSONObject.Member(key: key, value: try readValue()))
+            } else {
+                guard skipCanonicalValue() else { return nil }
+                if body.count > 1 { body.append(UInt8(ascii: ",")) }
+                body.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[keyStart..<index]))
+            }
+            guard index < buffer.count else { return nil }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "}") { break }
+            return nil
+        }
+        depth -= 1
+        body.append(UInt8(ascii: "}"))
+        return JSONObject(metadata: metadata, storedBody: body)
+    }
+
+    /// Skips a key of plain ASCII without escapes at `index` (its opening quote) and returns its
+    /// hash (``plainKeyHash(from:to:)``), or `nil` for any other key.
+    private mutating func skipPlainKey() -> UInt64? {
+        guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return nil }
+        let start = index + 1
+        var end = start
+        while end < buffer.count {
+            let byte = buffer[end]
+            if byte == UInt8(ascii: "\"") { break }
+            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\\") { return nil }
+            end += 1
+        }
+        guard end < buffer.count else { return nil }
+        index = end + 1
+        return plainKeyHash(from: start, to: end)
+    }
+
+    /// Skips the value at `index` if its text is exactly what ``JSONWriter`` writes for it, and valid;
+    /// `false` otherwise.
+    private mutating func skipCanonicalValue() -> Bool {
+        guard index < buffer.count else { return false }
+        switch buffer[index] {
+        case UInt8(ascii: "{"): return skipCanonicalObject()
+        case UInt8(ascii: "["): return skipCanonicalArray()
+        case UInt8(ascii: "\""): return skipCanonicalString()
+        case UInt8(ascii: "t"): return (try? expectLiteral("true")) != nil
+        case UInt8(ascii: "f"): return (try? expectLiteral("false")) != nil
+        case UInt8(ascii: "n"): return (try? expectLiteral("null")) != nil
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return skipCanonicalNumber()
+        default: return false
+        }
+    }
+
+    private mutating func skipCanonicalObject() -> Bool {
+        guard (try? enterContainer()) != nil else { return false }
+        index += 1
+        if index < buffer.count && buffer[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return true
+        }
+        let hashesStart = skippedKeyHashes.count
+        defer { skippedKeyHashes.removeSubrange(hashesStart...) }
+        while true {
+            guard let hash = skipPlainKey(), !skippedKeyHashes[hashesStart...].contains(hash),
+                index < buffer.count, buffer[index] == UInt8(ascii: ":")
+            else { return false }
+            skippedKeyHashes.append(hash)
+            index += 1
+            guard skipCanonicalValue(), index < buffer.count else { return false }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "}") { break }
+            return false
+        }
+        depth -= 1
+        return true
+    }
+
+    private mutating func skipCanonicalArray() -> Bool {
+        guard (try? enterContainer()) != nil else { return false }
+        index += 1
+        if index < buffer.count && buffer[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return true
+        }
+        while true {
+            guard skipCanonicalValue(), index < buffer.count else { return false }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "]") { break }
+            return false
+        }
+        depth -= 1
+        return true
+    }
+
+    /// A string with only ``JSONWriter``'s escapes (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, and
+    /// `\u00xx` in lower case for the other control characters) and valid UTF-8.
+    private mutating func skipCanonicalString() -> Bool {
+        index += 1
+        while true {
+            if let base = buffer.baseAddress {
+                while index + 8 <= buffer.count,
+                    swarSpecialOrNonASCIIMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) == 0 {
+                    index += 8
+                }
+            }
+            guard index < buffer.count else { return false }
+            let byte = buffer[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return true
+            case UInt8(ascii: "\\"):
+                guard index + 1 < buffer.count else { return false }
+                switch buffer[index + 1] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "n"), UInt8(ascii: "r"),
+                     UInt8(ascii: "t"), UInt8(ascii: "b"), UInt8(ascii: "f"):
+                    index += 2
+                case UInt8(ascii: "u"):
+                    guard index + 6 <= buffer.count, buffer[index + 2] == UInt8(ascii: "0"),
+                        buffer[index + 3] == UInt8(ascii: "0"),
+                        let high = JSONReader.lowerHexDigit(buffer[index + 4]), high <= 1,
+                        let low = JSONReader.lowerHexDigit(buffer[index + 5])
+                    else { return false }
+                    // The writer's short escapes stand for these five.
+                    let scalar = high << 4 | low
+                    if [0x08, 0x09, 0x0A, 0x0C, 0x0D].contains(scalar) { return false }
+                    index += 6
+                default:
+                    return false
+                }
+            case 0..<0x20:
+                return false
+            case 0x80...:
+                guard let length = validUTF8SequenceLength(at: index) else { return false }
+                index += length
+            default:
+                index += 1
+            }
+        }
+    }
+
+    private static func lowerHexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+
+    /// The length of the well-formed UTF-8 sequence at `offset` (a lead byte of 0x80 or more), or
+    /// `nil`: overlong forms, surrogates and code points above U+10FFFF are not well formed.
+    private func validUTF8SequenceLength(at offset: Int) -> Int? {
+        let lead = buffer[offset]
+        let length: Int
+        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xED: length = 3; secondRange = 0x80...0x9F
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; secondRange = 0x80...0x8F
+        default: return nil
+        }
+        guard offset + length <= buffer.count, secondRange.contains(buffer[offset + 1]) else { return nil }
+        for k in 2..<length where buffer[offset + k] & 0xC0 != 0x80 { return nil }
+        return length
+    }
+
+    /// A number as ``JSONWriter`` writes what the parser reads from it: an integer without `-0`, or a
+    /// double in its shortest form (`description`).
+    private mutating func skipCanonicalNumber() -> Bool {
+        let start = index
+        guard let number = try? readNumber() else { return false }
+        switch number {
+        case .integer(let value):
+            return !(value == 0 && buffer[start] == UInt8(ascii: "-"))
+        case .bigInteger:
+            return true
+        case .double(let value):
+            let read = UnsafeBufferPointer(rebasing: buffer[start..<index])
+            return value.description.utf8.elementsEqual(read)
+        default:
+            return false
+        }
+    }
+}

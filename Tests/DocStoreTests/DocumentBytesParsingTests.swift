@@ -1,0 +1,172 @@
+@testable import DocStore
+import Foundation
+import TestSupport
+import XCTest
+
+/// Documents parsed with `JSON(parsing:documentDepth:)` keep their bodies as the bytes they came in
+/// when those are exactly what DocStore would store, and otherwise read as the tree parser reads them:
+/// either way, the same document, the same stored bytes, the same errors.
+final class DocumentBytesParsingTests: XCTestCase {
+    /// The document both ways; asserts they agree, and returns the one read with `documentDepth`.
+    @discardableResult
+    private func assertSameDocument(_ text: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws -> Document? {
+        let shown = String(decoding: text, as: UTF8.self)
+        let tree: Result<Document, Error> = Result { try Document(json: JSON(parsing: Data(text))) }
+        let bytes: Result<Document, Error> = Result { try Document(json: JSON(parsing: text, documentDepth: 1)) }
+        switch (tree, bytes) {
+        case (.success(let expected), .success(let document)):
+            XCTAssertEqual(document.id, expected.id, shown, file: file, line: line)
+            XCTAssertEqual(document.revision, expected.revision, shown, file: file, line: line)
+            XCTAssertEqual(document.revisionHistory, expected.revisionHistory, shown, file: file, line: line)
+            XCTAssertEqual(document.isDeleted, expected.isDeleted, shown, file: file, line: line)
+            XCTAssertEqual(document.attachments, expected.attachments, shown, file: file, line: line)
+            XCTAssertEqual(document.body, expected.body, shown, file: file, line: line)
+            XCTAssertEqual(try JSON.object(document.body).serialized(), try JSON.object(expected.body).serialized(), shown, file: file, line: line)
+            return document
+        case (.failure(let expected), .failure(let error)):
+            XCTAssertEqual("\(error)", "\(expected)", shown, file: file, line: line)
+        default:
+            XCTFail("tree: \(tree), bytes: \(bytes) for \(shown)", file: file, line: line)
+        }
+        return nil
+    }
+
+    func testCanonicalBodiesStayBytesAndReadAsTheirTree() throws {
+        var generator = SplitMix64(seed: 0xB0D1_E5)
+        var kept = 0
+        for number in 0..<400 {
+            var object = RandomJSON.object(&generator)
+            // Reserved members are the parser's to reject or keep; these documents have none in the body.
+            for key in object.keys where key.hasPrefix("_") { object.removeValue(forKey: key) }
+            let body = try JSON.object(object).serialized()
+            let text = Array(#"{"_id":"doc-\#(number)","_rev":"1-abc""#.utf8) + (object.isEmpty ? [] : [UInt8(ascii: ",")]) + body.dropFirst()
+            let document = try XCTUnwrap(try assertSameDocument(text))
+            // A body whose keys are all plain ASCII is in the writer's form and stays bytes.
+            let plainKeys = object.keys.allSatisfy { $0.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C } }
+            if plainKeys && !containsNonPlainKey(.object(object)) {
+                XCTAssertEqual(document.body.storedJSON, body, "kept as bytes: \(String(decoding: text, as: UTF8.self))")
+                kept += 1
+            }
+        }
+        XCTAssertGreaterThan(kept, 60, "a fair share of random bodies have plain keys only")
+    }
+
+    private func containsNonPlainKey(_ value: JSON) -> Bool {
+        switch value {
+        case .object(let object):
+            return object.contains { key, member in
+                !key.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x80 && $0 != 0x22 && $0 != 0x5C } || containsNonPlainKey(member)
+            }
+        case .array(let elements): return elements.contains(where: containsNonPlainKey)
+        default: return false
+        }
+    }
+
+    func testTextOutsideTheWritersFormIsReadAsATree() throws {
+        let texts = [
+            #"{"_id":"a", "x":1}"#,                       // whitespace
+            #"{"_id":"a","x":"a\/b"}"#,                    // an escape the writer does not write
+            #"{"_id":"a","x":"\u0041"}"#,
+            #"{"_id":"a","x":"\u000a"}"#,                  // \n written long
+            #"{"_id":"a","x":"\u001F"}"#,                  // upper-case hex
+            #"{"_id":"a","x":1.50}"#,                      // not the shortest double
+            #"{"_id":"a","x":1E2}"#,
+            #"{"_id":"a","x":-0}"#,
+            #"{"_id":"a","x":{"k" :1}}"#,
+            #"{"_id":"a","é":1}"#,                         // a key that is not plain ASCII
+            #"{"_id":"a","x\n":1}"#,
+            #"{"_id":"a","_foo":1}"#,                      // an unknown reserved member stays in the body
+            #"{"_id":"a","_replication_state":"completed","x":1}"#,
+        ]
+        for text in texts {
+            let document = try XCTUnwrap(try assertSameDocument(Array(text.utf8)), text)
+            XCTAssertNil(document.body.storedJSON, text)
+        }
+        // Canonical texts with every escape the writer does write, non-ASCII text and numbers of each kind.
+        let canonical = #"{"_id":"b","s":"q\"b\\n\nr\rt\tb\bf\f\u0001\u001f é 日本 😀","i":-12,"big":123456789012345678901234,"d":0.1,"e":1e+300,"t":5e-324,"z":-0.0,"n":null,"a":[true,false,[],{}]}"#
+        let document = try XCTUnwrap(try assertSameDocument(Array(canonical.utf8)))
+        XCTAssertNotNil(document.body.storedJSON)
+    }
+
+    func testMetadataIsReadWhereverItStands() throws {
+        let text = #"{"a":1,"_rev":"2-b","_attachments":{"f.txt":{"stub":true,"content_type":"text/plain","digest":"md5-AAAAAAAAAAAAAAAAAAAAAA==","length":3,"revpos":1}},"b":[1,2],"_id":"m","_revisions":{"start":2,"ids":["b","a"]},"_deleted":true,"_conflicts":["1-x"],"c":"x"}"#
+        let document = try XCTUnwrap(try assertSameDocument(Array(text.utf8)))
+        XCTAssertEqual(document.body.storedJSON, Array(#"{"a":1,"b":[1,2],"c":"x"}"#.utf8))
+        XCTAssertEqual(document.id, "m")
+        XCTAssertEqual(document.revision?.description, "2-b")
+        XCTAssertEqual(document.revisionHistory?.map(\.description), ["1-a"])
+        XCTAssertTrue(document.isDeleted)
+        XCTAssertEqual(document.attachments["f.txt"]?.length, 3)
+    }
+
+    /// Every damaged form of a canonical document fails, or reads, exactly as the tree parser says.
+    func testDamagedTextFailsAsTheTreeParserSays() throws {
+        var generator = SplitMix64(seed: 0xDA4A_6ED)
+        let base = Array(#"{"_id":"d","_rev":"1-a","name":"Zürich \"q\" \u0001","n":[1,2.5,-3,{"k":null}],"o":{"x":true,"y":"z"},"e":{}}"#.utf8)
+        let alphabet = Array(#"{}[]",:\ 0123456789.-eEtrufalsn_xu"#.utf8) + [0xC3, 0xA9, 0xFF, 0x00]
+        var failures = 0
+        for _ in 0..<3000 {
+            var text = base
+            for _ in 0..<(1 + Int(generator.next() % 3)) {
+                let position = Int(generator.next() % UInt64(text.count))
+                switch generator.next() % 3 {
+                case 0: text.remove(at: position)
+                case 1: text.insert(alphabet[Int(generator.next() % UInt64(alphabet.count))], at: position)
+                default: text[position] = alphabet[Int(generator.next() % UInt64(alphabet.count))]
+                }
+            }
+            if (try? JSON(parsing: Data(text))) == nil { failures += 1 }
+            try assertSameDocument(text)
+        }
+        XCTAssertGreaterThan(failures, 1000, "most damage is invalid JSON")
+    }
+
+    func testDuplicateKeysAndDepthLimitFailAsBefore() throws {
+        try assertSameDocument(Array(#"{"_id":"a","x":1,"x":2}"#.utf8))
+        try assertSameDocument(Array(#"{"_id":"a","_id":"b"}"#.utf8))
+        try assertSameDocument(Array(#"{"_id":"a","o":{"k":1,"k":2}}"#.utf8))
+        let deep = String(repeating: "[", count: JSONParser.maximumDepth) + String(repeating: "]", count: JSONParser.maximumDepth)
+        try assertSameDocument(Array(#"{"_id":"a","deep":\#(deep)}"#.utf8))
+        // 128 keys: past every small-object path, each key distinct.
+        let many = (0..<128).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let document = try XCTUnwrap(try assertSameDocument(Array(#"{"_id":"a",\#(many)}"#.utf8)))
+        XCTAssertEqual(document.body.count, 128)
+        XCTAssertEqual(document.body["k127"], 127)
+    }
+
+    /// Only objects at the given depth are documents: in a `_bulk_docs` request, the documents, not
+    /// the request; in `_bulk_get`'s answer, the `ok` documents.
+    func testDocumentsAtADepthInsideLargerAnswers() throws {
+        let request = #"{"docs":[{"_id":"a","_rev":"1-x","v":1},{"_id":"b","w":[2]}],"new_edits":false}"#
+        let parsed = try JSON(parsing: Array(request.utf8), documentDepth: 3)
+        XCTAssertEqual(parsed, try JSON(parsing: request))
+        XCTAssertNil(parsed.objectValue?.storedJSON)
+        let documents = try XCTUnwrap(parsed["docs"]?.arrayValue).map { try Document(json: $0) }
+        XCTAssertEqual(documents.map(\.id), ["a", "b"])
+        XCTAssertEqual(documents.map { $0.body.storedJSON.map { String(decoding: $0, as: UTF8.self) } }, [#"{"v":1}"#, #"{"w":[2]}"#])
+
+        let answer = #"{"results":[{"id":"a","docs":[{"ok":{"_id":"a","_rev":"1-x","v":1}},{"error":{"id":"a","rev":"2-y","error":"not_found","reason":"missing"}}]}]}"#
+        let read = try JSON(parsing: Array(answer.utf8), documentDepth: 6)
+        XCTAssertEqual(read, try JSON(parsing: answer))
+        let entries = try XCTUnwrap(read["results"]?[0]?["docs"]?.arrayValue)
+        XCTAssertNotNil(entries[0]["ok"]?.objectValue.flatMap { try? Document(json: .object($0)) }?.body.storedJSON)
+        XCTAssertEqual(entries[1]["error"]?["error"], "not_found")
+    }
+
+    /// A document that arrived as bytes is saved as those bytes, with the revision the tree would get.
+    func testBytesDocumentsSaveAsTheirTrees() async throws {
+        let db = try await makeDatabase(self)
+        let other = try await makeDatabase(self)
+        let text = #"{"_id":"s","name":"Kraków","n":[1,2.5],"o":{"k":"v"}}"#
+        let fromBytes = try Document(json: JSON(parsing: Array(text.utf8), documentDepth: 1))
+        XCTAssertNotNil(fromBytes.body.storedJSON)
+        let fromTree = try Document(json: JSON(parsing: text))
+        let saved = try await db.save(fromBytes)
+        let savedTree = try await other.save(fromTree)
+        XCTAssertEqual(saved.revision, savedTree.revision, "the same revision id either way")
+        let readFound = try await db.document(withID: "s")
+        let read = try XCTUnwrap(readFound)
+        XCTAssertEqual(read.body, fromTree.body)
+        XCTAssertEqual(read.body.storedJSON, try JSON.object(fromTree.body).serialized())
+    }
+}
