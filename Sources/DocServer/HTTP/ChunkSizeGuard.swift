@@ -65,19 +65,20 @@ struct ChunkSizeGuard {
             case .transparent:
                 return .pass
             case .head, .trailers:
-                let byte = bytes[index]
-                index += 1
-                headBytes += 1
+                // The rest of the line (its end included) at once: a head is read per line, not per byte.
+                let newline = bytes[index...].firstIndex(of: UInt8(ascii: "\n"))
+                let segmentEnd = newline.map { $0 + 1 } ?? bytes.count
+                headBytes += segmentEnd - index
                 if headBytes > ChunkSizeGuard.maximumHeadSize {
                     state = .transparent
                     return .pass
                 }
-                if byte == UInt8(ascii: "\n") {
+                line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<(newline ?? bytes.count)]))
+                index = segmentEnd
+                if newline != nil {
                     if line.last == UInt8(ascii: "\r") { line.removeLast() }
                     endLine()
                     line.removeAll(keepingCapacity: true)
-                } else {
-                    line.append(byte)
                 }
             case .body(let remaining):
                 let skipped = min(remaining, UInt64(bytes.count - index))
@@ -148,7 +149,7 @@ struct ChunkSizeGuard {
             // Empty lines before a request line are tolerated, as by the parser.
             guard !line.isEmpty else { return }
             sawRequestLine = true
-            isConnect = line.starts(with: Array("CONNECT ".utf8))
+            isConnect = line.starts(with: "CONNECT ".utf8)
             return
         }
         guard !line.isEmpty else {
@@ -156,15 +157,24 @@ struct ChunkSizeGuard {
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+        // Only two header names matter; the others are passed over without making strings of them.
+        let name = line[..<colon]
+        let isTransferEncoding = ChunkSizeGuard.equalsIgnoringASCIICase(name, "transfer-encoding")
+        guard isTransferEncoding || ChunkSizeGuard.equalsIgnoringASCIICase(name, "content-length") else { return }
         let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: [" ", "\t"])
-        switch name {
-        case "transfer-encoding":
+        if isTransferEncoding {
             if value.lowercased().contains("chunked") { chunked = true }
-        case "content-length":
+        } else {
             if let length = UInt64(value) { contentLength = length } else { state = .transparent }
-        default:
-            break
+        }
+    }
+
+    /// Whether `bytes` spell `lowercase` (which is lower-case ASCII) in any case.
+    private static func equalsIgnoringASCIICase(_ bytes: ArraySlice<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        return zip(bytes, expected).allSatisfy { byte, wanted in
+            byte == wanted || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte | 0x20 == wanted)
         }
     }
 
