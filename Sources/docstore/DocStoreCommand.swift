@@ -3,6 +3,7 @@ import DocStore
 import Foundation
 
 /// The `docstore` command-line tool.
+@main
 struct DocStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "docstore",
