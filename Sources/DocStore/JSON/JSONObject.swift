@@ -251,7 +251,6 @@ public struct JSONObject: Sendable, Hashable {
     let tail: [JSONObject.Member]
     /// The object of `bytes` alone, shared with the stored object it was spliced from.
     private let middle: StoredMembers?
-
     private let parsed = Mutex<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
 
     init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil) {
