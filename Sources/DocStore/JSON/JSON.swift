@@ -42,12 +42,7 @@ extension JSON {
     ///   duplicate object keys, nesting deeper than ``JSONParser/maximumDepth``).
     /// - Complexity: O(n) in the length of the input.
     public init<Bytes: Collection>(parsing bytes: Bytes) throws where Bytes.Element == UInt8 {
-        if let value = try bytes.withContiguousStorageIfAvailable({ try JSONParser.parse($0) }) {
-            self = value
-        } else {
-            let copy = Array(bytes)
-            self = try copy.withUnsafeBufferPointer { try JSONParser.parse($0) }
-        }
+        try self.init(parsing: bytes, documentDepth: 0)
     }
 
     /// Parses JSON text.
@@ -64,20 +59,18 @@ extension JSON {
     }
 
     /// Parses JSON text in which the objects at nesting level `documentDepth` (1 for the outermost
-    /// value) are CouchDB documents, such as the documents of a `_bulk_get` answer or a `_bulk_docs`
-    /// request: their bodies are kept as the bytes they arrived as when those are exactly what
-    /// DocStore would store, so that ``Document/init(json:)`` and saving never build them into a tree.
-    /// The value is equal to what ``init(parsing:)-(Data)`` gives, but for the order of such a
+    /// value; 0 for none) are CouchDB documents, such as the documents of a `_bulk_get` answer or a
+    /// `_bulk_docs` request: their bodies are kept as the bytes they arrived as when those are exactly
+    /// what DocStore would store, so that ``Document/init(json:)`` and saving never build them into a
+    /// tree. The value is equal to what ``init(parsing:)-(Bytes)`` gives, but for the order of such a
     /// document's members: its metadata (`_id`, `_rev`…) comes first.
-    package init(parsing data: Data, documentDepth: Int) throws {
-        self = try data.withUnsafeBytes { raw in
-            try JSONParser.parse(raw.bindMemory(to: UInt8.self), documentDepth: documentDepth)
+    package init<Bytes: Collection>(parsing bytes: Bytes, documentDepth: Int) throws where Bytes.Element == UInt8 {
+        if let value = try bytes.withContiguousStorageIfAvailable({ try JSONParser.parse($0, documentDepth: documentDepth) }) {
+            self = value
+        } else {
+            let copy = Array(bytes)
+            self = try copy.withUnsafeBufferPointer { try JSONParser.parse($0, documentDepth: documentDepth) }
         }
-    }
-
-    /// Parses JSON text in UTF-8 bytes with documents at `documentDepth`, as ``init(parsing:documentDepth:)-(Data,_)``.
-    package init(parsing bytes: [UInt8], documentDepth: Int) throws {
-        self = try bytes.withUnsafeBufferPointer { try JSONParser.parse($0, documentDepth: documentDepth) }
     }
 
     /// Serializes the value as compact JSON text in UTF-8.

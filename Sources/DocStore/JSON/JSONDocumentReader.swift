@@ -57,16 +57,22 @@ extension JSONReader {
                 if body.count > 1 { body.append(UInt8(ascii: ",")) }
                 body.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[keyStart..<index]))
             }
-            guard index < buffer.count else { return nil }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            return nil
+            guard let more = skipSeparator(closing: UInt8(ascii: "}")) else { return nil }
+            if !more { break }
         }
         depth -= 1
         body.append(UInt8(ascii: "}"))
         return JSONObject(metadata: metadata, storedBody: body)
+    }
+
+    /// Reads what follows a member or an element, with no whitespace before it: `true` past a `,`,
+    /// `false` past `closing`, `nil` for anything else.
+    private mutating func skipSeparator(closing: UInt8) -> Bool? {
+        guard index < buffer.count else { return nil }
+        let byte = buffer[index]
+        index += 1
+        if byte == UInt8(ascii: ",") { return true }
+        return byte == closing ? false : nil
     }
 
     /// Skips a key of plain ASCII without escapes at `index` (its opening quote) and returns its
@@ -118,12 +124,8 @@ extension JSONReader {
             else { return false }
             skippedKeyHashes.append(hash)
             index += 1
-            guard skipCanonicalValue(), index < buffer.count else { return false }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            return false
+            guard skipCanonicalValue(), let more = skipSeparator(closing: UInt8(ascii: "}")) else { return false }
+            if !more { break }
         }
         depth -= 1
         return true
@@ -138,12 +140,8 @@ extension JSONReader {
             return true
         }
         while true {
-            guard skipCanonicalValue(), index < buffer.count else { return false }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "]") { break }
-            return false
+            guard skipCanonicalValue(), let more = skipSeparator(closing: UInt8(ascii: "]")) else { return false }
+            if !more { break }
         }
         depth -= 1
         return true
