@@ -17,7 +17,8 @@ extension DocServer {
         guard request.method == .post else { throw CouchError.methodNotAllowed }
         try request.requireJSONContentType()
         // The documents (`{"docs": [{…}]}`) keep their bodies as the bytes sent where they can.
-        let body = try BulkDocsRequest(json: .object(try request.jsonObjectBody(documentDepth: 3)))
+        let requestObject = try request.jsonObjectBody(documentDepth: 3)
+        let body = try BulkDocsRequest(json: .object(requestObject))
         let (items, newEdits) = (body.documents, body.newEdits)
         var parsed: [Document] = []
         parsed.reserveCapacity(items.count)
@@ -49,7 +50,7 @@ extension DocServer {
         }
         // CouchDB 3.3.3 refuses `all_or_nothing` (but with `new_edits=false`, where it ignores it), naming
         // each document.
-        if newEdits, try request.jsonObjectBody()["all_or_nothing"] == true {
+        if newEdits, requestObject["all_or_nothing"] == true {
             let failure = ErrorBody(error: "not_implemented", reason: "all_or_nothing is not supported")
             let refused = items.map { item -> JSON in
                 var row = WriteResult(id: item["_id"]?.stringValue ?? newUUID(), failure: failure).json
