@@ -22,6 +22,13 @@ struct ReplicationLoop {
     private var lastFailure: ReplicationError?
     /// The batch read last, waiting to be transferred.
     private var rows: [ChangesRow] = []
+    /// Where the batch read last ends, and how it was read.
+    private var lastRead: (sequence: JSON, mode: ReplicationStateMachine.ChangesMode) = (.integer(0), .normal)
+    /// `rows`' revisions already fetched, when the batch came from ``prefetch``.
+    private var fetched: FetchedBatch?
+    /// The next batch being read and fetched while the current one is stored and checkpointed: the
+    /// source's and the target's work then overlap instead of taking turns.
+    private var prefetch: Prefetch?
 
     init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
          sourceIsLocal: Bool, clock: any Clock<Duration>) {
@@ -39,7 +46,10 @@ struct ReplicationLoop {
     /// Runs the direction to its end.
     /// - Throws: the ``ReplicationError`` it failed with, or `CancellationError` when stopped.
     mutating func run() async throws {
-        defer { feed?.close() }
+        defer {
+            feed?.close()
+            prefetch?.task.cancel()
+        }
         var action = machine.handle(.start)
         while true {
             replicator.report(machine.activity, for: flow)
@@ -87,6 +97,7 @@ struct ReplicationLoop {
         } catch {
             feed?.close()
             feed = nil
+            discardPrefetch()
             return Task.isCancelled ? .stopped : .failed(ReplicationError.wrap(error))
         }
     }
@@ -94,6 +105,7 @@ struct ReplicationLoop {
     // MARK: The actions
 
     private mutating func connect() async throws -> ReplicationStateMachine.Event {
+        discardPrefetch()
         if let selector = configuration.selector {
             // A selector that does not parse would otherwise filter nothing out.
             do {
@@ -130,6 +142,19 @@ struct ReplicationLoop {
     }
 
     private mutating func readChanges(since: JSON, mode: ReplicationStateMachine.ChangesMode) async throws -> ReplicationStateMachine.Event {
+        if let prefetch {
+            self.prefetch = nil
+            if mode == .normal, prefetch.since == since {
+                let task = prefetch.task
+                let next = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+                rows = next.rows
+                fetched = next.fetched
+                lastRead = (next.last, mode)
+                return .changesRead(rowCount: next.rows.count, last: next.last)
+            }
+            prefetch.task.cancel()
+        }
+        fetched = nil
         let filter = replicator.changesFilter()
         if mode == .feed {
             if feed == nil {
@@ -141,6 +166,7 @@ struct ReplicationLoop {
                     return .feedEnded
                 }
                 rows = batch
+                lastRead = (batch.last?.sequence ?? since, mode)
                 return .changesRead(rowCount: batch.count, last: batch.last?.sequence ?? since)
             }
             // A source without a streamed feed (a local database) waits in a long poll instead.
@@ -148,6 +174,7 @@ struct ReplicationLoop {
         let wait: Duration? = mode == .normal ? nil : configuration.heartbeat
         let (batch, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
         rows = batch
+        lastRead = (last, mode)
         return .changesRead(rowCount: batch.count, last: last)
     }
 
@@ -155,25 +182,14 @@ struct ReplicationLoop {
         replicator.startTransfer(flow)
         var figures = Replicator.TransferFigures()
         defer { replicator.endTransfer(flow, figures) }
-        var batch = ReplicationFigures()
-        let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
-        batch.revisionsChecked = offered.reduce(0) { $0 + $1.revisions.count }
-        let differences = try await target.missingRevisions(offered)
-        var requests: [FetchRequest] = []
-        for difference in differences {
-            for revision in difference.missing {
-                requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
-            }
-        }
-        batch.missingRevisionsFound = requests.count
         // A pull into a local database streams attachments straight into it.
         let staging: Database? = if case .local(let database) = receivingEndpoint { database } else { nil }
-        let bulkGetsBefore = source.bulkGetFigures
-        var documents = try await fetchInParallel(requests, stagingInto: staging)
-        let bulkGetsAfter = source.bulkGetFigures
-        batch.documentsRead = documents.count
-        batch.bulkGetAttempts = bulkGetsAfter.attempts - bulkGetsBefore.attempts
-        batch.bulkGetDocuments = bulkGetsAfter.documents - bulkGetsBefore.documents
+        let batchFetched = if let fetched { fetched } else {
+            try await Self.fetch(rows, from: source, missingIn: target, stagingInto: staging, lanes: lanes)
+        }
+        var (documents, batch) = (batchFetched.documents, batchFetched.figures)
+        fetched = nil
+        startPrefetch(stagingInto: staging)
         if flow == .push, sourceIsLocal, let pushFilter = configuration.pushFilter {
             documents = documents.filter { pushFilter($0, configuration.filterParameters) }
         }
@@ -184,7 +200,7 @@ struct ReplicationLoop {
             let again = outcome.missingStubs.compactMap { document in
                 document.revision.map { FetchRequest(id: document.id, revision: $0, possibleAncestors: []) }
             }
-            let retried = try await target.store(try await fetchInParallel(again, stagingInto: staging))
+            let retried = try await target.store(try await Self.fetchInParallel(again, from: source, stagingInto: staging, lanes: lanes))
             outcome.failures += retried.failures
             outcome.failures += retried.missingStubs.map { ($0.id, $0.revision, "missing_stub: an attachment stub names no attachment") }
         }
@@ -234,14 +250,74 @@ struct ReplicationLoop {
         }
     }
 
-    /// Fetches revisions in chunks, with up to ``ReplicationConfiguration/maximumRequestsInFlight``
-    /// requests at once, keeping the order of `requests`.
-    private func fetchInParallel(_ requests: [FetchRequest], stagingInto staging: Database?) async throws -> [Document] {
+    // MARK: Fetching
+
+    /// A batch's missing revisions, read from the source.
+    private struct FetchedBatch: Sendable {
+        var documents: [Document]
+        var figures: ReplicationFigures
+    }
+
+    /// The batch after the current one: the sequence it reads after and the task reading it.
+    private struct Prefetch {
+        let since: JSON
+        let task: Task<(rows: [ChangesRow], last: JSON, fetched: FetchedBatch), any Error>
+    }
+
+    private var lanes: Int { max(1, configuration.maximumRequestsInFlight) }
+
+    /// Starts reading and fetching the batch after the one being transferred, when the next read is
+    /// certain to be a page of the same kind: a continuous replication that caught up goes on with the
+    /// feed instead. The target's `_revs_diff` for that batch may run before the current one is
+    /// stored; only a document in both batches can see that, and its newer revision is then fetched
+    /// with a few more attachments than needed — never fewer.
+    private mutating func startPrefetch(stagingInto staging: Database?) {
+        guard lastRead.mode == .normal, !configuration.continuous || rows.count >= configuration.batchSize else { return }
+        let (since, source, target, lanes) = (lastRead.sequence, source, target, lanes)
+        let (filter, limit) = (replicator.changesFilter(), configuration.batchSize)
+        prefetch = Prefetch(since: since, task: Task {
+            let (rows, last) = try await source.changes(since: since, limit: limit, filter: filter, wait: nil)
+            let fetched = try await Self.fetch(rows, from: source, missingIn: target, stagingInto: staging, lanes: lanes)
+            return (rows, last, fetched)
+        })
+    }
+
+    private mutating func discardPrefetch() {
+        prefetch?.task.cancel()
+        prefetch = nil
+        fetched = nil
+    }
+
+    /// Asks the target which revisions of `rows` it lacks and reads those from the source.
+    private static func fetch(_ rows: [ChangesRow], from source: any ReplicationPeer, missingIn target: any ReplicationPeer,
+                              stagingInto staging: Database?, lanes: Int) async throws -> FetchedBatch {
+        var figures = ReplicationFigures()
+        guard !rows.isEmpty else { return FetchedBatch(documents: [], figures: figures) }
+        let offered = rows.map { (id: $0.id, revisions: $0.revisions) }
+        figures.revisionsChecked = offered.reduce(0) { $0 + $1.revisions.count }
+        let differences = try await target.missingRevisions(offered)
+        var requests: [FetchRequest] = []
+        for difference in differences {
+            for revision in difference.missing {
+                requests.append(FetchRequest(id: difference.id, revision: revision, possibleAncestors: difference.possibleAncestors))
+            }
+        }
+        figures.missingRevisionsFound = requests.count
+        let bulkGetsBefore = source.bulkGetFigures
+        let documents = try await fetchInParallel(requests, from: source, stagingInto: staging, lanes: lanes)
+        let bulkGetsAfter = source.bulkGetFigures
+        figures.documentsRead = documents.count
+        figures.bulkGetAttempts = bulkGetsAfter.attempts - bulkGetsBefore.attempts
+        figures.bulkGetDocuments = bulkGetsAfter.documents - bulkGetsBefore.documents
+        return FetchedBatch(documents: documents, figures: figures)
+    }
+
+    /// Fetches revisions in chunks, with up to `lanes` requests at once, keeping the order of `requests`.
+    private static func fetchInParallel(_ requests: [FetchRequest], from source: any ReplicationPeer, stagingInto staging: Database?,
+                                        lanes: Int) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
-        let lanes = max(1, configuration.maximumRequestsInFlight)
         let chunkSize = max(10, (requests.count + lanes - 1) / lanes)
         let chunks = stride(from: 0, to: requests.count, by: chunkSize).map { Array(requests[$0..<min($0 + chunkSize, requests.count)]) }
-        let source = self.source
         if chunks.count == 1 { return try await source.fetch(chunks[0], stagingInto: staging) }
         return try await chunks.concurrentMap(limit: lanes) { try await source.fetch($0, stagingInto: staging) }.flatMap { $0 }
     }
