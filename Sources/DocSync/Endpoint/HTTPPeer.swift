@@ -517,7 +517,9 @@ struct HTTPPeer: ReplicationPeer {
             throw ReplicationError(.network, "PUT \(databaseURL.path)/\(document.id): \(error.localizedDescription)", cause: error)
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        if status == 401 || status == 403 || status >= 500 {
+        // As CouchDB's replicator: a revision the target refuses (403 forbidden, 401 from a validation
+        // function or a user's channels) is a write failure of that document, and the batch goes on.
+        if status >= 500 || status == 0 {
             try throwError(status: status, body: data, method: "PUT", path: "/\(document.id)")
         }
         return (status, data)
