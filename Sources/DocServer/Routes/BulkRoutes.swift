@@ -93,7 +93,7 @@ extension DocServer {
         }
         for (position, write) in locals {
             do {
-                rows[position] = try await self.write(write, in: db)
+                rows[position] = try await self.write(write, in: db, for: principal)
             } catch let error as CouchError {
                 rows[position] = WriteResult(id: write.id, failure: error.body)
             }

@@ -100,7 +100,7 @@ extension DocServer: HTTPResponderBuilder {
             let rest = scope.rest
             guard rest.count >= 2, !rest[1].isEmpty else { throw CouchError.badRequest("Invalid _local document id.") }
             guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
-            return try await self.localDocument(db, id: rest[1], request)
+            return try await self.localDocument(db, id: rest[1], request, principal: scope.member)
         }
         routeInDatabase(group, "/{db}/_local_docs") { request, db, scope in
             guard scope.member.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }

@@ -373,7 +373,7 @@ extension DocServer {
         if request.bodyStream == nil, request.body.firstRange(of: Array(#""_local/"#.utf8)) != nil,
             case .string(let id)? = try request.jsonObjectBody()["_id"], id.hasPrefix("_local/") {
             let write = try LocalDocumentWrite(id: id, json: try request.jsonObjectBody())
-            return Response.json(try await self.write(write, in: db).json, status: .created)
+            return Response.json(try await self.write(write, in: db, for: principal).json, status: .created)
         }
         var document = try await documentFromBody(request, db: db)
         compressAttachments(of: &document)

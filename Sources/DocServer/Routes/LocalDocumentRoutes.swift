@@ -1,4 +1,5 @@
 import CouchProtocol
+import Foundation
 import DocStore
 import Hummingbird
 
@@ -63,24 +64,25 @@ struct LocalDocumentWrite: Sendable {
 }
 
 extension DocServer {
-    /// Stores `write` and names the revision it got.
-    func write(_ write: LocalDocumentWrite, in db: Database) async throws -> WriteResult {
+    /// Stores `write` for `principal` (see ``Principal/storedLocalID(_:)``) and names the revision it got.
+    func write(_ write: LocalDocumentWrite, in db: Database, for principal: Principal) async throws -> WriteResult {
+        let stored = principal.storedLocalID(write.id)
         if write.deleted {
-            _ = try await db.removeLocalDocument(withID: write.id)
+            _ = try await db.removeLocalDocument(withID: stored)
             return WriteResult(id: write.id, revision: "0-0")
         }
-        return WriteResult(id: write.id, revision: try await db.writeLocalDocument(withID: write.id, body: write.body, following: try write.counter()))
+        return WriteResult(id: write.id, revision: try await db.writeLocalDocument(withID: stored, body: write.body, following: try write.counter()))
     }
 
     /// `GET|PUT|DELETE /{db}/_local/{id}`, as CouchDB 3.3 (see ``LocalDocumentWrite``): `revs=true`
     /// adds `_revisions`; `DELETE` removes the document whatever revision it names (404 when there is
     /// none).
-    func localDocument(_ db: Database, id: String, _ request: CouchRequest) async throws -> Response {
+    func localDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         switch request.method {
         case .get, .head:
-            guard let local = try await db.localDocument(withID: id) else { throw CouchError.notFound() }
+            guard let local = try await db.localDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }
             var json = JSONObject()
-            json["_id"] = .string("_local/\(local.id)")
+            json["_id"] = .string("_local/\(id)")
             json["_rev"] = .string(local.revision)
             for (key, value) in local.body { json[key] = value }
             if try request.bool("revs") {
@@ -96,10 +98,10 @@ extension DocServer {
                 body["_rev"] = .string(query)
             }
             let write = try LocalDocumentWrite(id: id, json: body)
-            return Response.json(try await self.write(write, in: db).json, status: .created,
+            return Response.json(try await self.write(write, in: db, for: principal).json, status: .created,
                                  headers: [.location: request.location(db.name, write.id)])
         case .delete:
-            guard try await db.removeLocalDocument(withID: id) else { throw CouchError.notFound() }
+            guard try await db.removeLocalDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }
             return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)
         default:
             throw CouchError.methodNotAllowed
@@ -155,5 +157,21 @@ extension DocServer {
         if try request.bool("update_seq") { answer["update_seq"] = .null }
         answer["rows"] = .array(rows.map(\.json))
         return Response.json(.object(answer))
+    }
+}
+
+extension Principal {
+    /// The id under which the `_local` document a request names `id` is stored for this principal.
+    ///
+    /// Local documents carry no channels, and replicators keep their checkpoints in them on both sides.
+    /// So a user limited to channels reads and writes local documents of their own, kept apart as
+    /// `_user/{name, percent-encoded}/{id}`: their checkpoints work, and they neither read nor overwrite
+    /// anyone else's (an administrator's notes, another user's checkpoints). Administrators and users
+    /// who read every channel use the ids as CouchDB does.
+    func storedLocalID(_ id: String) -> String {
+        let bare = id.hasPrefix("_local/") ? String(id.dropFirst("_local/".count)) : id
+        guard case .user(let user) = self, !readsEverything else { return bare }
+        let name = user.name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? user.name
+        return "_user/\(name)/\(bare)"
     }
 }
