@@ -8,7 +8,6 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
-import Synchronization
 import UnixSignals
 
 /// A CouchDB-compatible HTTP endpoint over the DocStore databases of one folder.
@@ -44,7 +43,7 @@ public final class DocServer: Sendable {
     let uuids = UUIDGenerator()
     /// When the server was made, for `_system`'s uptime.
     let started = ContinuousClock.now
-    private let state = Mutex<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
+    private let state = Locked<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
     /// - Parameter indexes: the natively registered indexes of each database, by database name; index
@@ -287,15 +286,15 @@ final class DatabaseRegistry: Sendable {
     let logger: Logger
     /// How long a write waits for another connection's write lock (``ServerConfiguration/lockTimeout``).
     let lockTimeout: Duration
-    private let opened = Mutex<[String: Database]>([:])
+    private let opened = Locked<[String: Database]>([:])
     /// The `_security` objects read so far, by database name.
-    private let securities = Mutex<[String: SecurityObject]>([:])
+    private let securities = Locked<[String: SecurityObject]>([:])
     /// Whether each database read so far is partitioned.
-    private let partitioned = Mutex<[String: Bool]>([:])
+    private let partitioned = Locked<[String: Bool]>([:])
     /// The configuration and default iterations that users databases hash passwords with, once set.
-    private let usersRules = Mutex<(node: NodeConfiguration, iterations: Int)?>(nil)
+    private let usersRules = Locked<(node: NodeConfiguration, iterations: Int)?>(nil)
     /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
-    private let replicatorObserver = Mutex<(@Sendable (Database?) async -> Void)?>(nil)
+    private let replicatorObserver = Locked<(@Sendable (Database?) async -> Void)?>(nil)
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], javaScript: JavaScriptEngine?,
          metrics: ServerMetrics, logger: Logger, lockTimeout: Duration = .seconds(10)) {

@@ -3,7 +3,6 @@ import Crypto
 import CryptoExtras
 import DocStore
 import Foundation
-import Synchronization
 
 /// CouchDB's configuration (`/_node/{node}/_config`): sections of string values in three layers — the
 /// values the server started with (from ``ServerConfiguration``), those set over HTTP and kept in the
@@ -16,7 +15,7 @@ final class NodeConfiguration: Sendable {
     private let base: [String: [String: String]]
     private let file: URL
     /// The persisted and the in-memory layer; `nil` marks a key deleted in that layer.
-    private let layers = Mutex<(persisted: [String: [String: String?]], memory: [String: [String: String?]])>(([:], [:]))
+    private let layers = Locked<(persisted: [String: [String: String?]], memory: [String: [String: String?]])>(([:], [:]))
 
     /// The sections CouchDB refuses to change over HTTP.
     static let protectedSections: Set<String> = [

@@ -2,7 +2,6 @@ import DocServer
 import DocStore
 import DocSync
 import Foundation
-import Synchronization
 
 /// `replicate_attachments`: many small documents, each with a small text attachment, pushed from a
 /// local database to a DocServer on 127.0.0.1 in batches of 500 and pulled back into another local
@@ -57,12 +56,12 @@ struct ReplicatedAttachments {
 /// returns the largest rise above the level at creation, in MB.
 final class ResidentMemorySampler: Sendable {
     private let before: Double
-    private let peak: Mutex<Double>
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let peak: Locked<Double>
+    private let task = Locked<Task<Void, Never>?>(nil)
 
     init() {
         before = residentMegabytes()
-        peak = Mutex(before)
+        peak = Locked(before)
         let task = Task.detached { [self] in
             while !Task.isCancelled {
                 let now = residentMegabytes()

@@ -1,7 +1,6 @@
 import CouchProtocol
 import DocStore
 import Foundation
-import Synchronization
 
 /// What a replicator is doing.
 public enum ReplicatorActivity: String, Sendable, Hashable {
@@ -186,7 +185,7 @@ public final class Replicator: Sendable {
 
     private struct WeakDelegate { weak var value: (any ReplicatorDelegate)? }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A replicator for `configuration`; nothing happens until ``start()``.
     public convenience init(configuration: ReplicationConfiguration) {

@@ -2,7 +2,6 @@
 import DocStore
 import Foundation
 import Logging
-import Synchronization
 import TestSupport
 import XCTest
 
@@ -37,7 +36,7 @@ final class ShutdownTests: XCTestCase {
         XCTAssertEqual(longpoll.readHead()?.status, 200)
 
         // The stop must end by itself while both clients keep their connections open.
-        let stopped = Mutex(false)
+        let stopped = Locked(false)
         Task {
             await server.stop()
             stopped.withLock { $0 = true }

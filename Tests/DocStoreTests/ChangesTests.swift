@@ -1,6 +1,5 @@
 @testable import DocStore
 import Foundation
-import Synchronization
 import XCTest
 
 final class ChangesFeedTests: XCTestCase {
@@ -170,7 +169,7 @@ final class ChangeNotificationTests: XCTestCase {
 }
 
 final class RecordingDelegate: DatabaseChangeDelegate {
-    private let changes = Mutex<[DocumentChange]>([])
+    private let changes = Locked<[DocumentChange]>([])
 
     func database(_ database: Database, didChange changes: [DocumentChange]) {
         self.changes.withLock { $0.append(contentsOf: changes) }

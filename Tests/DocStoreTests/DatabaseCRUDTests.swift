@@ -322,13 +322,12 @@ final class DatabaseCRUDTests: XCTestCase {
 
 /// A thread-safe counter for id factories in tests.
 final class Counter: Sendable {
-    private let storage = Mutex(0)
+    private let storage = Locked(0)
     func next() -> Int { storage.withLock { $0 += 1; return $0 } }
     func decrement() { storage.withLock { $0 -= 1 } }
     var count: Int { storage.withLock { $0 } }
 }
 
-import Synchronization
 
 final class DateFormatTests: XCTestCase {
     func testDatabaseDateFormatIsUsedForCodable() async throws {

@@ -1,13 +1,12 @@
 import DocStore
 import Foundation
-import Synchronization
 import TestSupport
 import XCTest
 
 /// Docs/GettingStarted.md, every Swift block in order, with what the blocks print checked.
 final class GettingStartedGuideTests: XCTestCase {
     private final class Recorder: DatabaseChangeDelegate {
-        let ids = Mutex<[String]>([])
+        let ids = Locked<[String]>([])
         func database(_ database: Database, didChange changes: [DocumentChange]) {
             ids.withLock { $0 += changes.map(\.id) }
         }
@@ -15,7 +14,7 @@ final class GettingStartedGuideTests: XCTestCase {
 
     func testGuide() async throws {
         let folder = try makeTemporaryDirectory(self)
-        let printed = Mutex<[String]>([])
+        let printed = Locked<[String]>([])
         @Sendable func print(_ items: Any...) { printed.withLock { $0.append(items.map { "\($0)" }.joined(separator: " ")) } }
         let jpegURL = folder.appendingPathComponent("photo.jpg")
         try Data([0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 0xFF, 0xD9]).write(to: jpegURL)

@@ -1,7 +1,6 @@
 @testable import DocStore
 import Dispatch
 import Foundation
-import Synchronization
 import XCTest
 
 /// The one primitive that shares CPU work with a helper thread: order, errors, work taken by the
@@ -12,7 +11,7 @@ final class HelpedMapTests: XCTestCase {
     /// Every input is transformed exactly once and the outputs come back in order, whichever thread
     /// transformed them.
     func testOutputsComeInOrderAndEachInputIsTransformedOnce() throws {
-        let counts = Mutex([Int: Int]())
+        let counts = Locked([Int: Int]())
         let map = HelpedMap<Int, Int>(.changesPage) { input in
             counts.withLock { $0[input, default: 0] += 1 }
             return input * input
@@ -44,7 +43,7 @@ final class HelpedMapTests: XCTestCase {
     func testTheOwnerTransformsWhatTheHelperHasNotStarted() throws {
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let transformedBy = Mutex([Int: Bool]())  // input → on the owner's thread
+        let transformedBy = Locked([Int: Bool]())  // input → on the owner's thread
         let owner = pthread_self()
         let map = HelpedMap<Int, String>(.indexPrefetch) { input in
             transformedBy.withLock { $0[input] = pthread_equal(pthread_self(), owner) != 0 }
@@ -85,7 +84,7 @@ final class HelpedMapTests: XCTestCase {
 
     /// Stopping with inputs left returns once the helper has left its item; stopping twice is harmless.
     func testStoppingDropsWhatIsLeft() {
-        let transformed = Mutex(0)
+        let transformed = Locked(0)
         let map = HelpedMap<Int, Int>(.changesPage) { input in
             transformed.withLock { $0 += 1 }
             return input

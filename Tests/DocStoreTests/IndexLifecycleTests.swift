@@ -1,6 +1,5 @@
 @testable import DocStore
 import Foundation
-import Synchronization
 import XCTest
 
 final class IndexLifecycleTests: XCTestCase {
@@ -267,7 +266,7 @@ final class LiveQueryTests: XCTestCase {
 
     func testHandlerObserverStopsOnRemoveWithoutLeaks() async throws {
         let db = try await makeDatabase(self) { $0.indexes = [self.expensiveIndex()] }
-        let received = Mutex<[[String]]>([])
+        let received = Locked<[[String]]>([])
         let observer = db.addQueryObserver(index: "expensive", query: expensiveQuery()) { result in
             received.withLock { $0.append((try? result.get().rows.compactMap(\.documentID)) ?? ["error"]) }
         }

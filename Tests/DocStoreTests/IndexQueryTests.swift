@@ -478,7 +478,7 @@ final class IndexQueryTests: XCTestCase {
 
 /// Counts calls of a custom reduce.
 final class ReduceCalls: Sendable {
-    private let state = Mutex((reduces: 0, rereduces: 0, keysOK: true))
+    private let state = Locked((reduces: 0, rereduces: 0, keysOK: true))
     /// Records a call; `expected` says what its keys should be.
     func record(rereduce: Bool, keysOK ok: Bool) {
         state.withLock {
@@ -491,4 +491,3 @@ final class ReduceCalls: Sendable {
     var keysWereAsPromised: Bool { state.withLock { $0.keysOK } }
 }
 
-import Synchronization

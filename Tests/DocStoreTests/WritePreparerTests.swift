@@ -1,5 +1,4 @@
 import DocStore
-import Synchronization
 import XCTest
 
 /// `Database.writePreparer` (CouchDB's `before_doc_update`) and what validators are shown.
@@ -57,7 +56,7 @@ final class WritePreparerTests: XCTestCase {
 
 /// What a validator saw, across the writer's threads.
 private final class OldDocuments: Sendable {
-    private let state = Mutex<[RevisionID?]>([])
+    private let state = Locked<[RevisionID?]>([])
     func append(_ value: RevisionID?) { state.withLock { $0.append(value) } }
     var values: [RevisionID?] { state.withLock { $0 } }
 }

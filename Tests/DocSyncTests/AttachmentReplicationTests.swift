@@ -2,7 +2,6 @@
 import DocStore
 @testable import DocSync
 import Foundation
-import Synchronization
 import XCTest
 
 /// Attachments through replication with DocServer: every leaf of a conflict complete with its own
@@ -159,7 +158,7 @@ final class AttachmentReplicationTests: XCTestCase {
 
     func testTransferLimiterRunsAtMostItsLimitAtOnce() async throws {
         let limiter = TransferLimiter(limit: 2)
-        final class Counts: Sendable { let state = Mutex((running: 0, most: 0)) }
+        final class Counts: Sendable { let state = Locked((running: 0, most: 0)) }
         let counts = Counts()
         try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<12 {

@@ -6,7 +6,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 import XCTest
 
 /// A server on 127.0.0.1 that answers as the recorded CouchDB 3.3.3 source of `pull-from-source`:
@@ -20,10 +19,10 @@ final class RecordedCouchDBSource: Sendable {
     private let lastSequence: JSON
     private let bulkGetResults: [ExactString: JSON]
     private let openRevisions: [String: (contentType: String, body: Data)]
-    private let checkpoints = Mutex<[String: JSONObject]>([:])
+    private let checkpoints = Locked<[String: JSONObject]>([:])
     private let server = LoopbackServer()
     /// Requests no recording could answer.
-    let unanswered = Mutex<[String]>([])
+    let unanswered = Locked<[String]>([])
 
     init() throws {
         let pull = try CouchDBFixtures.exchanges("pull-from-source.ndjson")

@@ -8,7 +8,6 @@ import FoundationNetworking
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 import XCTest
 
 final class ProtocolDetailTests: XCTestCase {

@@ -2,7 +2,6 @@
 import DocStore
 @testable import DocSync
 import Foundation
-import Synchronization
 import XCTest
 
 /// Replication between real databases: local files, and a DocServer on 127.0.0.1 port 0.
@@ -55,7 +54,7 @@ final class ReplicationTests: XCTestCase {
         var configuration = ReplicationConfiguration.repeatingBidirectional(with: url, database: local)
         configuration.heartbeat = .milliseconds(300)
         let replicator = Replicator(configuration: configuration)
-        let pulledNotes = Mutex<[DocumentChange.Source]>([])
+        let pulledNotes = Locked<[DocumentChange.Source]>([])
         let listener = Task {
             for await batch in local.changeBatches() { pulledNotes.withLock { $0 += batch.map(\.source) } }
         }
@@ -301,8 +300,8 @@ final class ReplicationTests: XCTestCase {
 }
 
 final class RecordingReplicatorDelegate: ReplicatorDelegate {
-    let failures = Mutex<[ReplicationError]>([])
-    let calls = Mutex<[String]>([])
+    let failures = Locked<[ReplicationError]>([])
+    let calls = Locked<[String]>([])
     func replicationFailed(_ replicator: Replicator, error: ReplicationError) {
         failures.withLock { $0.append(error) }
         calls.withLock { $0.append("failed") }

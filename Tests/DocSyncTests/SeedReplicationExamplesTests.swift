@@ -6,7 +6,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 import XCTest
 
 /// What the seeds ask of replication, each against a real DocServer on 127.0.0.1 (or a CouchDB's

@@ -2,7 +2,6 @@
 import DocStore
 import DocSync
 import Foundation
-import Synchronization
 import XCTest
 
 /// The example of Docs/Sync.md, run as written there against a DocServer on 127.0.0.1 that holds a
@@ -18,7 +17,7 @@ final class SyncGuideTests: XCTestCase {
         let couchURL = components.url!
         let secret = "alice-secret"
         let folder = try makeTemporaryDirectory(self)
-        let printed = Mutex<[String]>([])
+        let printed = Locked<[String]>([])
         @Sendable func print(_ items: Any...) { printed.withLock { $0.append(items.map { "\($0)" }.joined(separator: " ")) } }
 
         let db = try await Database.open(name: "notes", directory: folder)

@@ -1,11 +1,11 @@
 import Logging
-import Synchronization
+import DocStore
 
 /// Keeps the messages logged through a ``CollectingLogHandler``, for tests that count a server's
 /// requests or check what it logged.
 public final class MessageLog: Sendable {
     /// Each message with its level, in order.
-    public let entries = Mutex<[(level: Logger.Level, message: String)]>([])
+    package let entries = Locked<[(level: Logger.Level, message: String)]>([])
 
     public init() {}
 

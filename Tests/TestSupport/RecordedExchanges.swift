@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import DocStore
 
 /// One HTTP exchange recorded from Apache CouchDB 3.3.3 (Tests/Fixtures/couchdb-3.3.3, whose README
 /// describes the files): the request a CouchDB replicator or client sent, and CouchDB's answer.
@@ -52,7 +52,7 @@ public enum CouchDBFixtures {
         return exchanges
     }
 
-    private static let parsed = Mutex<[String: [RecordedExchange]]>([:])
+    private static let parsed = Locked<[String: [RecordedExchange]]>([:])
 
     /// One exchange per line of NDJSON; lines are split on their bytes (splitting a 3.5 MB `String` by
     /// characters cost the suite seconds).

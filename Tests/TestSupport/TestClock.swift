@@ -1,4 +1,4 @@
-import Synchronization
+import DocStore
 
 /// A clock in virtual time for tests of code that waits (retry backoff, request timeouts).
 ///
@@ -37,7 +37,7 @@ public final class TestClock: Clock, Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let advances: @Sendable (Duration) -> Bool
 
     public init(advancesOnSleep: Bool = true) {

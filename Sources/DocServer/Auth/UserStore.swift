@@ -2,7 +2,6 @@ import Crypto
 import CryptoExtras
 import DocStore
 import Foundation
-import Synchronization
 
 /// A user of the server: a name, CouchDB roles and the channels it may read and write.
 public struct ServerUser: Sendable, Hashable {
@@ -60,9 +59,9 @@ public final class UserStore: Sendable {
     private let open: @Sendable (_ name: String, _ create: Bool) async throws -> Database?
     /// Passwords already verified, keyed by user, stored hash and a SHA-256 of the password, so that
     /// HTTP Basic requests do not pay PBKDF2 every time; a changed password changes the key.
-    private let verified = Mutex<Set<String>>([])
+    private let verified = Locked<Set<String>>([])
     /// The users database last opened, by name: users are read on every signed-in request.
-    private let current = Mutex<(name: String, database: Database)?>(nil)
+    private let current = Locked<(name: String, database: Database)?>(nil)
     /// What ``close()`` closes: the database a store of a data folder opened itself.
     private let owned: OpenedDatabases
 
@@ -118,7 +117,7 @@ public final class UserStore: Sendable {
 
     /// The databases a store opened itself.
     final class OpenedDatabases: Sendable {
-        let list = Mutex<[Database]>([])
+        let list = Locked<[Database]>([])
     }
 
     /// Creates or replaces a user: its password (hashed as CouchDB hashes it), roles and channels

@@ -34,7 +34,7 @@ final class ReplicationScheduler: Sendable {
         /// A serial number, shown as the job's `pid`.
         let serial: Int
         let startTime = Date()
-        private let progress = Mutex(Progress())
+        private let progress = Locked(Progress())
 
         struct Progress {
             var replicator: Replicator?
@@ -141,10 +141,10 @@ final class ReplicationScheduler: Sendable {
     let logger: Logger
     /// The node name jobs show, as CouchDB's `couchdb@127.0.0.1`.
     let node: String
-    private let jobs = Mutex<[String: Job]>([:])
+    private let jobs = Locked<[String: Job]>([:])
     private let serials = Atomic<Int>(0)
     /// The `_replicator` documents and the task that follows that database.
-    let documents = Mutex<Documents>(Documents())
+    let documents = Locked<Documents>(Documents())
 
     init(registry: DatabaseRegistry, metrics: ServerMetrics, logger: Logger, host: String) {
         self.registry = registry

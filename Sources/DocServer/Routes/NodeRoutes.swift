@@ -3,14 +3,13 @@ import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Synchronization
 
 /// CouchDB's `uuids/algorithm`, as `_uuids` and new documents without an id get them: `sequential`
 /// (the default: 26 random hex digits, then a 6-digit counter that grows by a random step, a new prefix
 /// when it nears its end), `random`, `utc_random` (14 hex digits of microseconds, then 18 random) and
 /// `utc_id` (the microseconds and `uuids/utc_id_suffix`). An unknown algorithm gives random ids.
 final class UUIDGenerator: Sendable {
-    private let state = Mutex<(prefix: String, counter: Int, micros: Int64)>((UUIDGenerator.randomHex(26), 0, 0))
+    private let state = Locked<(prefix: String, counter: Int, micros: Int64)>((UUIDGenerator.randomHex(26), 0, 0))
 
     func next(algorithm: String, suffix: String) -> String {
         switch algorithm {

@@ -3,7 +3,6 @@ import DocStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Synchronization
 
 /// CouchDB 3's partitioned databases (`PUT /db?partitioned=true`): every document id but design and
 /// `_local` ones is `partition:id`, and `/db/_partition/{p}/…` answers `_all_docs`, `_find`, `_explain`

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Receives batches of changes after each committed write, in commit order.
 ///
@@ -25,7 +24,7 @@ final class ChangeNotifier: Sendable {
         var finishWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Delivers a committed batch to every subscriber and wakes the waiters it concerns. Never blocks
     /// (streams buffer).

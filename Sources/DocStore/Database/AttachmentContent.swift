@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An attachment's bytes as an asynchronous sequence of pieces of at most 256 KiB, read from the
 /// database one chunk at a time — a content of any size is streamed without being held whole.
@@ -92,7 +91,7 @@ final class ChunkReader: Sendable {
 
     private let source: AttachmentContent.Source
     private let attachment: Attachment
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(source: AttachmentContent.Source, attachment: Attachment, decode: Bool, offset: Int = 0) {
         self.source = source
@@ -101,7 +100,7 @@ final class ChunkReader: Sendable {
         state.position = offset / AttachmentStorage.chunkSize
         state.skip = offset % AttachmentStorage.chunkSize
         if decode { state.inflater = try? GzipStream(.inflate) }
-        self.state = Mutex(state)
+        self.state = Locked(state)
         if case .stored(let database, let content) = source { database.writer.pins.pin(content.key) }
     }
 
@@ -195,7 +194,7 @@ final class ChunkReader: Sendable {
 /// Contents being read, by `attachments.content`, with a count of readers each; purge and compaction
 /// keep them.
 final class ContentPins: Sendable {
-    private let counts = Mutex<[Int64: Int]>([:])
+    private let counts = Locked<[Int64: Int]>([:])
 
     func pin(_ key: Int64) { counts.withLock { $0[key, default: 0] += 1 } }
 

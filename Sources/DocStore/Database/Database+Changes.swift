@@ -191,7 +191,7 @@ final class ChangesTail: Sendable {
         let read: Task<ChangesPage, any Error>
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
     /// How many reads were started (for tests).
     let readsStarted = Atomic<Int>(0)
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A DocStore database: JSON documents with CouchDB revisions, stored in one SQLite file.
 ///
@@ -24,12 +23,12 @@ public final class Database: Sendable {
     let notifier: ChangeNotifier
     let indexWriter: IndexWriter
     let indexReaders: ReaderPool
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// The Mango indexes last read from the design documents, with those documents' revisions and the
     /// committed sequence they were checked at.
     /// The newest changes read, shared by the feeds that wake on the same commit (``ChangesTail``).
     let changesTail = ChangesTail()
-    let mangoIndexCache = Mutex<(sequence: Int64, revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
+    let mangoIndexCache = Locked<(sequence: Int64, revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
 
     private struct State {
         var isClosed = false
@@ -62,7 +61,7 @@ public final class Database: Sendable {
     /// Open databases by file path: opening the same file again returns the same object. An open in
     /// progress (creating or migrating the file) is listed too, so that a second open of the same file
     /// awaits it rather than the lock being held through the migration.
-    private static let registry = Mutex(Registry())
+    private static let registry = Locked(Registry())
 
     private struct Registry {
         var open: [String: Database] = [:]
@@ -403,7 +402,7 @@ final class InterruptibleRead: Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// The read starts on `connection`; interrupts it at once if the task was already cancelled.
     func begin(_ connection: SQLiteConnection) {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Who is writing, as CouchDB's validation functions see it: the `userCtx` and the database's
 /// `_security` object. A server sets it for the writes it makes on a user's behalf with
@@ -64,7 +63,7 @@ final class WriteValidation: Sendable {
         /// The validating design documents; `nil` once a design document was written.
         var designDocuments: [Document]?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var preparer: WritePreparer? {
         get { state.withLock { $0.preparer } }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The single writer of a database's index file: registers indexes, rebuilds them when their version
 /// (or the ICU collator) changes, and brings them up to date from the changes feed.
@@ -19,7 +18,7 @@ actor IndexWriter {
     }
     /// A copy of `states`, readable without a hop to the writer's queue (``publishedState(named:)``):
     /// a query asks for its index's state every time, and the hop would cost it more than its read.
-    private nonisolated let published = Mutex<[String: IndexState]>([:])
+    private nonisolated let published = Locked<[String: IndexState]>([:])
     private var isClosed = false
     /// Why full-text tables cannot be made here (a SQLite without FTS5), or `nil`.
     private var fullTextError: DocStoreError?

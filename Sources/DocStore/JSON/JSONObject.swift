@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The members of a JSON object, in the order they were written or inserted.
 ///
@@ -251,7 +250,7 @@ public struct JSONObject: Sendable, Hashable {
     let tail: [JSONObject.Member]
     /// The object of `bytes` alone, shared with the stored object it was spliced from.
     private let middle: StoredMembers?
-    private let parsed = Mutex<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
+    private let parsed = Locked<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
 
     init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil) {
         self.head = head

@@ -1,5 +1,4 @@
 import CSQLite
-import Synchronization
 
 /// Reader connections for one database file, opened on demand.
 ///
@@ -18,7 +17,7 @@ final class ReaderPool: Sendable {
     let maximumIdle: Int
     /// Another database file each connection attaches, and the schema name it is attached as.
     let attached: (path: String, schema: String)?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// How much of each file a connection of a pool that attaches another maps into memory. Reads of
     /// mapped pages skip a `pread` and its copy, which measured 20 % of a Mango query reading a hundred

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// An ordered map that a second thread helps with — DocStore's one way of keeping two cores busy
 /// (JSON and MD5 on one, SQLite on the other).
@@ -52,7 +51,7 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
     }
 
     private let transform: @Sendable (Input) throws -> Output
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let helped: Bool
     private let inputAvailable = DispatchSemaphore(value: 0)
     private let itemDone = DispatchSemaphore(value: 0)

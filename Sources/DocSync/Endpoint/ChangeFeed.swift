@@ -4,7 +4,6 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// A continuous `_changes` feed read as it arrives: the peer's transport streams the response into it,
 /// it splits it into lines (rows, empty heartbeat lines, a final `last_seq`), and ``next(maximum:)``
@@ -20,9 +19,9 @@ final class ChangeFeed: HTTPTransport.StreamReceiver {
         var errorBody: [UInt8] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let transport: HTTPTransport
-    private let request = Mutex<Int?>(nil)
+    private let request = Locked<Int?>(nil)
 
     /// Starts the request on `transport`; the feed fills as the server writes.
     init(_ request: URLRequest, on transport: HTTPTransport) throws {

@@ -1,7 +1,6 @@
 import CouchProtocol
 import DocStore
 import Foundation
-import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -576,5 +575,5 @@ struct HTTPPeer: ReplicationPeer {
 
 /// The `_bulk_get` figures of one peer, shared by its copies.
 final class BulkGetCounter: Sendable {
-    let figures = Mutex<(attempts: Int, documents: Int)>((0, 0))
+    let figures = Locked<(attempts: Int, documents: Int)>((0, 0))
 }

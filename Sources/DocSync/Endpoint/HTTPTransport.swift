@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
+import DocStore
 
 /// The URL session of one HTTP peer: sends requests, downloads and uploads, and streams change feeds,
 /// failing any of them that goes `idleLimit` without a byte sent or received, measured on the
@@ -55,11 +55,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
 
     let idleLimit: Duration
     private let clock: TimeoutClock
-    private let exchanges = Mutex<[Int: Exchange]>([:])
+    private let exchanges = Locked<[Int: Exchange]>([:])
     /// The watchdog task, while it runs.
-    private let watchdog = Mutex<Task<Void, Never>?>(nil)
+    private let watchdog = Locked<Task<Void, Never>?>(nil)
     /// Set once, right after `init` (the session needs `self` as its delegate).
-    private let session = Mutex<URLSession?>(nil)
+    private let session = Locked<URLSession?>(nil)
 
     /// A session with `configuration` whose requests fail after `idleLimit` without progress on `clock`.
     init(configuration: URLSessionConfiguration, idleLimit: Duration, clock: some Clock<Duration>) {

@@ -6,7 +6,6 @@ import FoundationNetworking
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// A proxy on 127.0.0.1 in front of a server that injects faults into chosen requests: an error status,
 /// a connection cut in the middle of the response, or a stall (no answer until the proxy stops).
@@ -34,17 +33,17 @@ final class FaultProxy: Sendable {
     let upstream: String
     /// What the proxy answers for `GET /` instead of the upstream's welcome (e.g. CouchDB's), if set.
     let welcome: JSON?
-    private let rules: Mutex<[Rule]>
-    private let changesRequests = Mutex<[String]>([])
-    private let counts = Mutex<[String: Int]>([:])
-    private let stalls = Mutex(Stalls())
+    private let rules: Locked<[Rule]>
+    private let changesRequests = Locked<[String]>([])
+    private let counts = Locked<[String: Int]>([:])
+    private let stalls = Locked(Stalls())
     private let session: URLSession
     private let server = LoopbackServer()
 
     init(upstream: String, rules: [Rule], welcome: JSON? = nil) {
         self.upstream = upstream
         self.welcome = welcome
-        self.rules = Mutex(rules)
+        self.rules = Locked(rules)
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         session = URLSession(configuration: configuration)

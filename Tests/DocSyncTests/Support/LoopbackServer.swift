@@ -2,12 +2,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
+import DocStore
 
 /// A Hummingbird server on 127.0.0.1 (port 0) that answers every request with a handler — the
 /// listener under the DocSync tests' stand-in servers (``FaultProxy``, ``RecordedCouchDBSource``).
 final class LoopbackServer: Sendable {
-    private let task = Mutex<Task<Void, any Error>?>(nil)
+    private let task = Locked<Task<Void, any Error>?>(nil)
 
     /// Starts listening, answering with `handler` until ``stop()``; returns the port.
     func start(_ handler: @escaping @Sendable (Request) async throws -> Response) async throws -> Int {
