@@ -77,7 +77,8 @@ public final class Database: Sendable {
         self.readers = ReaderPool(path: configuration.fileURL.path, maximumIdle: configuration.maximumIdleReaders)
         let indexFile = IndexSchema.fileURL(for: configuration.fileURL)
         do {
-            self.indexWriter = try IndexWriter(fileURL: indexFile, definitions: configuration.indexes)
+            self.indexWriter = try IndexWriter(fileURL: indexFile, definitions: configuration.indexes,
+                                           maximumFileSize: configuration.maximumFileSize)
         } catch {
             Task { await writer.close() }
             throw error
@@ -345,6 +346,8 @@ public final class Database: Sendable {
         case let error as DocStoreError: return error
         case let error as SQLiteError where error.isBusy:
             return DocStoreError(.databaseLocked, "The database file is locked by another connection: \(error.message)", cause: error)
+        case let error as SQLiteError where error.isFull:
+            return DocStoreError(.diskFull, "No room left for the database: \(error.message)", cause: error)
         case let error as SQLiteError: return DocStoreError(.storage, error.message, cause: error)
         default: return DocStoreError(.io, "\(error)", cause: error)
         }

@@ -48,6 +48,10 @@ public struct DatabaseConfiguration: Sendable {
     /// holds it, before failing with ``DocStoreError/Code/databaseLocked``. Default 10 s. The wait
     /// happens on the writer's own queue, never on the cooperative pool.
     public var lockTimeout: Duration
+    /// The most bytes the database file, and its index file, may each grow to; a write that would pass
+    /// it fails whole with ``DocStoreError/Code/diskFull``, as on a full disk. `nil` (the default): as
+    /// much as the disk holds. Not stored in the file: each open sets it (write-ahead logs aside).
+    public var maximumFileSize: Int64?
     /// Where the database logs (swift-log): opening, closing and creating the file at `debug`, a schema
     /// migration at `info`. Messages below the handler's level cost nothing but the level check.
     public var logger: Logger

@@ -68,6 +68,7 @@ actor DatabaseWriter {
             try Schema.checkIdentity(connection)
             let synchronous = configuration.durability == .full ? "FULL" : "NORMAL"
             try Schema.configureWriter(connection, synchronous: synchronous)
+            if let limit = configuration.maximumFileSize { try connection.limitFileSize(to: limit) }
             let found = try Schema.version(connection)
             try Schema.migrate(connection, uuid: { UUID().uuidString.lowercased() })
             if found == 0 {

@@ -59,12 +59,16 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let notADocStoreDatabase = Code("notADocStoreDatabase", couchDB: "bad_request", status: 400)
         /// The file was written by a newer version of DocStore.
         public static let incompatibleVersion = Code("incompatibleVersion", couchDB: "bad_request", status: 400)
-        /// SQLite reported an error; ``DocStoreError/cause`` holds it.
         /// Another connection (often another process) held the database file's write lock longer than
         /// the busy timeout (10 s), or a read met a lock it does not wait for; nothing was written.
         /// Worth retrying.
         public static let databaseLocked = Code("databaseLocked", couchDB: "service_unavailable", status: 503)
+        /// SQLite reported an error; ``DocStoreError/cause`` holds it.
         public static let storage = Code("storage", couchDB: "internal_server_error", status: 500)
+        /// The disk holding the database is full, or the file reached
+        /// ``DatabaseConfiguration/maximumFileSize``. The write failed whole and nothing committed was
+        /// lost; once there is room, the same database takes writes again.
+        public static let diskFull = Code("diskFull", couchDB: "insufficient_storage", status: 507)
         /// A file could not be read or written.
         public static let io = Code("io", couchDB: "internal_server_error", status: 500)
         /// Query options that contradict each other or the index (CouchDB `query_parse_error`).

@@ -31,10 +31,11 @@ actor IndexWriter {
     /// window touched — with random keys, most of the index.
     static let windowsPerTransaction = 20
 
-    init(fileURL: URL, definitions: [IndexDefinition]) throws {
+    init(fileURL: URL, definitions: [IndexDefinition], maximumFileSize: Int64? = nil) throws {
         let connection: SQLiteConnection, fullTextError: DocStoreError?
         do {
             (connection, fullTextError) = try IndexRecords.open(fileURL)
+            if let maximumFileSize { try connection.limitFileSize(to: maximumFileSize) }
         } catch {
             throw Database.storageError(error)
         }

@@ -18,6 +18,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     var isInterrupt: Bool { primaryCode == SQLITE_INTERRUPT }
     /// Whether a lock held by another connection stopped the statement (`SQLITE_BUSY`).
     var isBusy: Bool { primaryCode == SQLITE_BUSY }
+    /// Whether the disk, or the file's page limit, had no room for the write (`SQLITE_FULL`).
+    var isFull: Bool { primaryCode == SQLITE_FULL }
 
     public var description: String {
         let base = "SQLite error \(code): \(message)"
@@ -124,6 +126,13 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Ends an ``interrupt()`` request.
     func clearInterrupt() {
         interruptRequest.isSet.store(false, ordering: .relaxed)
+    }
+
+    /// Limits the file this connection writes to `bytes` (rounded up to whole pages): SQLite's
+    /// `max_page_count`, which fails a transaction that would pass it with `SQLITE_FULL`.
+    func limitFileSize(to bytes: Int64) throws {
+        let pageSize = max(1, try scalarInt("PRAGMA page_size") ?? 4096)
+        try execute("PRAGMA max_page_count = \(max(1, (bytes + pageSize - 1) / pageSize))")
     }
 
     func error(_ rc: Int32, sql: String?) -> SQLiteError {
