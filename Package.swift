@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "DocStoreJavaScript", targets: ["DocStoreJavaScript"]),
         .executable(name: "docstore", targets: ["docstore"]),
         .executable(name: "docstore-bench", targets: ["DocStoreBenchmarks"]),
+        .executable(name: "docstore-fuzz", targets: ["docstore-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
@@ -115,6 +116,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The fuzz targets' properties, and the executable libFuzzer drives (Tests/Fuzz/run.sh).
+        .target(
+            name: "DocStoreFuzzing",
+            dependencies: ["DocStore"]
+        ),
+        .executableTarget(
+            name: "docstore-fuzz",
+            dependencies: ["DocStoreFuzzing"]
+        ),
         .executableTarget(
             name: "DocStoreBenchmarks",
             dependencies: [
@@ -134,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocStoreTests",
-            dependencies: ["DocStore", "TestSupport"]
+            dependencies: ["DocStore", "DocStoreFuzzing", "TestSupport"]
         ),
         .testTarget(
             name: "DocStoreJavaScriptTests",
