@@ -54,6 +54,9 @@ final class TextQueryTests: XCTestCase {
             ("()", 1, "Empty parentheses"), ("a () b", 3, "Empty parentheses"), (")(", 1, "')'"),
             ("a NEAR (b OR c)", 8, "not a group"), ("(a OR b) NEAR c", 1, "not a group"), ("*", 1, "'*' must follow a word"), ("a*b", 1, "'*' may only end a word"),
             ("x ,,, y", 3, "no letters or digits"),
+            // Found by the full-text fuzz target: 1 190 nested parentheses ran the parser out of stack.
+            (String(repeating: "(", count: 5000) + "a", 65, "Parentheses nest deeper than 64 levels"),
+            (Array(repeating: "a", count: 1025).joined(separator: " OR "), 1 + 1024 * 5, "more than 1024 terms"),
         ]
         for (query, position, reason) in cases {
             XCTAssertThrowsError(try TextQuery(query), query) { error in
@@ -64,6 +67,11 @@ final class TextQueryTests: XCTestCase {
                 XCTAssertEqual(error.byteOffset, position - 1, query)
             }
         }
+    }
+
+    func testTheDeepestAndLongestQueriesAllowedParse() throws {
+        _ = try TextQuery(String(repeating: "(", count: 64) + "a" + String(repeating: ")", count: 64))
+        _ = try TextQuery(Array(repeating: "a", count: 1024).joined(separator: " "))
     }
 
     func testThePositionCountsCharactersAndTheOffsetBytes() {

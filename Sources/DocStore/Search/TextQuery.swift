@@ -80,6 +80,13 @@ struct TextQueryParser {
     private let characters: [Character]
     private let text: String
     private var index = 0
+    /// The most terms (words and phrases) a query may hold, as Lucene's `maxClauseCount`, and the
+    /// deepest its parentheses may nest: the parser, and everything that walks the expression it
+    /// builds, recurse once per level, so that a long or deep query must not run out of stack.
+    static let maximumTerms = 1024
+    static let maximumDepth = 64
+    private var terms = 0
+    private var depth = 0
     /// The token after ``current``'s, read ahead, and where each starts.
     private var current: Token = .end
     private var currentStart = 0
@@ -156,6 +163,19 @@ struct TextQueryParser {
     private mutating func parsePrimary() throws -> TextQuery.Expression {
         let start = currentStart
         switch current {
+        case .word, .quoted:
+            terms += 1
+            if terms > TextQueryParser.maximumTerms {
+                throw error("The query has more than \(TextQueryParser.maximumTerms) terms", at: start)
+            }
+        case .open:
+            if depth == TextQueryParser.maximumDepth {
+                throw error("Parentheses nest deeper than \(TextQueryParser.maximumDepth) levels", at: start)
+            }
+        default:
+            break
+        }
+        switch current {
         case .word(let word, let prefix):
             try advance()
             let tokens = TextTokenizer.tokens(word)
@@ -169,6 +189,8 @@ struct TextQueryParser {
         case .open:
             try advance()
             if current == .close { throw error("Empty parentheses", at: start) }
+            depth += 1
+            defer { depth -= 1 }
             let node = try parseOr()
             guard current == .close else {
                 throw current == .end ? error("Unbalanced '('", at: start) : error("Unexpected \(describe(current))", at: currentStart)
