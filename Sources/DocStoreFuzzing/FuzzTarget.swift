@@ -52,15 +52,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let tree: JSON
         do {
             tree = try JSON(parsing: bytes)
-        } catch let error as DocStoreError {
+        } catch let treeError as DocStoreError {
             // The document reader refuses the same text with the same message.
             for depth in 1...3 {
                 do {
                     _ = try JSON(parsing: bytes, documentDepth: depth)
-                    return "depth \(depth) accepts what the tree parser refuses (\(error.reason))"
-                } catch let other as DocStoreError where other.reason == error.reason {
+                    return "depth \(depth) accepts what the tree parser refuses (\(treeError.reason))"
+                } catch let other as DocStoreError where other.reason == treeError.reason {
                 } catch {
-                    return "depth \(depth) refuses with \(error), the tree parser with \(error)"
+                    return "depth \(depth) refuses with \(error), the tree parser with \(treeError)"
                 }
             }
             return nil

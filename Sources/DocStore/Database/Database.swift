@@ -78,7 +78,7 @@ public final class Database: Sendable {
         let indexFile = IndexSchema.fileURL(for: configuration.fileURL)
         do {
             self.indexWriter = try IndexWriter(fileURL: indexFile, definitions: configuration.indexes,
-                                           maximumFileSize: configuration.maximumFileSize)
+                                               maximumFileSize: configuration.maximumFileSize)
         } catch {
             Task { await writer.close() }
             throw error

@@ -50,7 +50,8 @@ public struct DatabaseConfiguration: Sendable {
     public var lockTimeout: Duration
     /// The most bytes the database file, and its index file, may each grow to; a write that would pass
     /// it fails whole with ``DocStoreError/Code/diskFull``, as on a full disk. `nil` (the default): as
-    /// much as the disk holds. Not stored in the file: each open sets it (write-ahead logs aside).
+    /// much as the disk holds. The write-ahead logs beside the files are not counted. The limit is not
+    /// stored in the file: each open sets its own.
     public var maximumFileSize: Int64?
     /// Where the database logs (swift-log): opening, closing and creating the file at `debug`, a schema
     /// migration at `info`. Messages below the handler's level cost nothing but the level check.
