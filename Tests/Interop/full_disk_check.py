@@ -13,49 +13,23 @@ refused the check says so and exits 0 — `swift test` covers the same paths wit
 
 Usage: full_disk_check.py <docstore binary>
 """
-import base64
 import json
 import os
-import socket
+import pathlib
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
-AUTH = "Basic " + base64.b64encode(b"admin:admin").decode()
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from couchdb_replication_interop import start_docstore, stop_docstore  # noqa: E402
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def request(port, method, path, body=None, content_type="application/json", timeout=60):
-    data = body if isinstance(body, bytes) else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method, data=data,
-                                 headers={"Authorization": AUTH, "Content-Type": content_type})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
-
-
-def serve(binary, data, port):
-    process = subprocess.Popen([binary, "serve", "--data", data, "--port", str(port), "--admin", "admin:admin",
-                                "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            if request(port, "GET", "/")[0] == 200:
-                return process
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit("docstore serve did not answer")
+def json_answer(docstore, method, path, body=None, content_type=None):
+    """`docstore`'s status and JSON answer to one request."""
+    status, data, _ = docstore.request(method, path, body, headers={"Content-Type": content_type} if content_type else None,
+                                       timeout=60)
+    return status, json.loads(data or b"null")
 
 
 def main():
@@ -77,18 +51,21 @@ def main():
             failures.append(message)
 
     data = os.path.join(mount, "data")
-    port = free_port()
-    server = serve(binary, data, port)
+    server, docstore = start_docstore(binary, data)
+
+    def request(method, path, body=None, content_type=None):
+        return json_answer(docstore, method, path, body, content_type)
+
     try:
-        check(request(port, "PUT", "/db")[0] == 201, "database created on a 4 MiB file system")
-        check(request(port, "PUT", "/source")[0] == 201, "a replication source on the same server")
-        status, _ = request(port, "POST", "/source/_bulk_docs", {"docs": [{"_id": "s%03d" % n, "pad": "s" * 1000} for n in range(300)]})
+        check(request("PUT", "/db")[0] == 201, "database created on a 4 MiB file system")
+        check(request("PUT", "/source")[0] == 201, "a replication source on the same server")
+        status, _ = request("POST", "/source/_bulk_docs", {"docs": [{"_id": "s%03d" % n, "pad": "s" * 1000} for n in range(300)]})
         check(status == 201, "300 documents in the source")
         acknowledged = {}
         refused = None
         for batch in range(2000):
             docs = [{"_id": "b%04d-%02d" % (batch, n), "pad": "x" * 1000} for n in range(20)]
-            status, answer = request(port, "POST", "/db/_bulk_docs", {"docs": docs})
+            status, answer = request("POST", "/db/_bulk_docs", {"docs": docs})
             if status != 201:
                 refused = (batch, status, answer)
                 break
@@ -97,32 +74,31 @@ def main():
         check(refused is not None and refused[1] == 507 and refused[2].get("error") == "insufficient_storage",
               "a write that finds the disk full: %s" % (refused,))
         check(len(acknowledged) > 500, "%d documents acknowledged before" % len(acknowledged))
-        missing = [doc_id for doc_id, rev in acknowledged.items() if request(port, "GET", "/db/" + doc_id)[1].get("_rev") != rev]
+        missing = [doc_id for doc_id, rev in acknowledged.items() if request("GET", "/db/" + doc_id)[1].get("_rev") != rev]
         check(not missing, "every acknowledged document reads back (%d missing)" % len(missing))
-        status, answer = request(port, "GET", "/db/%s-00" % ("b%04d" % refused[0]))
+        status, answer = request("GET", "/db/%s-00" % ("b%04d" % refused[0]))
         check(status == 404, "the refused batch left nothing")
-        status, answer = request(port, "PUT", "/db/attached/big.bin", os.urandom(1 << 20), "application/octet-stream")
+        status, answer = request("PUT", "/db/attached/big.bin", os.urandom(1 << 20), "application/octet-stream")
         check(status == 507 and answer.get("error") == "insufficient_storage", "an attachment that does not fit: %d %s" % (status, answer))
-        status, answer = request(port, "POST", "/_replicate", {"source": "source", "target": "db"})
+        status, answer = request("POST", "/_replicate", {"source": "source", "target": "db"})
         check(status == 502 and "No room left" in answer.get("reason", ""),
               "a replication into the full disk fails, naming it: %d %s" % (status, answer))
-        check(request(port, "GET", "/")[0] == 200, "the server goes on answering")
+        check(request("GET", "/")[0] == 200, "the server goes on answering")
 
         # Space freed: the file system grows, and the same database takes the refused writes.
         subprocess.run(["mount", "-o", "remount,size=64m", mount], check=True)
         docs = [{"_id": "b%04d-%02d" % (refused[0], n), "pad": "x" * 1000} for n in range(20)]
-        status, answer = request(port, "POST", "/db/_bulk_docs", {"docs": docs})
+        status, answer = request("POST", "/db/_bulk_docs", {"docs": docs})
         check(status == 201 and all(row.get("ok") for row in answer), "the refused batch is written once there is room")
-        status, answer = request(port, "PUT", "/db/attached/big.bin", os.urandom(1 << 20), "application/octet-stream")
+        status, answer = request("PUT", "/db/attached/big.bin", os.urandom(1 << 20), "application/octet-stream")
         check(status == 201, "so is the attachment")
-        status, answer = request(port, "GET", "/db")
-        status, answer = request(port, "POST", "/_replicate", {"source": "source", "target": "db"})
+        status, answer = request("GET", "/db")
+        status, answer = request("POST", "/_replicate", {"source": "source", "target": "db"})
         check(status == 200 and answer.get("ok") is True, "the replication completes once there is room")
-        status, answer = request(port, "GET", "/db")
+        status, answer = request("GET", "/db")
         check(answer.get("doc_count") == len(acknowledged) + 21 + 300, "doc_count %s" % answer.get("doc_count"))
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_docstore(server)
     try:
         for name in ("db.sqlite", "db.sqlite-idx"):
             path = os.path.join(data, name)
