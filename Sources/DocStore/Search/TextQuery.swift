@@ -163,30 +163,22 @@ struct TextQueryParser {
     private mutating func parsePrimary() throws -> TextQuery.Expression {
         let start = currentStart
         switch current {
-        case .word, .quoted:
-            terms += 1
-            if terms > TextQueryParser.maximumTerms {
-                throw error("The query has more than \(TextQueryParser.maximumTerms) terms", at: start)
-            }
-        case .open:
-            if depth == TextQueryParser.maximumDepth {
-                throw error("Parentheses nest deeper than \(TextQueryParser.maximumDepth) levels", at: start)
-            }
-        default:
-            break
-        }
-        switch current {
         case .word(let word, let prefix):
+            try countTerm(at: start)
             try advance()
             let tokens = TextTokenizer.tokens(word)
             guard !tokens.isEmpty else { throw error("\"\(word)\" has no letters or digits to search for", at: start) }
             return .phrase(tokens, prefix: prefix)
         case .quoted(let phrase):
+            try countTerm(at: start)
             try advance()
             let tokens = TextTokenizer.tokens(phrase)
             guard !tokens.isEmpty else { throw error("The phrase has no letters or digits to search for", at: start) }
             return .phrase(tokens, prefix: false)
         case .open:
+            if depth == TextQueryParser.maximumDepth {
+                throw error("Parentheses nest deeper than \(TextQueryParser.maximumDepth) levels", at: start)
+            }
             try advance()
             if current == .close { throw error("Empty parentheses", at: start) }
             depth += 1
@@ -202,6 +194,12 @@ struct TextQueryParser {
         default:
             throw error("Unexpected \(describe(current)): a term is expected here", at: start)
         }
+    }
+
+    /// Counts a word or phrase written at `at` against ``maximumTerms``.
+    private mutating func countTerm(at start: Int) throws {
+        terms += 1
+        if terms > TextQueryParser.maximumTerms { throw error("The query has more than \(TextQueryParser.maximumTerms) terms", at: start) }
     }
 
     /// The operand after a binary operator written at `at`.
