@@ -114,12 +114,21 @@ let package = Package(
                 "DocServer",
                 "DocSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The fuzz targets' properties, and the executable libFuzzer drives (Tests/Fuzz/run.sh).
         .target(
             name: "DocStoreFuzzing",
-            dependencies: ["DocStore"]
+            dependencies: [
+                "DocStore",
+                "DocServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "docstore-fuzz",

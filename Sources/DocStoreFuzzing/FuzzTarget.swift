@@ -20,6 +20,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Revision ids and documents with `_rev`/`_revisions`: a parsed id writes out as it was read; a
     /// document read from JSON writes out as JSON that reads back to the same document.
     case revisions
+    /// Query strings of `_changes`, views and `_all_docs`: what the parameter reader reads encodes back
+    /// to the same parameters; each endpoint of `fuzzdb` answers the query with rows (no more than
+    /// `limit`) or CouchDB's 4xx JSON error, never a 5xx, and in time.
+    case queryString = "query-string"
+    /// Whole HTTP requests (`METHOD target`, header lines, an empty line, the body) to DocServer's
+    /// responder in this process: every answer comes in time, no error escapes its middleware, no
+    /// answer is a 5xx but a JavaScript function's own failure, and every error is CouchDB's JSON body.
+    case http
 
     /// The target `DOCSTORE_FUZZ_TARGET` names (`json` when unset), for a fuzzing run.
     public static let current: FuzzTarget = {
@@ -43,6 +51,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .mango: return FuzzTarget.checkMango(bytes)
         case .fullText: return FuzzTarget.checkFullText(bytes)
         case .revisions: return FuzzTarget.checkRevisions(bytes)
+        case .queryString: return FuzzTarget.checkQueryString(bytes)
+        case .http: return FuzzTarget.checkHTTP(bytes)
         }
     }
 

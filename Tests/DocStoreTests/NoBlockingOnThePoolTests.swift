@@ -22,6 +22,10 @@ final class NoBlockingOnThePoolTests: XCTestCase {
             "DispatchSemaphore": "an owner waits only for an item the helper (on DedicatedThreads) has already started — CPU work of one item, never I/O or a queue: the owner does itself every item the helper has not taken",
             ".wait()": "the same wait: one started item of CPU work (owners: the index writer on its queue, the writer's body encoding, a changes page being parsed)",
         ],
+        "Sources/DocStoreFuzzing/InProcessServer.swift": [
+            "DispatchSemaphore": "the fuzz harness waits for the server's answer on libFuzzer's thread (or a test's), which is not a pool thread; the server's work runs on the pool meanwhile",
+            ".wait()": "the same wait, with a deadline: a request that does not end is reported, not waited for forever",
+        ],
         "Sources/DocStoreJavaScript/JavaScriptEngine.swift": [
             ".wait()": "withContext/withContexts wait for a JavaScript job. Map functions call them on the index writer's queue, _changes filters and JavaScript reduces on BlockingWorkThreads.userCode, and validate_doc_update inside a write that then runs there too (waitingForTheLock gives it that executor preference, which the writer, a default actor, follows): PoolStaysFreeTests. Async callers use run(_:), which does not block",
             "DispatchSemaphore": "WaitedJob, the wait of withContexts above",
