@@ -147,6 +147,32 @@ final class ChangeNotificationTests: XCTestCase {
         XCTAssertEqual(db.notifier.subscriberCount, 0)
     }
 
+    /// A notifier that goes away without `finish()` (its database released unclosed) ends its streams:
+    /// their readers would otherwise wait forever (a dropped continuation does not end a stream).
+    func testANotifierReleasedWithoutFinishingEndsItsStreams() async throws {
+        var notifier: ChangeNotifier? = ChangeNotifier()
+        let stream = try XCTUnwrap(notifier).subscribe()
+        notifier?.publish([DocumentChange(id: "a", revision: RevisionID(generation: 1, digest: "a"), sequence: 1, isDeleted: false, source: .local)])
+        let reader = Task {
+            var count = 0
+            for await batch in stream { count += batch.count }
+            return count
+        }
+        notifier = nil
+        let outcome = await withTaskGroup(of: Int?.self) { group in
+            group.addTask { await reader.value }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            reader.cancel()
+            group.cancelAll()
+            return first
+        }
+        XCTAssertEqual(outcome, 1, "the stream delivered its batch, then ended")
+    }
+
     func testDelegateIsCalledAndHeldWeakly() async throws {
         let db = try await makeDatabase(self)
         let delegate = RecordingDelegate()

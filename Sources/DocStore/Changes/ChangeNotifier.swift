@@ -26,6 +26,11 @@ final class ChangeNotifier: Sendable {
 
     private let state = Locked(State())
 
+    /// A database released without ``Database/close()`` ends its change streams and wakes its waiters
+    /// all the same: a stream left open would keep the task reading it suspended forever, with its
+    /// memory (LeakSanitizer found such tasks, Docs/Reliability.md).
+    deinit { finish() }
+
     /// Delivers a committed batch to every subscriber and wakes the waiters it concerns. Never blocks
     /// (streams buffer).
     func publish(_ batch: [DocumentChange]) {
