@@ -150,6 +150,7 @@ struct ReplicationLoop {
                 rows = next.rows
                 fetched = next.fetched
                 lastRead = (next.last, mode)
+                replicator.changesRead(flow, count: next.rows.count, pending: next.pending)
                 return .changesRead(rowCount: next.rows.count, last: next.last)
             }
             prefetch.task.cancel()
@@ -167,14 +168,16 @@ struct ReplicationLoop {
                 }
                 rows = batch
                 lastRead = (batch.last?.sequence ?? since, mode)
+                replicator.changesRead(flow, count: batch.count, pending: nil)
                 return .changesRead(rowCount: batch.count, last: batch.last?.sequence ?? since)
             }
             // A source without a streamed feed (a local database) waits in a long poll instead.
         }
         let wait: Duration? = mode == .normal ? nil : configuration.heartbeat
-        let (batch, last) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
+        let (batch, last, pending) = try await source.changes(since: since, limit: configuration.batchSize, filter: filter, wait: wait)
         rows = batch
         lastRead = (last, mode)
+        replicator.changesRead(flow, count: batch.count, pending: pending)
         return .changesRead(rowCount: batch.count, last: last)
     }
 
@@ -261,7 +264,7 @@ struct ReplicationLoop {
     /// The batch after the current one: the sequence it reads after and the task reading it.
     private struct Prefetch {
         let since: JSON
-        let task: Task<(rows: [ChangesRow], last: JSON, fetched: FetchedBatch), any Error>
+        let task: Task<(rows: [ChangesRow], last: JSON, pending: Int?, fetched: FetchedBatch), any Error>
     }
 
     private var lanes: Int { max(1, configuration.maximumRequestsInFlight) }
@@ -276,9 +279,9 @@ struct ReplicationLoop {
         let (since, source, target, lanes) = (lastRead.sequence, source, target, lanes)
         let (filter, limit) = (replicator.changesFilter(), configuration.batchSize)
         prefetch = Prefetch(since: since, task: Task {
-            let (rows, last) = try await source.changes(since: since, limit: limit, filter: filter, wait: nil)
+            let (rows, last, pending) = try await source.changes(since: since, limit: limit, filter: filter, wait: nil)
             let fetched = try await Self.fetch(rows, from: source, missingIn: target, stagingInto: staging, lanes: lanes)
-            return (rows, last, fetched)
+            return (rows, last, pending, fetched)
         })
     }
 

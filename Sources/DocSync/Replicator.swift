@@ -42,6 +42,15 @@ public struct ReplicatorStatus: Sendable {
         self.activity = activity
     }
 
+    /// The changes still to transfer in every direction, once each direction's source has said
+    /// (``ReplicationPosition/remaining``); with ``changesProcessed``, how far a one-shot replication
+    /// is. `nil` before the first page is read, and with a continuous feed.
+    public var changesRemaining: Int? {
+        let remaining = positions.values.map(\.remaining)
+        guard !remaining.isEmpty, !remaining.contains(nil) else { return nil }
+        return remaining.reduce(0) { $0 + ($1 ?? 0) }
+    }
+
     /// Whether a batch is being sent to the remote side right now (the push direction is in
     /// ``transferring``).
     public var isSending: Bool { transferring.contains(.push) }
@@ -115,6 +124,10 @@ public struct ReplicationPosition: Sendable, Hashable {
     public var checkpointed: JSON
     /// The sequence of the last change transferred.
     public var through: JSON
+    /// The changes of the source after ``through`` still to transfer — the batch in hand and those the
+    /// source counted after it (its `pending`) when this direction last read a page; `nil` when the
+    /// source does not say (a continuous feed).
+    public var remaining: Int?
     /// The sessions the last checkpoint saved records, this run's first (empty before the first save):
     /// what CouchDB's `_replicate` answers as `history`.
     package var history: [ReplicationCheckpoint.Session] = []
@@ -450,6 +463,16 @@ public final class Replicator: Sendable {
         }
     }
 
+    /// A direction read `count` changes, and the source has `pending` more (when it says).
+    func changesRead(_ flow: ReplicationFlow, count: Int, pending: Int?) {
+        update { status, _ in
+            let remaining = pending.map { $0 + count }
+            guard status.positions[flow] != nil, status.positions[flow]?.remaining != remaining else { return false }
+            status.positions[flow]?.remaining = remaining
+            return true
+        }
+    }
+
     /// A direction starts moving a batch.
     func startTransfer(_ flow: ReplicationFlow) {
         update { status, _ in status.transferring.insert(flow).inserted }
@@ -463,6 +486,7 @@ public final class Replicator: Sendable {
         update { status, _ in
             status.transferring.remove(flow)
             status.changesProcessed += figures.changes
+            if let remaining = status.positions[flow]?.remaining { status.positions[flow]?.remaining = max(0, remaining - figures.changes) }
             status.figures += figures.figures
             if let through = figures.through { status.positions[flow]?.through = through }
             return true

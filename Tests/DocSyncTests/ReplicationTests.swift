@@ -165,6 +165,35 @@ final class ReplicationTests: XCTestCase {
         XCTAssertEqual(delegate.calls.withLock { $0 }.last, "complete", "told before stop() returned")
     }
 
+    /// How far a one-shot replication is: after each page the source's count of the changes left
+    /// (`pending` over HTTP, counted locally), so that done + remaining is the whole, falling to zero.
+    func testTheStatusSaysHowManyChangesRemain() async throws {
+        let (_, url, _) = try await makeServer()
+        let source = try await makeDatabase("remaining-source")
+        try await seed(source, prefix: "r", count: 250)
+        for endpoint in [ReplicationEndpoint.local(source), .remote(url)] {
+            if case .remote = endpoint {
+                try await Replicator(configuration: ReplicationConfiguration(source: .local(source), target: .remote(url))).run()
+            }
+            let target = try await makeDatabase("remaining-target-\(endpoint.isLocal ? "local" : "http")")
+            var configuration = ReplicationConfiguration(source: endpoint, target: .local(target))
+            configuration.batchSize = 100
+            let replicator = Replicator(configuration: configuration)
+            let statuses = replicator.statusChanges()
+            try await replicator.run()
+            var totals: [Int] = []
+            var last = ReplicatorStatus()
+            for await status in statuses {
+                if let remaining = status.changesRemaining { totals.append(status.changesProcessed + remaining) }
+                last = status
+            }
+            XCTAssertFalse(totals.isEmpty, "the source said how many were left")
+            XCTAssertEqual(Set(totals), [250], "done and remaining add up to every change: \(totals)")
+            XCTAssertEqual(last.changesRemaining, 0)
+            XCTAssertEqual(last.changesProcessed, 250)
+        }
+    }
+
     func testAMalformedSelectorFailsTheReplicationInsteadOfMovingEverything() async throws {
         let source = try await makeDatabase("bad-selector-source")
         _ = try await source.save(Document(id: "x", body: ["v": 1]))

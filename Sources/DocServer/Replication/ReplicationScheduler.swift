@@ -109,6 +109,8 @@ final class ReplicationScheduler: Sendable {
             let through = Job.sequence(position?.through)
             object["source_seq"] = through
             object["through_seq"] = through
+            // As CouchDB's: the changes the source counted after the last page read (and not yet moved).
+            object["changes_pending"] = position?.remaining.map { .integer($0) } ?? .null
             return object
         }
 

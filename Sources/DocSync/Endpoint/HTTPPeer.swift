@@ -225,14 +225,14 @@ struct HTTPPeer: ReplicationPeer {
         return try ChangeFeed(request, on: transport)
     }
 
-    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON, pending: Int?) {
         var (query, body) = changesRequest(since: since, limit: limit, filter: filter)
         if let wait {
             query += ["feed=longpoll", "timeout=\(max(HTTPPeer.milliseconds(wait), 100))"]
         }
         let (_, json) = try await request("POST", "/_changes?" + query.joined(separator: "&"), json: .object(body))
         let answer = try decode("_changes answer") { try ChangesResponse(json: json) }
-        return (answer.results, answer.lastSequence.isNull ? since : answer.lastSequence)
+        return (answer.results, answer.lastSequence.isNull ? since : answer.lastSequence, answer.pending)
     }
 
     func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {

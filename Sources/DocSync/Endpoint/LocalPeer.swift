@@ -14,7 +14,7 @@ struct LocalPeer: ReplicationPeer {
         if database.isClosed { throw ReplicationError(.databaseNotFound, "The local database \(database.name) is closed") }
     }
 
-    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON) {
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON, pending: Int?) {
         let start = sequenceNumber(since) ?? 0
         var changesFilter = filter.changesFilter
         if let named = filter.named {
@@ -34,7 +34,8 @@ struct LocalPeer: ReplicationPeer {
             page = try await database.changes(since: page.lastSequence, limit: limit, filter: changesFilter)
         }
         // Every leaf, as the replicator asks a remote source for (`style=all_docs`).
-        return (page.changes.map { ChangesRow($0, allLeaves: true) }, .integer(Int(page.lastSequence)))
+        return (page.changes.map { ChangesRow($0, allLeaves: true) }, .integer(Int(page.lastSequence)),
+                try await database.pendingChangeCount(since: page.lastSequence))
     }
 
     /// Local sources wait on the database's commit signal instead.

@@ -38,8 +38,9 @@ protocol ReplicationPeer: Sendable {
     func identity() async throws -> String
     /// Checks the database exists, creating it when asked.
     func prepare(create: Bool) async throws
-    /// Changes after `since`, at most `limit`; with `wait`, blocks until there is one or `wait` passes.
-    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON)
+    /// Changes after `since`, at most `limit`, and how many the source has after them (its `pending`,
+    /// when it says); with `wait`, blocks until there is one or `wait` passes.
+    func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON, pending: Int?)
     /// A continuous feed of changes after `since`, if this side streams them (HTTP); `nil` otherwise.
     func openContinuousFeed(since: JSON, filter: SourceFilter, heartbeat: Duration) async throws -> ChangeFeed?
     /// Which of the offered revisions this side lacks.
