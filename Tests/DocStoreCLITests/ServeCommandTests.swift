@@ -65,6 +65,41 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("--admin must be NAME:PASSWORD"), bad.stderr)
     }
 
+    /// The two first-run messages: a port another server holds is named with the way out, and a server
+    /// without administrator says how to get one.
+    func testATakenPortAndAMissingAdministratorAreExplained() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let (_, _, url) = try launchServe(in: dir, self)
+        let port = try XCTUnwrap(URL(string: url)?.port)
+        let taken = try runDocstore(["serve", "--port", String(port), "--data", "other"], in: dir)
+        XCTAssertEqual(taken.status, 1)
+        XCTAssertTrue(taken.stderr.contains("port \(port) on 127.0.0.1 is already in use"), taken.stderr)
+        XCTAssertTrue(taken.stderr.contains("start with --port \(port + 1), or --port 0"), taken.stderr)
+        XCTAssertFalse(taken.stderr.contains("errno"), "no bare system error: \(taken.stderr)")
+
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("docstore")
+        process.arguments = ["serve", "--port", "0", "--data", "lonely"]
+        process.currentDirectoryURL = dir
+        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "DOCSTORE_ADMIN" }
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        var note = ""
+        while !note.contains("--data lonely\n") {
+            let chunk = stderr.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            note += String(decoding: chunk, as: UTF8.self)
+        }
+        process.interrupt()
+        process.waitUntilExit()
+        XCTAssertTrue(note.contains("no administrator"), note)
+        XCTAssertTrue(note.contains("docstore serve --admin NAME:PASSWORD"), note)
+        XCTAssertTrue(note.contains("DOCSTORE_ADMIN=NAME:PASSWORD"), note)
+        XCTAssertTrue(note.contains("docstore user add NAME --password PASSWORD --data lonely"), note)
+    }
+
     /// SIGTERM while a client holds a continuous `_changes` feed open: the server ends the feed (its
     /// last line sent) and exits at once instead of waiting for the client.
     func testSIGTERMEndsAnOpenContinuousFeed() async throws {

@@ -229,9 +229,10 @@ actor DatabaseWriter {
     /// Writes an import in one transaction, all or nothing: documents with a revision as replicated
     /// revisions (without merging property histories: the file's leaves are reproduced as they are),
     /// the others as new edits of the current revision. Returns the number of revisions written.
-    func importAll(_ documents: [Document]) throws -> Int {
+    func importAll(_ documents: [Document], progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> Int {
         try revisionTransaction { steps, records, changes in
             for (position, input) in documents.enumerated() {
+                if position % 1000 == 0 { progress?(position, documents.count) }
                 try Self.naming(position, input) {
                     let change: DocumentChange?
                     if input.revision != nil {
@@ -244,6 +245,7 @@ actor DatabaseWriter {
                     if let change { changes.append(change) }
                 }
             }
+            progress?(documents.count, documents.count)
             return changes.count
         }
     }

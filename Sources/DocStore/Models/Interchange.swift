@@ -137,12 +137,16 @@ extension Database {
     ///   (NDJSON) or element (JSON array) and its byte offset for a record that is not valid, and the
     ///   write's error (with ``DocStoreError/itemIndex``, the record's position) for one that cannot be
     ///   stored. Nothing is written then.
+    /// - Parameter progress: told, from the writer's thread, how many records of how many are written
+    ///   so far, every thousand records and at the end (for a progress bar; the transaction commits
+    ///   after the last call).
     @discardableResult
-    public func importDocuments(from data: Data) async throws -> ImportSummary {
+    public func importDocuments(from data: Data, progress: (@Sendable (_ written: Int, _ of: Int) -> Void)? = nil) async throws -> ImportSummary {
         let records = try Self.parseImport(data)
         try ensureOpen()
         do {
-            let written = try await waitingForTheLock(of: writer) { try await writer.importAll(records.map(\.document)) }
+            let documents = records.map(\.document)
+            let written = try await waitingForTheLock(of: writer) { try await writer.importAll(documents, progress: progress) }
             return ImportSummary(records: records.count, revisionsWritten: written)
         } catch let error as DocStoreError {
             guard let index = error.itemIndex else { throw error }

@@ -187,9 +187,13 @@ struct Compact: AsyncParsableCommand {
 
     @OptionGroup var options: DatabaseOptions
 
+    @Flag(name: .shortAndLong, help: "No progress on the terminal.")
+    var quiet = false
+
     func run() async throws {
+        let bar = TerminalProgress("compact", unit: nil, enabled: !quiet)
         try await withDatabase(options) { db in
-            let dropped = try await db.compact()
+            let dropped = try await bar.ticking { try await db.compact() }
             printJSON(["ok": true, "revisions_dropped": .integer(dropped)])
         }
     }

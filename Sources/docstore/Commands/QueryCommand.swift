@@ -99,7 +99,9 @@ struct Query: AsyncParsableCommand {
         query.stale = stale == "ok" ? .ok : stale == "update_after" ? .updateAfter : .updateBefore
         try await withDatabase(options) { db in
             try await db.register(index)
-            let result = try await db.query(index.name, query)
+            // A build that takes longer than a second shows its spinner on a terminal.
+            let result = try await TerminalProgress("index by \(field)", unit: nil, enabled: !rows.quiet, delay: .seconds(1))
+                .ticking { try await db.query(index.name, query) }
             for error in result.mapErrors {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }
@@ -118,6 +120,9 @@ struct RowOptions: ParsableArguments {
 
     @Flag(name: .customLong("include-docs"), help: "Include each row's document.")
     var includeDocuments = false
+
+    @Flag(name: .shortAndLong, help: "No progress on the terminal while the index builds.")
+    var quiet = false
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }

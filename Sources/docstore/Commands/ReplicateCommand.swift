@@ -39,6 +39,9 @@ struct Replicate: AsyncParsableCommand {
     @Option(name: .customLong("batch-size"), help: "Changes per batch.")
     var batchSize: Int = 100
 
+    @Flag(name: .shortAndLong, help: "No progress: neither the bar on a terminal nor the progress lines.")
+    var quiet = false
+
     func endpoint(_ text: String) async throws -> ReplicationEndpoint {
         if text.hasPrefix("http://") || text.hasPrefix("https://") {
             guard let url = URL(string: text) else { fail("bad_request: invalid URL \(text)") }
@@ -67,17 +70,18 @@ struct Replicate: AsyncParsableCommand {
             configuration.filterParameters[String(parameter[..<equals])] = .string(String(parameter[parameter.index(after: equals)...]))
         }
         let replicator = Replicator(configuration: configuration)
-        let terminal = isatty(STDOUT_FILENO) != 0
+        // On a terminal a bar (one-shot: changes done of those the source counted) or live counts
+        // (continuous); into a pipe or file, the lines scripts read, as before.
+        let bar = TerminalProgress(continuous ? "replicate (continuous)" : "replicate", unit: ("change", "changes"), enabled: !quiet)
+        let lines = !quiet && isatty(STDOUT_FILENO) == 0
+        let continuous = self.continuous
         let progress = Task {
             for await status in replicator.statusChanges() {
-                let line = "changes=\(status.changesProcessed) written=\(status.documentsWritten) failed=\(status.documentWriteFailures) state=\(status.activity.rawValue)"
-                if terminal {
-                    let width = 30
-                    let filled = status.changesProcessed == 0 ? 0 : min(width, status.documentsWritten * width / max(status.changesProcessed, 1))
-                    let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-                    FileHandle.standardOutput.write(Data("\r\(bar) \(line)   ".utf8))
-                } else {
-                    FileHandle.standardOutput.write(Data("progress \(line)\n".utf8))
+                let total = continuous ? nil : status.changesRemaining.map { status.changesProcessed + $0 }
+                bar.update(status.changesProcessed, total: total,
+                           note: "\(TerminalProgress.grouped(status.documentsWritten)) written, \(status.documentWriteFailures) failed")
+                if lines {
+                    FileHandle.standardOutput.write(Data("progress changes=\(status.changesProcessed) written=\(status.documentsWritten) failed=\(status.documentWriteFailures) state=\(status.activity.rawValue)\n".utf8))
                 }
             }
         }
@@ -99,12 +103,12 @@ struct Replicate: AsyncParsableCommand {
                 final = try await replicator.run()
             } catch let error as ReplicationError {
                 await progress.value
-                if terminal { print() }
+                bar.finish()
                 fail("replication_failed: \(error)")
             }
         }
         await progress.value
-        if terminal { print() }
+        bar.finish()
         await Database.closeAll()
         print(#"{"ok":\#(final.documentWriteFailures == 0),"changes":\#(final.changesProcessed),"docs_written":\#(final.documentsWritten),"doc_write_failures":\#(final.documentWriteFailures)}"#)
         if final.documentWriteFailures > 0 { throw ExitCode(1) }

@@ -45,7 +45,9 @@ struct Search: AsyncParsableCommand {
             search.limit = rows.limit
             search.skip = rows.skip
             search.includeDocuments = rows.includeDocuments
-            printJSON(SearchResponse.json(try await db.search(index: chosen.indexName, search), includeDocuments: rows.includeDocuments))
+            let found = try await TerminalProgress("index \(chosen.name)", unit: nil, enabled: !rows.quiet, delay: .seconds(1))
+                .ticking { try await db.search(index: chosen.indexName, search) }
+            printJSON(SearchResponse.json(found, includeDocuments: rows.includeDocuments))
         }
     }
 }

@@ -3,6 +3,7 @@ import DocServer
 import DocStore
 import Foundation
 import Logging
+import NIOCore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -103,7 +104,7 @@ struct Serve: AsyncParsableCommand {
             configuration.admin = (String(admin[..<colon]), String(admin[admin.index(after: colon)...]))
         }
         if configuration.admin == nil && !allowAnonymous {
-            FileHandle.standardError.write(Data("docstore: note: no administrator configured (--admin or DOCSTORE_ADMIN); only users added with `docstore user add` can sign in\n".utf8))
+            FileHandle.standardError.write(Data(Serve.noAdministratorNote(data: data).utf8))
         }
         let server: DocServer
         do {
@@ -117,10 +118,37 @@ struct Serve: AsyncParsableCommand {
             try await server.run { port in
                 FileHandle.standardOutput.write(Data("DocStore is serving \(folder) at http://\(host):\(port)/\n".utf8))
             }
+        } catch where Serve.isAddressInUse(error) {
+            fail(Serve.addressInUse(host: host, port: port))
         } catch {
             fail("server stopped: \(error)")
         }
         print("DocStore stopped; databases closed.")
+    }
+
+    /// What `serve` says when it starts with no administrator: who can then sign in, and the two ways
+    /// to have someone who can.
+    static func noAdministratorNote(data: String) -> String {
+        """
+        docstore: note: no administrator, so nobody can create databases or users over HTTP; only users \
+        already in \(data)/_users.sqlite can sign in. Either start with an administrator:
+            docstore serve --admin NAME:PASSWORD        (or DOCSTORE_ADMIN=NAME:PASSWORD docstore serve)
+          or add a user to this data folder, then restart:
+            docstore user add NAME --password PASSWORD --data \(data)
+
+        """
+    }
+
+    /// Whether `error` says the address to listen on is taken (`EADDRINUSE` from `bind`).
+    static func isAddressInUse(_ error: any Error) -> Bool {
+        if let error = error as? IOError { return error.errnoCode == EADDRINUSE }
+        return "\(error)".contains("Address already in use")
+    }
+
+    /// The answer to a port another process holds: which port, and how to choose another.
+    static func addressInUse(host: String, port: Int) -> String {
+        "port \(port) on \(host) is already in use (another server, CouchDB perhaps, listens there): "
+            + "start with --port \(port == 5984 ? 5985 : port + 1), or --port 0 for any free port"
     }
 }
 

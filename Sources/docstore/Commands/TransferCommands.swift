@@ -31,6 +31,9 @@ struct Import: AsyncParsableCommand {
           help: "With --batch-size: insert documents with their _rev and _revisions as they are (CouchDB's new_edits=false).")
     var keepRevisions = false
 
+    @Flag(name: .shortAndLong, help: "No progress bar on the terminal.")
+    var quiet = false
+
     func validate() throws {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if keepRevisions && batchSize == nil {
@@ -48,7 +51,8 @@ struct Import: AsyncParsableCommand {
             handle = FileHandle.standardInput
         }
         var failures = 0
-        try await withDatabase(options) { db in
+        let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
+        try await withDatabase(options) { db in try await bar.around {
             var lines = LineReader(handle: handle)
             var lineNumber = 0
             while true {
@@ -76,8 +80,9 @@ struct Import: AsyncParsableCommand {
                     }
                 }
                 FileHandle.standardOutput.write(Data(output.utf8))
+                bar.update(lineNumber, note: failures > 0 ? "\(failures) failed" : nil)
             }
-        }
+        } }
         if failures > 0 { throw ExitCode(1) }
     }
 
@@ -89,8 +94,9 @@ struct Import: AsyncParsableCommand {
         } else {
             data = FileHandle.standardInput.readDataToEndOfFile()
         }
+        let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
         try await withDatabase(options) { db in
-            let summary = try await db.importDocuments(from: data)
+            let summary = try await bar.around { try await db.importDocuments(from: data) { bar.update($0, total: $1) } }
             let line: JSON = ["ok": true, "records": .integer(summary.records), "revisions_written": .integer(summary.revisionsWritten)]
             FileHandle.standardOutput.write(Data((line.description + "\n").utf8))
         }
@@ -118,6 +124,9 @@ struct Export: AsyncParsableCommand {
     @Option(help: "A Mango selector: export only the documents whose current revision matches it.")
     var selector: String?
 
+    @Flag(name: .shortAndLong, help: "No progress bar on the terminal.")
+    var quiet = false
+
     func validate() throws {
         guard ExportOptions.Format(rawValue: format) != nil else { throw ValidationError("--format must be json or ndjson") }
     }
@@ -125,8 +134,23 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         var exportOptions = ExportOptions(format: ExportOptions.Format(rawValue: format)!, form: compact ? .compact : .full)
         if let selector { exportOptions.selector = try MangoSelector(JSON(parsing: selector)) }
+        let quiet = self.quiet
         try await withDatabase(options) { db in
-            try await db.export(exportOptions) { FileHandle.standardOutput.write($0) }
+            // The total is the documents' count (with the deleted ones in the full form); a selection
+            // or conflicts make it an estimate, and the bar ends full either way.
+            let info = try await db.info()
+            let bar = TerminalProgress("export", unit: ("record", "records"),
+                                       total: info.documentCount + (exportOptions.form == .full ? info.deletedDocumentCount : 0), enabled: !quiet)
+            var records = 0
+            try await bar.around {
+                let written = try await db.export(exportOptions) { chunk in
+                    FileHandle.standardOutput.write(chunk)
+                    // About one line per record (its JSON is written without line breaks).
+                    records += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                    bar.update(records)
+                }
+                bar.update(written, total: written)
+            }
         }
     }
 }
