@@ -11,9 +11,9 @@ import NIOEmbedded
 /// router `docstore serve` puts behind its socket — for the HTTP and query-string fuzz targets.
 ///
 /// Its data folder (a temporary one, removed at exit) starts with database `fuzzdb`: documents with
-/// keys of every JSON type, design document `d` with a map view, `_sum`, `_count` and
-/// `_approx_count_distinct` views, a filter, a show and a list, and user `alice` limited to channel
-/// `a`. What a fuzzing run's requests write stays, so an input's answer may depend on the inputs
+/// keys of every JSON type in channels `a` and `b`; design document `d` with a map view, `_sum`,
+/// `_count`, `_approx_count_distinct` and JavaScript-reduce views, a filter, a show, a list, an update
+/// handler and `validate_doc_update`; and user `alice`, limited to channel `a`. What a fuzzing run's requests write stays, so an input's answer may depend on the inputs
 /// before it; the properties checked hold whatever the state.
 final class InProcessServer: Sendable {
     /// The one server of this process, made on first use.

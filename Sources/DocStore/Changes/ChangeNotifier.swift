@@ -27,8 +27,8 @@ final class ChangeNotifier: Sendable {
     private let state = Locked(State())
 
     /// A database released without ``Database/close()`` ends its change streams and wakes its waiters
-    /// all the same: a stream left open would keep the task reading it suspended forever, with its
-    /// memory (LeakSanitizer found such tasks, Docs/Reliability.md).
+    /// all the same: a dropped continuation does not end its stream, and the task reading it would wait
+    /// forever, keeping its memory (seen reading LeakSanitizer's reports, Docs/Reliability.md).
     deinit { finish() }
 
     /// Delivers a committed batch to every subscriber and wakes the waiters it concerns. Never blocks
