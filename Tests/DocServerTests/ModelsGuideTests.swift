@@ -57,7 +57,7 @@ final class ModelsGuideTests: XCTestCase {
     func testGuideExamples() async throws {
         let directory = try makeTemporaryDirectory(self)
         let db = try await Database.open(name: "jobs", directory: directory)
-        addTeardownBlock { await db.close() }
+        addTeardownBlock { [weak db] in await db?.close() }
 
         // Typed models
         let added = try await db.add([Contact(id: "ann", name: "Ann"), Contact(id: "", name: "Bob")])
@@ -101,7 +101,7 @@ final class ModelsGuideTests: XCTestCase {
         try await db.export(ExportOptions(format: .ndjson)) { backup.append($0) }
         let copy = try await Database.open(name: "copy", directory: directory)
         let summary = try await copy.importDocuments(from: backup)   // every leaf, history and attachment
-        addTeardownBlock { await copy.close() }
+        addTeardownBlock { [weak copy] in await copy?.close() }
         XCTAssertEqual(summary.records, 4)
         let copied = try await copy.fetch(Job.self, id: "j1")
         XCTAssertEqual(copied, job)

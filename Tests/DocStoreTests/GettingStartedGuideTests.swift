@@ -25,7 +25,7 @@ final class GettingStartedGuideTests: XCTestCase {
         let db = try await Database.open(config)   // <folder>/inventory.sqlite, created if missing
 
         XCTAssertTrue(Database.openedWith(config) === db)
-        addTeardownBlock { await db.close() }
+        addTeardownBlock { [weak db] in await db?.close() }
 
         var item: Document = ["id": "lamp", "name": "Lamp", "price": 19.5, "tags": ["light"]]
         item.type = "product"                      // stored as the body field "type"

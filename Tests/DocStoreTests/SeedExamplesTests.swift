@@ -20,7 +20,7 @@ final class SeedExamplesTests: XCTestCase {
 
     private func open(_ configuration: DatabaseConfiguration) async throws -> Database {
         let database = try await Database.open(with: configuration, create: true)!
-        addTeardownBlock { await database.close() }
+        addTeardownBlock { [weak database] in await database?.close() }
         return database
     }
 

@@ -172,7 +172,7 @@ final class ChangeFeedLineTests: XCTestCase {
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: ResponseBody(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n")))
         }
-        addTeardownBlock { await server.stop() }
+        addTeardownBlock { [weak server] in await server?.stop() }
         let transport = HTTPTransport(configuration: .ephemeral, idleLimit: .seconds(60), clock: ContinuousClock())
         defer { transport.close() }
         let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)

@@ -10,8 +10,9 @@ public func makeDatabase(_ testCase: XCTestCase, name: String = "test",
     var configuration = DatabaseConfiguration(name: name, directory: directory)
     configure(&configuration)
     let database = try await Database.open(configuration)
-    testCase.addTeardownBlock {
-        await database.close()
+    // Weakly: XCTest keeps each test case, and what its teardown blocks hold, to the end of the run.
+    testCase.addTeardownBlock { [weak database] in
+        await database?.close()
     }
     return database
 }

@@ -43,8 +43,9 @@ final class TestServer: Sendable {
         // Redirects (`_session?next=`) are answers to look at, not to follow.
         session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
         let server = self.server, directory = self.directory
-        testCase.addTeardownBlock {
-            await server.stop()
+        // Weakly: XCTest keeps each test case, and what its teardown blocks hold, to the end of the run.
+        testCase.addTeardownBlock { [weak server] in
+            await server?.stop()
             try? FileManager.default.removeItem(at: directory)
         }
     }

@@ -10,8 +10,9 @@ extension XCTestCase {
     func makeDatabase(_ name: String) async throws -> Database {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-\(UUID().uuidString)")
         let db = try await Database.open(name: name, directory: folder)
-        addTeardownBlock {
-            await db.close()
+        // Weakly: XCTest keeps each test case, and what its teardown blocks hold, to the end of the run.
+        addTeardownBlock { [weak db] in
+            await db?.close()
             try? FileManager.default.removeItem(at: folder)
         }
         return db
@@ -30,8 +31,8 @@ extension XCTestCase {
         let server = try await DocServer(configuration: configuration, indexes: indexes, filters: filters, logger: logger)
         let port = try await server.start()
         let database = try await server.registry.open("remote")
-        addTeardownBlock {
-            await server.stop()
+        addTeardownBlock { [weak server] in
+            await server?.stop()
             try? FileManager.default.removeItem(at: folder)
         }
         return (server, URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!, database)
