@@ -65,8 +65,9 @@ public final class DocServer: Sendable {
         let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host)
         self.scheduler = scheduler
         // The replicator database's documents run from the moment it is opened, until it is deleted.
-        registry.observeReplicatorDatabase { database in
-            if let database { scheduler.watchDocuments(database) } else { await scheduler.unwatchDocuments() }
+        // Weakly: the scheduler holds the registry, and a server let go must free both.
+        registry.observeReplicatorDatabase { [weak scheduler] database in
+            if let database { scheduler?.watchDocuments(database) } else { await scheduler?.unwatchDocuments() }
         }
         var base: [String: [String: String]] = [
             "chttpd": ["port": String(configuration.port), "bind_address": configuration.host,
