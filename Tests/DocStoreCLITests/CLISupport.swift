@@ -71,8 +71,9 @@ func launchServe(in directory: URL, _ testCase: XCTestCase, arguments: [String] 
     process.standardError = standardError
     try process.run()
     let output = readFirstLine(of: stdout)
+    let held = Held(process)
     testCase.addTeardownBlock {
-        if process.isRunning {
+        if let process = held.take(), process.isRunning {
             process.interrupt()
             process.waitUntilExit()
         }

@@ -140,7 +140,8 @@ final class CouchDBSourceReplayTests: XCTestCase {
     func testPullFromRecordedCouchDBThenPushToDocServer() async throws {
         let source = try RecordedCouchDBSource()
         let port = try await source.start()
-        addTeardownBlock { await source.stop() }
+        let held = Held(source)
+        addTeardownBlock { await held.take()?.stop() }
         let local = try await makeDatabase("pulled")
         let url = URL(string: "http://admin:admin@127.0.0.1:\(port)/fx_src")!
         let pull = try await Replicator(configuration: .init(source: .remote(url), target: .local(local))).run()

@@ -12,7 +12,8 @@ final class FaultTests: XCTestCase {
         let upstream = "http://127.0.0.1:\(url.port!)"
         let proxy = FaultProxy(upstream: upstream, rules: rules)
         let port = try await proxy.start()
-        addTeardownBlock { await proxy.stop() }
+        let held = Held(proxy)
+        addTeardownBlock { await held.take()?.stop() }
         return (proxy, URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!, remote)
     }
 

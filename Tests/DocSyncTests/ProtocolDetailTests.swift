@@ -42,7 +42,8 @@ final class ProtocolDetailTests: XCTestCase {
         let proxy = FaultProxy(upstream: "http://127.0.0.1:\(serverURL.port!)",
                                rules: [.init(pathContains: "_bulk_get", fault: .status(404), remaining: 1000)])
         let port = try await proxy.start()
-        addTeardownBlock { await proxy.stop() }
+        let held = Held(proxy)
+        addTeardownBlock { await held.take()?.stop() }
         let url = URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!
         try await seed(remote, prefix: "o", count: 30, attachments: true)
         let local = try await makeDatabase("fallback")
@@ -172,7 +173,8 @@ final class ChangeFeedLineTests: XCTestCase {
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: ResponseBody(byteBuffer: ByteBuffer(string: lines.joined(separator: "\n") + "\n")))
         }
-        addTeardownBlock { [weak server] in await server?.stop() }
+        let held = Held(server)
+        addTeardownBlock { await held.take()?.stop() }
         let transport = HTTPTransport(configuration: .ephemeral, idleLimit: .seconds(60), clock: ContinuousClock())
         defer { transport.close() }
         let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)
@@ -209,9 +211,10 @@ final class ChangeFeedTimeoutTests: XCTestCase {
                 try await writer.finish(nil)
             })
         }
+        let held = Held(server)
         addTeardownBlock {
             opener.finish()
-            await server.stop()
+            await held.take()?.stop()
         }
         let clock = TestClock(advancesOnSleep: false)
         let transport = HTTPTransport(configuration: .ephemeral, idleLimit: .seconds(5), clock: clock)

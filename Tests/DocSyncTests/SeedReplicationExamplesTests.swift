@@ -64,7 +64,8 @@ final class SeedReplicationExamplesTests: XCTestCase {
         let welcome: JSON = ["couchdb": "Welcome", "version": "3.3.3", "vendor": ["name": "The Apache Software Foundation"]]
         let proxy = FaultProxy(upstream: "http://127.0.0.1:\(url.port!)", rules: [], welcome: welcome)
         let port = try await proxy.start()
-        addTeardownBlock { await proxy.stop() }
+        let held = Held(proxy)
+        addTeardownBlock { await held.take()?.stop() }
         let viaCouch = URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!
 
         await XCTAssertEqualAsync(try await pulledIDs(from: viaCouch, channels: ["blue"]), ["blue", "both"])

@@ -2,7 +2,7 @@
 # Shows, with programs that hold no DocStore code, that each kind of report lsan.supp suppresses is what
 # its comment says: memory still live at exit that LeakSanitizer cannot see (Swift's tagged references
 # and side tables, JavaScriptCore's live contexts), or a leak of a library's own (libcurl under
-# URLSession); and what keeps the suite's leak check from gating CI (XCTest's test cases). Prints one line per claim and exits 1 if one does not hold. About a minute.
+# URLSession, Process with a termination handler); and XCTest keeping its test cases. Prints one line per claim and exits 1 if one does not hold. About a minute.
 #
 # Usage: Tests/Sanitizers/lsan-proofs.sh
 set -uo pipefail
@@ -26,10 +26,16 @@ claim $? "the storage of a live Data is reported as a direct leak"
 grep -A6 "Direct leak" "$work/live.err" | grep -q "formWeakReference"
 claim $? "the side table of a live object once weakly referenced is reported as a direct leak"
 
-swiftc -sanitize=address -g "$here/xctest-teardown.swift" -o "$work/xctest" 2>/dev/null
-"$work/xctest" > /dev/null 2> "$work/xctest.err"
-grep -A8 "Indirect leak" "$work/xctest.err" | grep -q "7PayloadC"
+swiftc -sanitize=address -g "$here/xctest-teardown.swift" -o "$work/teardown" 2>/dev/null
+"$work/teardown" > /dev/null 2> "$work/teardown.err"
+grep -A8 "Indirect leak" "$work/teardown.err" | grep -q "7PayloadC"
 claim $? "what an XCTest teardown block captured is reported as an indirect leak at exit"
+
+swiftc -sanitize=address -g "$here/process-termination.swift" -o "$work/processes" 2>/dev/null
+lost() { "$work/processes" "$1" 2>&1 >/dev/null | grep -o 'SUMMARY: AddressSanitizer: [0-9]*' | grep -o '[0-9]*$' | head -1; }
+two=$(lost 2); twenty=$(lost 20)
+[ "${two:-0}" -gt 0 ] && [ "${twenty:-0}" -ge $((two * 5)) ]
+claim $? "a Process with a termination handler leaks: $two bytes after 2 processes, $twenty after 20"
 
 cc -fsanitize=address -g "$here/javascriptcore-contexts.c" $(pkg-config --cflags --libs javascriptcoregtk-4.1) -o "$work/jsc" 2>/dev/null
 "$work/jsc" > /dev/null 2> "$work/jsc-kept.err"

@@ -63,3 +63,25 @@ public func replicateDocument(_ id: String, from source: Database, to target: Da
     let results = try await target.insertRevisions(documents.compactMap { $0 })
     XCTAssertTrue(results.allSatisfy(\.isSuccess))
 }
+
+/// Something a teardown block stops or closes, let go once it has: XCTest keeps each test case and its
+/// teardown blocks to the end of the run, and with them whatever the blocks hold
+/// (Tests/Sanitizers/xctest-teardown.swift).
+///
+/// ```swift
+/// let held = Held(proxy)
+/// addTeardownBlock { await held.take()?.stop() }
+/// ```
+public final class Held<Object: AnyObject & Sendable>: Sendable {
+    private let object: Locked<Object?>
+
+    public init(_ object: Object) { self.object = Locked(object) }
+
+    /// The object, the first time; `nil` after.
+    public func take() -> Object? {
+        object.withLock { held in
+            defer { held = nil }
+            return held
+        }
+    }
+}
