@@ -125,8 +125,8 @@ public struct ReplicationPosition: Sendable, Hashable {
     /// The sequence of the last change transferred.
     public var through: JSON
     /// The changes of the source after ``through`` still to transfer — the batch in hand and those the
-    /// source counted after it (its `pending`) when this direction last read a page; `nil` when the
-    /// source does not say (a continuous feed).
+    /// source counted after it (its `pending`; for a local source, its sequences after the page) when
+    /// this direction last read a page; `nil` when the source does not say (a continuous feed).
     public var remaining: Int?
     /// The sessions the last checkpoint saved records, this run's first (empty before the first save):
     /// what CouchDB's `_replicate` answers as `history`.
