@@ -11,28 +11,27 @@ final class TerminalProgress: Sendable {
     /// line then shows the time only).
     let unit: (one: String, many: String)?
     private let label: String
-    private let output: Int32
+    /// Whether anything is drawn.
+    let isShown: Bool
     private let started = ContinuousClock.now
     /// When the first drawing may appear: work that ends sooner shows nothing.
     private let delay: Duration
     private let state = Locked<(done: Int, total: Int?, note: String, drawn: ContinuousClock.Instant?, frame: Int, finished: Bool)>((0, nil, "", nil, 0, false))
 
     /// - Parameters:
-    ///   - enabled: `false` for `--quiet`; also off when `output` is not a terminal.
+    ///   - enabled: `false` for `--quiet`; also off when standard error is not a terminal.
     ///   - delay: how long the work must have run before anything is drawn (index builds draw only
     ///     when they take longer than a second).
     init(_ label: String, unit: (one: String, many: String)?, total: Int? = nil, enabled: Bool = true,
-         delay: Duration = .zero, output: Int32 = STDERR_FILENO) {
+         delay: Duration = .zero) {
         self.label = label
         self.unit = unit
         self.delay = delay
-        self.output = enabled && isatty(output) != 0 ? output : -1
+        isShown = enabled && isatty(STDERR_FILENO) != 0
         state.withLock { $0.total = total }
         if delay == .zero { draw(force: true) }
     }
 
-    /// Whether anything is drawn.
-    var isShown: Bool { output >= 0 }
 
     /// `done` of the work is done (of `total`, when it becomes known or changes); `note` (figures
     /// of the work's own, `12 written, 0 failed`) ends the line.
@@ -109,19 +108,13 @@ final class TerminalProgress: Sendable {
     }
 
     private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Foundation.write(output, $0.baseAddress! + offset, $0.count - offset) }
-            if written <= 0 { return }
-            offset += written
-        }
+        FileHandle.standardError.write(Data(text.utf8))
     }
 
     /// The terminal's width in columns (80 when it does not say).
     private var columns: Int {
         var size = winsize()
-        guard ioctl(output, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
         return Int(size.ws_col)
     }
 
