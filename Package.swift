@@ -95,6 +95,13 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            // The web administration page at /_utils/ (UtilsRoutes.swift), compiled into the library.
+            resources: [
+                .embedInCode("Utils/index.html"),
+                .embedInCode("Utils/utils.css"),
+                .embedInCode("Utils/utils.js"),
+                .embedInCode("Utils/icon.svg"),
             ]
         ),
         .target(

@@ -40,9 +40,14 @@ public struct ServerConfiguration: Sendable {
     /// process, such as a `docstore` command) holds before it fails with a 503 (`service_unavailable`,
     /// naming the lock). Default 10 s.
     public var lockTimeout: Duration = .seconds(10)
-    /// A configuration serving the databases in `dataDirectory`.
     /// Cross-origin requests from browsers (CouchDB's `[cors]`); `nil`, the default, answers none.
     public var cors: CORSConfiguration?
+    /// Serves the web administration page at `/_utils/` (CouchDB's Fauxton place): plain HTML, CSS and
+    /// JavaScript embedded in the library, which talk to this server's API as the signed-in user. On by
+    /// default; `docstore serve --no-utils` turns it off, and `/_utils` is then 404.
+    public var utilsPage = true
+
+    /// A configuration serving the databases in `dataDirectory`.
 
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory

@@ -84,11 +84,17 @@ func launchServe(in directory: URL, _ testCase: XCTestCase, arguments: [String] 
 
 /// What a pipe delivers up to its first newline (or its end), reading as the bytes come.
 func readFirstLine(of pipe: Pipe) -> String {
+    readLines(of: pipe, count: 1).first ?? ""
+}
+
+/// The first `count` lines a pipe delivers (fewer if it ends first), reading as the bytes come; what
+/// came with them after the last is dropped.
+func readLines(of pipe: Pipe, count: Int) -> [String] {
     var output = ""
-    while !output.contains("\n") {
+    while output.filter({ $0 == "\n" }).count < count {
         let chunk = pipe.fileHandleForReading.availableData
         if chunk.isEmpty { break }
         output += String(decoding: chunk, as: UTF8.self)
     }
-    return output
+    return Array(output.split(separator: "\n", omittingEmptySubsequences: false).prefix(count).map(String.init))
 }

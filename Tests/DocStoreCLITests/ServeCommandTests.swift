@@ -65,6 +65,35 @@ final class ServeCommandTests: XCTestCase {
         XCTAssertTrue(bad.stderr.contains("--admin must be NAME:PASSWORD"), bad.stderr)
     }
 
+    /// The page's address follows the server's; `--no-utils`: no page at `/_utils/`, and no line naming it.
+    func testTheWebPageIsAnnouncedAndNoUtilsServesNone() async throws {
+        let dir = try makeTemporaryDirectory(self)
+        let announcing = Process()
+        announcing.executableURL = productsDirectory.appendingPathComponent("docstore")
+        announcing.arguments = ["serve", "--port", "0", "--admin", "admin:pw", "--data", dir.appendingPathComponent("announced").path]
+        let announced = Pipe()
+        announcing.standardOutput = announced
+        announcing.standardError = FileHandle.nullDevice
+        try announcing.run()
+        let lines = readLines(of: announced, count: 2)
+        announcing.interrupt()
+        announcing.waitUntilExit()
+        XCTAssertEqual(lines.count, 2, "\(lines)")
+        let address = try XCTUnwrap(lines.first?.split(separator: " ").last)
+        XCTAssertEqual(lines.last, "Web administration: \(address)_utils/")
+
+        let (process, stdout, url) = try launchServe(in: dir, self, arguments: ["--no-utils"])
+        var request = URLRequest(url: URL(string: url + "_utils/")!)
+        request.setValue("Basic " + Data("admin:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let (body, response) = try await URLSession.shared.data(for: request)
+        XCTAssertEqual((response as! HTTPURLResponse).statusCode, 404)
+        XCTAssertEqual(try JSON(parsing: body)["error"], "not_found")
+        process.interrupt()
+        let rest = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertFalse(rest.contains("_utils"), rest)
+    }
+
     /// The two first-run messages: a port another server holds is named with the way out, and a server
     /// without administrator says how to get one.
     func testATakenPortAndAMissingAdministratorAreExplained() throws {

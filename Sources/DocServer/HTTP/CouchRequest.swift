@@ -11,6 +11,8 @@ struct CouchRequest: Sendable {
     let method: HTTPRequest.Method
     /// Path segments, percent-decoded; `/db/a%2Fb` is `["db", "a/b"]`.
     let segments: [String]
+    /// Whether the path ended with `/` (which ``segments`` do not show): `/_utils` and `/_utils/` differ.
+    let endsWithSlash: Bool
     var query: [String: String]
     let headers: HTTPFields
     /// The request's authority (HTTP/1's `Host`), which HTTP types keep apart from the header fields.
@@ -51,6 +53,7 @@ struct CouchRequest: Sendable {
             segments.append(decoded)
         }
         self.segments = CouchRequest.splittingDocumentPrefixes(segments)
+        endsWithSlash = path.hasSuffix("/")
         var query: [String: String] = [:]
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

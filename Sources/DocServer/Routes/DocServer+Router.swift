@@ -26,6 +26,7 @@ extension DocServer: HTTPResponderBuilder {
         let router = Router(context: DocServerRequestContext.self)
         router.add(middleware: UnroutedMiddleware(server: self))
         addServerRoutes(to: router)
+        addUtilsRoutes(to: router)
         let authenticated = router.group().add(middleware: AuthenticationMiddleware(authenticator: authenticator))
         addNodeRoutes(to: authenticated)
         addDatabaseRoutes(to: authenticated)

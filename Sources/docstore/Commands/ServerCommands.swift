@@ -59,6 +59,9 @@ struct Serve: AsyncParsableCommand {
                                valueName: "seconds"))
     var lockTimeout: Double = 10
 
+    @Flag(name: .customLong("no-utils"), help: "Do not serve the web administration page at /_utils/.")
+    var noUtils = false
+
     @Option(name: .customLong("log-level"),
             help: ArgumentHelp("What is logged to standard error: trace, debug, info (one line per request), notice, warning, error or critical. Default: DOCSTORE_LOG_LEVEL, else info.",
                                valueName: "level"))
@@ -92,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.allowAnonymous = allowAnonymous
         configuration.javaScript = !noJavaScript
+        configuration.utilsPage = !noUtils
         configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
         configuration.lockTimeout = .milliseconds(Int(lockTimeout * 1000))
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
@@ -114,9 +118,12 @@ struct Serve: AsyncParsableCommand {
         }
         let host = self.host
         let folder = configuration.dataDirectory.path
+        let utils = configuration.utilsPage
         do {
             try await server.run { port in
-                FileHandle.standardOutput.write(Data("DocStore is serving \(folder) at http://\(host):\(port)/\n".utf8))
+                var lines = "DocStore is serving \(folder) at http://\(host):\(port)/\n"
+                if utils { lines += "Web administration: http://\(host):\(port)/_utils/\n" }
+                FileHandle.standardOutput.write(Data(lines.utf8))
             }
         } catch where Serve.isAddressInUse(error) {
             fail(Serve.addressInUse(host: host, port: port))
