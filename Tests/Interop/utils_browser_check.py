@@ -129,14 +129,16 @@ class Browser:
             file.write(base64.b64decode(data))
 
     def problems(self):
-        """Script errors and security (CSP) messages the page produced so far."""
+        """Script errors, security (CSP) messages and other errors but failed requests, so far."""
         found = []
         for event in self.events:
             if event["method"] == "Runtime.exceptionThrown":
                 found.append("exception: " + json.dumps(event["params"]["exceptionDetails"])[:300])
             elif event["method"] == "Log.entryAdded":
                 entry = event["params"]["entry"]
-                if entry.get("source") in ("security", "javascript") or "Content Security Policy" in entry.get("text", ""):
+                # Answers with an error status (a refused document, a wrong password) are the page's to
+                # show, and logged by the browser as network errors; anything else at error level counts.
+                if entry.get("source") != "network" and (entry.get("level") == "error" or entry.get("source") in ("security", "javascript")):
                     found.append("%s: %s" % (entry.get("source"), entry.get("text")))
         return found
 

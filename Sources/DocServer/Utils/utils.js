@@ -88,7 +88,7 @@
   /// The page's heading and crumbs; moves focus there for keyboard and screen reader users.
   function page(title, crumbs, ...content) {
     document.title = title + " · DocStore";
-    fill(main, );
+    main.replaceChildren();
     append(main, [crumbs ? h("p", { class: "crumbs" }, crumbs.map((crumb, index) => [index ? " / " : "", crumb])) : null,
       h("h1", {}, title), content]);
     if (!firstRender) main.focus();
@@ -107,7 +107,7 @@
   }
 
   /// A request to this server: JSON in and out (or a Blob/File body with its type); errors are ApiError.
-  /// A 401 outside signing in sends the user to the sign-in form.
+  /// A 401 once the session has ended sends the user to the sign-in form.
   async function api(method, path, body, options) {
     const headers = { Accept: "application/json" };
     let payload;
@@ -250,17 +250,21 @@
   document.getElementById("sign-out").addEventListener("click", async () => {
     await attempt(() => api("DELETE", "/_session"));
     session.name = null;
+    session.admin = false;
     sessionEnded();
   });
 
   // MARK: Databases
+
+  let databaseSkip = 0;     // the databases page shows 50 at a time
+  const databasesShown = 50;
 
   async function databasesPage(token) {
     const list = h("div", {}, h("p", { class: "muted" }, "Loading databases…"));
     let create = null;
     if (session.admin) {
       const name = h("input", { id: "new-database", name: "database", required: true, autocapitalize: "none", spellcheck: "false",
-        pattern: "^[a-z][a-z0-9_$()+/-]*$", title: "Lowercase letters, digits and _ $ ( ) + - /, starting with a letter" });
+        pattern: "[a-z][a-z0-9_$\\(\\)+\\/\\-]*", title: "Lowercase letters, digits and _ $ ( ) + - /, starting with a letter" });
       create = h("form", { class: "panel inline", id: "create-database", onsubmit: async (event) => {
         event.preventDefault();
         const database = name.value;
@@ -272,11 +276,13 @@
     page("Databases", null, create, list);
     let names;
     try {
-      names = await api("GET", "/_all_dbs");
+      names = await api("GET", "/_all_dbs" + query({ limit: databasesShown + 1, skip: databaseSkip }));
     } catch (error) {
       fill(list, failure(error));
       return;
     }
+    const more = names.length > databasesShown;
+    names = names.slice(0, databasesShown);
     const infos = await Promise.all(names.map((db) => api("GET", databasePath(db)).catch((error) => ({ error }))));
     if (token !== renderCount) return;
     const rows = names.map((db, index) => {
@@ -292,8 +298,11 @@
              h("td", { class: "num" }, bytes(info.sizes && info.sizes.file))],
         h("td", {}, remove));
     });
-    fill(list, names.length ? table(["Name", "Documents", "Deleted", "Size", ""], rows, names.length + " databases")
-      : h("p", { class: "muted" }, "No databases yet."));
+    const pager = databaseSkip || more ? h("div", { class: "pager" },
+      h("button", { type: "button", class: "quiet", disabled: !databaseSkip, onclick: () => { databaseSkip = Math.max(0, databaseSkip - databasesShown); route(); } }, "Previous"),
+      h("span", { class: "muted" }, `${databaseSkip + 1}–${databaseSkip + names.length}`),
+      h("button", { type: "button", class: "quiet", disabled: !more, onclick: () => { databaseSkip += databasesShown; route(); } }, "Next")) : null;
+    fill(list, names.length ? table(["Name", "Documents", "Deleted", "Size", ""], rows) : h("p", { class: "muted" }, databaseSkip ? "No more databases." : "No databases yet."), pager);
   }
 
   // MARK: One database
