@@ -43,6 +43,37 @@ final class MangoIndexHTTPTests: XCTestCase {
     /// definition and name: two names for the same fields are two design documents (DocServer put both
     /// in one). A partial filter is stored normalised in the view's map and the listing, as given in
     /// `options.def`; the map has `"partial_filter_selector": {}` without one (recorded with curl).
+    /// A json index read through `_view`, as CouchDB 3.3.3 answered the same requests (recorded): keys
+    /// are the arrays of field values, values null, and the reduce is `_count`; `find` still reads rows.
+    func testAJsonIndexIsReadAsAView() async throws {
+        let server = try await TestServer.withDatabase(self)
+        try await server.request("POST", "/db/_bulk_docs", json: ["docs": [
+            ["_id": "a", "t": "x", "n": 1], ["_id": "b", "t": "x", "n": 2], ["_id": "c", "t": "y", "n": 1], ["_id": "d", "z": 1]]])
+        try await server.request("POST", "/db/_index", json: ["index": ["fields": ["t", "n"]], "name": "tn", "ddoc": "m"])
+        let recorded: [(String, JSON)] = [
+            ("", ["rows": [["key": .null, "value": 3]]]),
+            ("?reduce=false", ["total_rows": 3, "offset": 0, "rows": [["id": "a", "key": ["x", 1], "value": .null],
+                                                                     ["id": "b", "key": ["x", 2], "value": .null],
+                                                                     ["id": "c", "key": ["y", 1], "value": .null]]]),
+            ("?group=true", ["rows": [["key": ["x", 1], "value": 1], ["key": ["x", 2], "value": 1], ["key": ["y", 1], "value": 1]]]),
+            ("?group_level=1", ["rows": [["key": ["x"], "value": 2], ["key": ["y"], "value": 1]]]),
+            ("?reduce=false&descending=true&limit=2", ["total_rows": 3, "offset": 0, "rows": [["id": "c", "key": ["y", 1], "value": .null],
+                                                                                             ["id": "b", "key": ["x", 2], "value": .null]]]),
+            ("?reduce=false&startkey=%5B%22y%22%5D", ["total_rows": 3, "offset": 2, "rows": [["id": "c", "key": ["y", 1], "value": .null]]]),
+            ("?group=true&skip=1&limit=1", ["rows": [["key": ["x", 2], "value": 1]]]),
+        ]
+        for (query, answer) in recorded {
+            let reply = try await server.request("GET", "/db/_design/m/_view/tn" + query)
+            XCTAssertEqual(reply.status, 200, query)
+            XCTAssertEqual(reply.json, answer, query)
+        }
+        let missing = try await server.request("GET", "/db/_design/m/_view/nosuch")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertEqual(missing.json, ["error": "not_found", "reason": "missing_named_view"])
+        let found = try await server.request("POST", "/db/_find", json: ["selector": ["t": "x"], "use_index": ["m", "tn"]])
+        XCTAssertEqual(found.json["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue }, ["a", "b"], "find reads the rows, not the count")
+    }
+
     func testIndexesWithoutDesignDocumentGetOneEachAndNormalisedFilters() async throws {
         let server = try await TestServer.withDatabase(self)
         let one = try await server.request("POST", "/db/_index", json: ["index": ["fields": ["a"]], "name": "one"])

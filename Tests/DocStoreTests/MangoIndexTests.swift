@@ -19,7 +19,23 @@ final class MangoIndexTests: XCTestCase {
     }
 
     private func keys(_ db: Database, _ index: MangoIndex) async throws -> [JSON] {
-        try await db.query(index.indexName).rows.map(\.key)
+        var rows = IndexQuery()
+        rows.reduce = false
+        return try await db.query(index.indexName, rows).rows.map(\.key)
+    }
+
+    func testAJsonIndexReducesToItsCountAsCouchDBsViewDoes() async throws {
+        let db = try await makeDatabase(self)
+        try await seed(db)
+        try await db.createIndex(fields: [SortField("kind")], name: "byKind", designDocument: "mine")
+        let index = try await XCTUnwrapAsync(try await db.mangoIndexes().first)
+        let counted = try await db.query(index.indexName)
+        XCTAssertEqual(counted.rows.map { $0.value }, [3], "reduce defaults to _count")
+        var grouped = IndexQuery()
+        grouped.group = true
+        let groups = try await db.query(index.indexName, grouped).rows
+        XCTAssertEqual(groups.map { $0.key }, [["x"], ["y"]])
+        XCTAssertEqual(groups.map { $0.value }, [2, 1])
     }
 
     func testCreatedAsCouchDBStoresItAndBuiltFromTheDocumentsWithEveryField() async throws {

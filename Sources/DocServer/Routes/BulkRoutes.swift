@@ -394,11 +394,22 @@ extension DocServer {
     /// in) refused.
     func viewAnswer(_ db: Database, name: String, _ query: IndexQuery, principal: Principal) async throws -> ViewResponse {
         var query = query
+        var name = name
         let native = try await db.indexDefinition(named: name)
         let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
-        let javaScript = native == nil && parts.count == 2 ? self.javaScript : nil
+        // A Mango json index read as a view, as CouchDB allows (keys: the arrays of field values, values
+        // null, reduce `_count`); its design document's language is `query`.
+        var mango: MangoIndex? = nil
+        if native == nil, parts.count == 2, let design = try? await db.designDocument(named: parts[0]), design.language == "query" {
+            mango = try await db.mangoIndexes().first { $0.type == .json && $0.designDocument == "_design/\(parts[0])" && $0.name == parts[1] }
+            guard let mango else { throw CouchError.notFound("missing_named_view") }
+            name = mango.indexName
+        }
+        let javaScript = native == nil && mango == nil && parts.count == 2 ? self.javaScript : nil
         let reduces: Bool
-        if native != nil {
+        if mango != nil {
+            reduces = true
+        } else if native != nil {
             reduces = native?.reduce != nil
         } else if javaScript != nil {
             do {

@@ -146,6 +146,7 @@ extension Database {
                 range.startKeyDocID = after?.documentID
                 range.endKey = keys.end.map { .array($0.map(FindBookmark.keyValue)) }
                 range.limit = Self.findPageSize
+                range.reduce = false
                 // Each row's document is read in the same statement (a join on the index file's
                 // connection); with conflicts it is read below with them instead.
                 range.includeDocuments = !query.conflicts

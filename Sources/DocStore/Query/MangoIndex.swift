@@ -93,8 +93,9 @@ public struct MangoIndex: Sendable, Hashable {
     }
 
     /// The name of its rows among the database's map/reduce indexes: ``Database/query(_:_:)`` reads
-    /// a json index's rows as a view (keys are the arrays of field values), as CouchDB lets a json
-    /// index be read as a view; ``Database/search(index:_:)`` searches a text index.
+    /// a json index as a view (keys are the arrays of field values, values null, reduce `_count`, so
+    /// set ``IndexQuery/reduce`` to false for the rows), as CouchDB lets a json index be read as a
+    /// view; ``Database/search(index:_:)`` searches a text index.
     public var indexName: String {
         switch type {
         case .json: "mango:\(designDocument)/\(name)"
@@ -124,7 +125,9 @@ public struct MangoIndex: Sendable, Hashable {
         version["fields"] = .array(fields.map(\.json))
         version["partial_filter_selector"] = filter?.root ?? .null
         version["map"] = "json-v1"
-        return IndexDefinition(name: indexName, version: JSON.object(version).description) { document, emit in
+        // Its reduce is `_count`, as CouchDB's json index views have (reduces run at query time: the
+        // version need not change with it); `find` reads the rows with reduce off.
+        return IndexDefinition(name: indexName, version: JSON.object(version).description, reduce: .count) { document, emit in
             // As CouchDB's views, a json index holds no design document.
             if document.id.hasPrefix("_design/") { return }
             // Fields are read from the document itself: no JSON of it is built.
