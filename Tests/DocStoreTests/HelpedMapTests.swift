@@ -38,6 +38,39 @@ final class HelpedMapTests: XCTestCase {
         XCTAssertTrue(counts.withLock { $0 }.values.allSatisfy { $0 == 1 })
     }
 
+    /// With every helper thread held by other maps, a new map's owner does all its work and stops at
+    /// once: it never waits for the other maps to end (an owner may be a thread of the pool).
+    func testStoppingDoesNotWaitForAHelperThatNeverGotAThread() throws {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let busy = (0..<HelpedMap<Int, Int>.helperThreads).map { _ in
+            HelpedMap<Int, Int>(.changesPage) { input in
+                started.signal()
+                release.wait()
+                return input
+            }
+        }
+        for map in busy { map.submit(0) }
+        for _ in busy { XCTAssertEqual(started.wait(timeout: .now() + 30), .success, "every helper thread holds an item") }
+
+        let done = DispatchSemaphore(value: 0)
+        let outputs = Locked([Int]())
+        Thread.detachNewThread {
+            let map = HelpedMap<Int, Int>(.bodyEncoding) { $0 * 2 }
+            for input in 0..<10 { map.submit(input) }
+            let all = (0..<10).map { try? map.output(at: $0) }
+            map.stop()
+            outputs.withLock { $0 = all.compactMap { $0 } }
+            done.signal()
+        }
+        let stopped = done.wait(timeout: .now() + 10)
+        for _ in busy { release.signal() }
+        for map in busy { map.stop() }
+        XCTAssertEqual(stopped, .success, "stop() waited for the other maps' helpers")
+        if stopped == .timedOut { done.wait() }
+        XCTAssertEqual(outputs.withLock { $0 }, (0..<10).map { $0 * 2 })
+    }
+
     /// While the helper is busy, the owner transforms the next input itself; it waits only for the
     /// item the helper holds.
     func testTheOwnerTransformsWhatTheHelperHasNotStarted() throws {

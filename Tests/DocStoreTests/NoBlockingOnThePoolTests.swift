@@ -20,7 +20,7 @@ final class NoBlockingOnThePoolTests: XCTestCase {
         ],
         "Sources/DocStore/Support/HelpedMap.swift": [
             "DispatchSemaphore": "an owner waits only for an item the helper (on DedicatedThreads) has already started — CPU work of one item, never I/O or a queue: the owner does itself every item the helper has not taken",
-            ".wait()": "the same wait: one started item of CPU work (owners: the index writer on its queue, the writer's body encoding, a changes page being parsed)",
+            ".wait()": "the same wait: one started item of CPU work (owners: the index writer on its queue, the writer's body encoding, a changes page being parsed); stop() waits only for a helper that has begun, never for one queued behind other maps (HelpedMapTests)",
         ],
         "Sources/DocStoreFuzzing/InProcessServer.swift": [
             "DispatchSemaphore": "the fuzz harness waits for the server's answer on libFuzzer's thread (or a test's), which is not a pool thread; the server's work runs on the pool meanwhile",

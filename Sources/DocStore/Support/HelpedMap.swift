@@ -34,6 +34,9 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
         /// The helper sleeps until an input is submitted (or the map stops).
         var helperWaits = false
         var stopped = false
+        /// Whether the helper's job has begun on its thread (it may wait in the threads' queue while
+        /// other maps hold them all).
+        var helperStarted = false
     }
 
     private enum Next {
@@ -65,7 +68,12 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
         helped = !HelpedMapSettings.serialUses.contains(use.rawValue)
         guard helped else { return }
         HelpedMapSettings.helpers.submit { [self] in
-            help()
+            // A map stopped before its helper got a thread is left alone: the owner did its work.
+            let run = state.withLock { state -> Bool in
+                state.helperStarted = true
+                return !state.stopped
+            }
+            if run { help() }
             helperStopped.signal()
         }
     }
@@ -119,16 +127,22 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
     }
 
     /// Stops the helper and waits until it has left its current item; outputs not taken are dropped.
+    /// A helper that has not begun (its job still queued behind other maps' helpers) is not waited
+    /// for: it ends as soon as it runs, so stopping never waits for other maps.
     func stop() {
         guard helped else { return }
-        let (first, wake) = state.withLock { state -> (Bool, Bool) in
+        let (first, wake, started) = state.withLock { state -> (Bool, Bool, Bool) in
             defer { state.stopped = true; state.helperWaits = false }
-            return (!state.stopped, state.helperWaits)
+            return (!state.stopped, state.helperWaits, state.helperStarted)
         }
         guard first else { return }
         if wake { inputAvailable.signal() }
-        helperStopped.wait()
+        if started { helperStopped.wait() }
     }
+
+    /// How many helpers run at once: maps beyond that many have their owner do all the work until a
+    /// helper thread is free.
+    static var helperThreads: Int { HelpedMapSettings.helperThreadCount }
 
     private func help() {
         while true {
@@ -167,7 +181,8 @@ private enum HelpedMapSettings {
     /// The helpers' threads: dedicated ones, since a helper waits (on a semaphore) for its owner's next
     /// input, which must not hold a thread of the cooperative pool (DESIGN.md §6). Owners are the
     /// writers and the readers, at most a few at once.
-    static let helpers = DedicatedThreads(count: max(2, ProcessInfo.processInfo.activeProcessorCount), name: "docstore.helper")
+    static let helperThreadCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    static let helpers = DedicatedThreads(count: helperThreadCount, name: "docstore.helper")
 
     static let serialUses: Set<String> = Set(
         (ProcessInfo.processInfo.environment["DOCSTORE_SERIAL"] ?? "").split(separator: ",").map { String($0) })
