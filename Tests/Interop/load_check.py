@@ -170,8 +170,11 @@ def main():
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="docstore-load-")
     port = free_port()
+    # The server's warnings go to a file: a pipe nobody reads would stop the server once it filled.
+    log = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen([args.binary, "serve", "--data", folder, "--port", str(port), "--admin", "admin:admin",
-                               "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=log)
+    ok = False
     try:
         for _ in range(100):
             try:
@@ -184,6 +187,12 @@ def main():
         server.terminate()
         server.wait(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
+        if not ok:
+            log.seek(0)
+            lines = log.read().splitlines()
+            print("the server's last warnings (%d lines):" % len(lines))
+            for line in lines[-20:]:
+                print("  " + line)
     print("load check: %s" % ("passed" if ok else "FAILED"))
     return 0 if ok else 1
 
