@@ -48,7 +48,6 @@ public struct ServerConfiguration: Sendable {
     public var utilsPage = true
 
     /// A configuration serving the databases in `dataDirectory`.
-
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory
         if let value = ProcessInfo.processInfo.environment["DOCSTORE_ADMIN"], let colon = value.firstIndex(of: ":") {

@@ -399,8 +399,13 @@ extension DocServer {
         let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
         // A Mango json index read as a view, as CouchDB allows (keys: the arrays of field values, values
         // null, reduce `_count`); its design document's language is `query`.
+        // The design document, read once (its errors are reported below, for JavaScript views).
+        var design: Result<DesignDocument, any Error>? = nil
+        if native == nil, parts.count == 2 {
+            do { design = .success(try await db.designDocument(named: parts[0])) } catch { design = .failure(error) }
+        }
         var mango: MangoIndex? = nil
-        if native == nil, parts.count == 2, let design = try? await db.designDocument(named: parts[0]), design.language == "query" {
+        if case .success(let design)? = design, design.language == "query" {
             mango = try await db.mangoIndexes().first { $0.type == .json && $0.designDocument == "_design/\(parts[0])" && $0.name == parts[1] }
             guard let mango else { throw CouchError.notFound("missing_named_view") }
             name = mango.indexName
@@ -411,10 +416,9 @@ extension DocServer {
             reduces = true
         } else if native != nil {
             reduces = native?.reduce != nil
-        } else if javaScript != nil {
+        } else if javaScript != nil, let design {
             do {
-                let design = try await db.designDocument(named: parts[0])
-                reduces = design.views[parts[1]]?.reduce != nil
+                reduces = try design.get().views[parts[1]]?.reduce != nil
             } catch let error as DocStoreError where error.code == .notFound || error.code == .invalidDesignDocument {
                 throw CouchError.notFound(error.code == .notFound ? error.reason : "missing_named_view")
             }
