@@ -27,9 +27,24 @@ grep -A6 "Direct leak" "$work/live.err" | grep -q "formWeakReference"
 claim $? "the side table of a live object once weakly referenced is reported as a direct leak"
 
 swiftc -sanitize=address -g "$here/xctest-teardown.swift" -o "$work/teardown" 2>/dev/null
-"$work/teardown" > /dev/null 2> "$work/teardown.err"
-grep -A8 "Indirect leak" "$work/teardown.err" | grep -q "7PayloadC"
-claim $? "what an XCTest teardown block captured is reported as an indirect leak at exit"
+# LeakSanitizer scans conservatively: a stale copy of a pointer to the test case (in a register or on
+# a stack) can make it reachable, and then nothing is reported. This claim failed once in a full
+# .ci/run (2026-11-27; the run's output was not kept) while 20 runs of 20 alone report it, so it is
+# taken as shown by one report in up to three runs.
+teardown_reported() {
+    for _ in 1 2 3; do
+        "$work/teardown" > /dev/null 2> "$work/teardown.err"
+        grep -A8 "Indirect leak" "$work/teardown.err" | grep -q "7PayloadC" && return 0
+    done
+    return 1
+}
+teardown_message="what an XCTest teardown block captured is reported as an indirect leak at exit"
+if teardown_reported; then
+    claim 0 "$teardown_message"
+else
+    tail -n 20 "$work/teardown.err" >&2   # what the last run said, to see why
+    claim 1 "$teardown_message"
+fi
 
 swiftc -sanitize=address -g "$here/process-termination.swift" -o "$work/processes" 2>/dev/null
 lost() { "$work/processes" "$1" 2>&1 >/dev/null | grep -o 'SUMMARY: AddressSanitizer: [0-9]*' | grep -o '[0-9]*$' | head -1; }
