@@ -41,6 +41,31 @@ final class SecurityTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_up", as: .none).status, 200)
     }
 
+    /// As CouchDB: once a tenth of its lifetime has passed, a request signed in by the session cookie
+    /// gets a fresh cookie, so a session in use does not end; Basic requests get none.
+    func testASessionInUseIsRenewed() async throws {
+        let server = try await populatedServer { $0.sessionLifetime = .seconds(3) }
+        let login = try await server.request("POST", "/_session", json: ["name": "alice", "password": "alice-pw"], as: .none)
+        let cookie = try XCTUnwrap(login.header("Set-Cookie")?.split(separator: ";").first?.dropFirst("AuthSession=".count))
+        let first = try await server.request("GET", "/db/red1", as: .cookie(String(cookie)))
+        XCTAssertEqual(first.status, 200)
+        XCTAssertNil(first.header("Set-Cookie"), "a new session is not renewed")
+        var renewed: String?
+        _ = await eventually(timeout: .seconds(10), "a renewed cookie") {
+            let answer = try? await server.request("GET", "/db/red1", as: .cookie(String(cookie)))
+            renewed = answer?.header("Set-Cookie")
+            return renewed != nil
+        }
+        let setCookie = try XCTUnwrap(renewed)
+        XCTAssertTrue(setCookie.hasPrefix("AuthSession=") && setCookie.contains("Max-Age=3") && setCookie.contains("HttpOnly"), setCookie)
+        let fresh = String(setCookie.dropFirst("AuthSession=".count).prefix { $0 != ";" })
+        XCTAssertNotEqual(fresh, String(cookie))
+        let session = try await server.request("GET", "/_session", as: .cookie(fresh))
+        XCTAssertEqual(session.json["userCtx"]?["name"], "alice", "the renewed cookie signs in")
+        let basic = try await server.request("GET", "/db/red1", as: alice)
+        XCTAssertNil(basic.header("Set-Cookie"))
+    }
+
     func testCookieSessions() async throws {
         let server = try await populatedServer()
         let login = try await server.request("POST", "/_session", json: ["name": "alice", "password": "alice-pw"], as: .none)

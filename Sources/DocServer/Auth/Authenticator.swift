@@ -191,6 +191,24 @@ struct Authenticator: Sendable {
         return Base64URL.encode((payload + ":" + sessionMAC(payload, binding: binding)).utf8)
     }
 
+    /// The `Set-Cookie` value of a session token.
+    func sessionCookie(_ token: String) -> String {
+        "AuthSession=\(token); Version=1; Path=/; Max-Age=\(Int(configuration.sessionLifetime.components.seconds)); HttpOnly; SameSite=Strict"
+    }
+
+    /// A fresh session cookie for a request its `AuthSession` cookie signed in, once a tenth of that
+    /// cookie's lifetime has passed — as CouchDB renews it, so a session in use does not end; `nil`
+    /// before then.
+    func renewedSessionCookie(for request: CouchRequest, principal: Principal) async throws -> String? {
+        guard let token = cookie(named: "AuthSession", in: request.header(.cookie)), let data = Base64URL.decode(token),
+              let text = String(data: data, encoding: .utf8) else { return nil }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, let expiry = Int(parts[1]) else { return nil }
+        let lifetime = Int(configuration.sessionLifetime.components.seconds)
+        guard expiry - Int(Date.now.timeIntervalSince1970) < lifetime - max(1, lifetime / 10) else { return nil }
+        return sessionCookie(try await makeSessionToken(for: principal))
+    }
+
     /// The hex HMAC of a session's `name:expiry`, bound to the user's salt (`admin` for admins).
     private func sessionMAC(_ payload: String, binding: String) -> String {
         hex(Array(HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)))

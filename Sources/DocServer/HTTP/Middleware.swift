@@ -177,8 +177,16 @@ struct AuthenticationMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.principal = try await authenticator.principal(for: try context.request())
-        return try await next(request, context)
+        let couch = try context.request()
+        let authenticated = try await authenticator.authenticate(couch)
+        context.principal = authenticated?.principal ?? (authenticator.configuration.allowAnonymous ? .admin(name: nil) : nil)
+        var response = try await next(request, context)
+        // A session in use is renewed, as CouchDB renews it (unless the answer sets a cookie itself).
+        if let authenticated, authenticated.handler == "cookie", response.headers[.setCookie] == nil,
+           let renewed = try? await authenticator.renewedSessionCookie(for: couch, principal: authenticated.principal) {
+            response.headers[.setCookie] = renewed
+        }
+        return response
     }
 }
 

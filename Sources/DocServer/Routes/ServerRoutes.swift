@@ -29,9 +29,7 @@ extension DocServer {
                 }
                 throw CouchError.unauthorized
             }
-            let token = try await authenticator.makeSessionToken(for: principal)
-            let seconds = Int(configuration.sessionLifetime.components.seconds)
-            var headers: HTTPFields = [.setCookie: "AuthSession=\(token); Version=1; Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict"]
+            var headers: HTTPFields = [.setCookie: authenticator.sessionCookie(try await authenticator.makeSessionToken(for: principal))]
             let next = request.query["next"].flatMap(DocServer.localPath)
             if let next { headers[.location] = request.absoluteURL(next) }
             return Response.json(["ok": true, "name": .string(name), "roles": JSON(principal.roles)],
