@@ -23,6 +23,8 @@ import sys
 import tempfile
 import threading
 
+from browser_support import Tally, start_serve
+
 PAGE = """<!doctype html>
 <html><body><pre id="result">pending</pre><script>
 const base = "http://127.0.0.1:%(port)d";
@@ -46,16 +48,6 @@ sync().then(text => { document.getElementById("result").textContent = "ok|" + te
       .catch(error => { document.getElementById("result").textContent = "blocked|" + error; });
 </script></body></html>
 """
-
-
-def start_serve(binary, folder, extra):
-    process = subprocess.Popen([binary, "serve", "--data", folder, "--port", "0", "--admin", "admin:pw"] + extra,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-    if not match:
-        process.kill()
-        raise RuntimeError("docstore serve did not start")
-    return process, int(match.group(1))
 
 
 def browser_result(chromium, url):
@@ -87,16 +79,8 @@ def main():
     allowed, allowed_port = start_serve(binary, folders[0], ["--cors-origin", page_origin])
     closed, closed_port = start_serve(binary, folders[1], [])
     star, star_port = start_serve(binary, folders[2], ["--cors-origin", "*"])
-    passed = failed = 0
-
-    def check(name, condition, detail):
-        nonlocal passed, failed
-        if condition:
-            passed += 1
-            print("ok   %s" % name)
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (name, detail))
+    tally = Tally("cors")
+    check = tally.check
 
     try:
         for name, port in [("allowed", allowed_port), ("closed", closed_port), ("star", star_port)]:
@@ -119,8 +103,7 @@ def main():
         page_server.shutdown()
         for folder in folders + [pages]:
             shutil.rmtree(folder, ignore_errors=True)
-    print("cors: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return tally.report()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ any check failed.
 import base64
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +26,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+
+from browser_support import Tally, start_serve
 
 
 class Browser:
@@ -153,16 +154,6 @@ class Browser:
             self.process.kill()
 
 
-def start_serve(binary, folder):
-    process = subprocess.Popen([binary, "serve", "--data", folder, "--port", "0", "--admin", "admin:pw", "--log-level", "warning"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-    if not match:
-        process.kill()
-        raise RuntimeError("docstore serve did not start")
-    return process, int(match.group(1))
-
-
 def main():
     binary = os.path.abspath(sys.argv[1])
     shots = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "test-output/utils-page")
@@ -177,7 +168,7 @@ def main():
     upload = os.path.join(folder, "hello.txt")
     with open(upload, "w") as file:
         file.write("hello from the page\n")
-    server, port = start_serve(binary, os.path.join(folder, "data"))
+    server, port = start_serve(binary, os.path.join(folder, "data"), ["--log-level", "warning"])
     base = "http://127.0.0.1:%d" % port
     auth = "Basic " + base64.b64encode(b"admin:pw").decode()
 
@@ -190,16 +181,8 @@ def main():
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    passed = failed = 0
-
-    def check(name, condition, detail=""):
-        nonlocal passed, failed
-        if condition:
-            passed += 1
-            print("ok   %s" % name)
-        else:
-            failed += 1
-            print("FAIL %s: %s" % (name, detail))
+    tally = Tally("utils")
+    check = tally.check
 
     def step(name, work):
         """A step whose failure (a timeout waiting for the page, say) fails its check and goes on."""
@@ -324,16 +307,13 @@ def main():
         def index():
             browser.go("#/db/notes/indexes")
             browser.wait_for("!!document.querySelector('#index-fields')")
-            browser.type_into("#index-fields", "title")
-            browser.type_into("#index-name", "by-title")
-            browser.click("#create-index button[type=submit]")
-            browser.wait_for("!!document.querySelector('tr[data-index=\"by-title\"]')")
-            browser.type_into("#index-fields", "title")
-            browser.type_into("#index-name", "words")
-            browser.type_into("#index-ddoc", "search")
-            browser.evaluate("document.querySelector('#index-type').value = 'text'")
-            browser.click("#create-index button[type=submit]")
-            browser.wait_for("!!document.querySelector('tr[data-index=\"words\"]')")
+            for name, ddoc, kind in [("by-title", "", "json"), ("words", "search", "text")]:
+                browser.type_into("#index-fields", "title")
+                browser.type_into("#index-name", name)
+                browser.type_into("#index-ddoc", ddoc)
+                browser.evaluate("document.querySelector('#index-type').value = %s" % json.dumps(kind))
+                browser.click("#create-index button[type=submit]")
+                browser.wait_for("!!document.querySelector('tr[data-index=%s]')" % json.dumps(name))
             browser.screenshot(os.path.join(shots, "07-indexes.png"))
         if step("create an index", index):
             names = {entry["name"]: entry["type"] for entry in http("GET", "/notes/_index")[1]["indexes"]}
@@ -434,8 +414,7 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(profile, ignore_errors=True)
     print("screenshots in %s" % shots)
-    print("utils: %d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return tally.report()
 
 
 if __name__ == "__main__":
