@@ -96,7 +96,12 @@ struct Authenticator: Sendable {
     /// is allowed (``ServerConfiguration/allowAnonymous``), else `nil`.
     /// - Throws: 401 for wrong credentials.
     func principal(for request: CouchRequest) async throws -> Principal? {
-        try await authenticate(request)?.principal ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
+        principal(authenticated: try await authenticate(request)?.principal)
+    }
+
+    /// The principal of a request ``authenticate(_:)`` recognised as `authenticated` (`nil`: anonymous).
+    func principal(authenticated: Principal?) -> Principal? {
+        authenticated ?? (configuration.allowAnonymous ? .admin(name: nil) : nil)
     }
 
     /// The principal of a request and the CouchDB handler that recognised it (`jwt`, `proxy`,
@@ -200,10 +205,7 @@ struct Authenticator: Sendable {
     /// cookie's lifetime has passed — as CouchDB renews it, so a session in use does not end; `nil`
     /// before then.
     func renewedSessionCookie(for request: CouchRequest, principal: Principal) async throws -> String? {
-        guard let token = cookie(named: "AuthSession", in: request.header(.cookie)), let data = Base64URL.decode(token),
-              let text = String(data: data, encoding: .utf8) else { return nil }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, let expiry = Int(parts[1]) else { return nil }
+        guard let token = cookie(named: "AuthSession", in: request.header(.cookie)), let (_, expiry, _) = sessionFields(token) else { return nil }
         let lifetime = Int(configuration.sessionLifetime.components.seconds)
         guard expiry - Int(Date.now.timeIntervalSince1970) < lifetime - max(1, lifetime / 10) else { return nil }
         return sessionCookie(try await makeSessionToken(for: principal))
@@ -214,16 +216,21 @@ struct Authenticator: Sendable {
         hex(Array(HMAC<SHA256>.authenticationCode(for: Array((payload + ":" + binding).utf8), using: secret)))
     }
 
-    private func principal(forSession token: String) async throws -> Principal? {
+    /// A session token's name, expiry and MAC, if it has their form.
+    private func sessionFields(_ token: String) -> (name: String, expiry: Int, mac: String)? {
         guard let data = Base64URL.decode(token), let text = String(data: data, encoding: .utf8) else { return nil }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, let expiry = Int(parts[1]), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
-        let name = String(parts[0])
+        guard parts.count == 3, let expiry = Int(parts[1]) else { return nil }
+        return (String(parts[0]), expiry, String(parts[2]))
+    }
+
+    private func principal(forSession token: String) async throws -> Principal? {
+        guard let (name, expiry, mac) = sessionFields(token), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
         let isAdmin = node.value("admins", name) != nil
         // The user document is read once: it gives the salt the cookie is bound to, and the user.
         let document = isAdmin ? ((try? await users.document(named: name)) ?? nil) : try await users.document(named: name)
         let binding = isAdmin ? "admin" : (document?.string(forKey: "salt") ?? "")
-        guard constantTimeEqual(Array(sessionMAC("\(name):\(expiry)", binding: binding).utf8), Array(parts[2].utf8)) else { return nil }
+        guard constantTimeEqual(Array(sessionMAC("\(name):\(expiry)", binding: binding).utf8), Array(mac.utf8)) else { return nil }
         if isAdmin { return configurationAdmin(name, document: document) }
         return document.map { .user(ServerUser(document: $0)) }
     }

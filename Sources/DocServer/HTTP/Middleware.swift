@@ -179,7 +179,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         var context = context
         let couch = try context.request()
         let authenticated = try await authenticator.authenticate(couch)
-        context.principal = authenticated?.principal ?? (authenticator.configuration.allowAnonymous ? .admin(name: nil) : nil)
+        context.principal = authenticator.principal(authenticated: authenticated?.principal)
         var response = try await next(request, context)
         // A session in use is renewed, as CouchDB renews it (unless the answer sets a cookie itself).
         if let authenticated, authenticated.handler == "cookie", response.headers[.setCookie] == nil,
