@@ -62,6 +62,51 @@ final class DocumentBytesParsingTests: XCTestCase {
         }
     }
 
+    /// A new revision's digest computed from a stored body's text (never parsed) is the one its tree
+    /// gives: random bodies, strings long enough to bypass the buffer, bodies larger than it, escapes,
+    /// non-ASCII text and every kind of number, under no parent and under one, live and deleted.
+    func testStoredBodiesHashAsTheirTree() throws {
+        var generator = SplitMix64(seed: 0x4A54_1D)
+        var bodies: [JSONObject] = (0..<500).map { _ in RandomJSON.object(&generator) }
+        let long = String(repeating: "lorem ipsum ", count: 200)
+        bodies.append(["text": .string(long), "more": .string(long + "é"), "n": 1])
+        bodies.append(JSONObject((0..<300).map { ("k\($0)", JSON.array([.string("v\($0)"), .double(Double($0) / 7), .object([:])])) }))
+        bodies.append(try XCTUnwrap(try JSON(parsing: #"{"s":"q\"b\\n\nr\rt\tb\bf\f\u0001\u001f é 日本 😀","i":-12,"big":123456789012345678901234,"d":0.1,"e":1e+300,"t":5e-324,"z":-0.0,"n":null,"a":[true,false,[],{}],"o":{}}"#).objectValue))
+        let parent = RevisionID(generation: 3, digest: "0123456789abcdef0123456789abcdef")
+        var stored = 0
+        for (number, body) in bodies.enumerated() {
+            let text = try JSON.object(body).serialized()
+            let kept = JSONObject(storedJSON: text)
+            XCTAssertNotNil(kept.storedJSON)
+            let parentOfThis: RevisionID? = number % 2 == 0 ? nil : parent
+            let isDeleted = number % 5 == 0
+            XCTAssertEqual(RevisionHash.digest(parent: parentOfThis, isDeleted: isDeleted, body: kept, attachments: [:]),
+                           RevisionHash.digest(parent: parentOfThis, isDeleted: isDeleted, body: body, attachments: [:]),
+                           String(decoding: text, as: UTF8.self))
+            stored += 1
+        }
+        XCTAssertEqual(stored, bodies.count)
+        // Text the walker cannot read falls back to the tree (here: whitespace, which no stored body has).
+        let spaced = JSONObject(storedJSON: Array(#"{"a": [1, 2]}"#.utf8))
+        XCTAssertEqual(RevisionHash.digest(parent: nil, isDeleted: false, body: spaced, attachments: [:]),
+                       RevisionHash.digest(parent: nil, isDeleted: false, body: ["a": [1, 2]], attachments: [:]))
+    }
+
+    /// `Document(json:)` keeps a body in DocStore's form as text, and saving it neither parses it nor
+    /// changes the revision it gets (CouchDB's, as ``RevisionHashTests`` checks).
+    func testDocumentsReadFromTextAreSavedWithoutTheirTree() async throws {
+        let text = #"{"_id":"t","name":"Ada","tags":["x","y"],"n":1.5,"o":{"k":null}}"#
+        let document = try Document(json: text)
+        XCTAssertEqual(document.body.storedJSON, Array(#"{"name":"Ada","tags":["x","y"],"n":1.5,"o":{"k":null}}"#.utf8))
+        let db = try await makeDatabase(self)
+        let saved = try await db.save(document)
+        let fromTree = try await db.save(Document(id: "u", body: ["name": "Ada", "tags": ["x", "y"], "n": 1.5, "o": ["k": nil]]))
+        XCTAssertEqual(saved.revision, fromTree.revision)
+        XCTAssertTrue(document.body.isUnparsedStoredForm, "saving read no member of the stored body")
+        let read = try await db.document(withID: "t")
+        XCTAssertEqual(read?["tags"], ["x", "y"])
+    }
+
     func testTextOutsideTheWritersFormIsReadAsATree() throws {
         let texts = [
             #"{"_id":"a", "x":1}"#,                       // whitespace

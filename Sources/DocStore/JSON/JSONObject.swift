@@ -96,6 +96,12 @@ public struct JSONObject: Sendable, Hashable {
         }
     }
 
+    /// Whether the object is in the stored form and no member of it was read yet (for tests).
+    var isUnparsedStoredForm: Bool {
+        if case .stored(let stored) = storage { return !stored.isParsed }
+        return false
+    }
+
     /// The stored JSON text of an object made by ``init(storedJSON:)`` and not changed since.
     package var storedJSON: [UInt8]? {
         if case .stored(let stored) = storage, stored.head.isEmpty, stored.tail.isEmpty { return stored.bytes }
@@ -258,6 +264,9 @@ public struct JSONObject: Sendable, Hashable {
         self.tail = tail
         self.middle = parsedBytes
     }
+
+    /// Whether the members were parsed (for tests: what reads a stored object without a tree).
+    var isParsed: Bool { parsed.withLock { $0 != nil } }
 
     /// Every member in order, parsing `bytes` the first time.
     var resolved: (members: [JSONObject.Member], positions: [ExactString: Int]?) {

@@ -77,6 +77,9 @@ extension RevisionID {
 private struct TermWriter {
     var md5 = Insecure.MD5()
     var bytes: [UInt8] = []
+    /// While above 0, the bytes stay in ``bytes`` (a list header written before its length is known
+    /// is still to be patched there).
+    private var holding = 0
 
     init() { bytes.reserveCapacity(4096) }
 
@@ -85,7 +88,7 @@ private struct TermWriter {
         bytes.removeAll(keepingCapacity: true)
     }
 
-    private mutating func flushIfLarge() { if bytes.count >= 4096 { flush() } }
+    private mutating func flushIfLarge() { if holding == 0 && bytes.count >= 4096 { flush() } }
 
     mutating func listHeader(_ count: Int) {
         bytes.append(108)
@@ -100,7 +103,7 @@ private struct TermWriter {
     mutating func binary(_ value: [UInt8]) {
         bytes.append(109)
         appendUInt32(UInt32(value.count))
-        if value.count > 1024 {
+        if value.count > 1024 && holding == 0 {
             flush()
             value.withUnsafeBytes { md5.update(bufferPointer: $0) }
         } else {
@@ -114,7 +117,7 @@ private struct TermWriter {
         value.withUTF8 { utf8 in
             bytes.append(109)
             appendUInt32(UInt32(utf8.count))
-            if utf8.count > 1024 {
+            if utf8.count > 1024 && holding == 0 {
                 flush()
                 md5.update(bufferPointer: UnsafeRawBufferPointer(utf8))
             } else {
@@ -179,6 +182,8 @@ private struct TermWriter {
     }
 
     mutating func object(_ object: JSONObject) {
+        // A stored body (a document read from JSON or from the database) is hashed from its text.
+        if let text = object.storedJSON, storedObject(text) { return }
         bytes += [104, 1]
         if object.isEmpty {
             bytes.append(106)
@@ -218,5 +223,115 @@ private struct TermWriter {
 
     private mutating func appendUInt32(_ value: UInt32) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+// MARK: - The term of a stored object, from its text
+
+extension TermWriter {
+    private struct UnreadableText: Error {}
+
+    /// Writes the term of an object held as JSON text in ``JSONWriter``'s form (``JSONObject``'s
+    /// stored form), reading the text once without building its tree: the same term as ``object(_:)``
+    /// writes for the parsed object. A document saved from the JSON it arrived as is so never parsed
+    /// into a tree. Returns `false`, having written nothing, for text it cannot read (the caller then
+    /// hashes the parsed tree).
+    mutating func storedObject(_ text: [UInt8]) -> Bool {
+        let start = bytes.count
+        holding += 1
+        let written = text.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            guard (try? storedValue(&reader)) != nil else { return false }
+            return reader.index == buffer.count
+        }
+        holding -= 1
+        guard written else {
+            bytes.removeSubrange(start...)
+            return false
+        }
+        flushIfLarge()
+        return true
+    }
+
+    /// The value at the reader's position, with no whitespace around it (the stored form has none).
+    private mutating func storedValue(_ reader: inout JSONReader) throws {
+        let buffer = reader.buffer
+        guard reader.index < buffer.count else { throw UnreadableText() }
+        switch buffer[reader.index] {
+        case UInt8(ascii: "{"):
+            try reader.enterContainer()
+            reader.index += 1
+            bytes += [104, 1]
+            try storedElements(&reader, closing: UInt8(ascii: "}")) { writer, reader in
+                writer.bytes += [104, 2]
+                guard reader.index < buffer.count, buffer[reader.index] == UInt8(ascii: "\"") else { throw UnreadableText() }
+                try writer.storedString(&reader)
+                guard reader.index < buffer.count, buffer[reader.index] == UInt8(ascii: ":") else { throw UnreadableText() }
+                reader.index += 1
+                try writer.storedValue(&reader)
+            }
+            reader.depth -= 1
+        case UInt8(ascii: "["):
+            try reader.enterContainer()
+            reader.index += 1
+            try storedElements(&reader, closing: UInt8(ascii: "]")) { writer, reader in try writer.storedValue(&reader) }
+            reader.depth -= 1
+        case UInt8(ascii: "\""): try storedString(&reader)
+        case UInt8(ascii: "t"): try reader.expectLiteral("true"); atom("true")
+        case UInt8(ascii: "f"): try reader.expectLiteral("false"); atom("false")
+        case UInt8(ascii: "n"): try reader.expectLiteral("null"); atom("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): value(try reader.readNumber())
+        default: throw UnreadableText()
+        }
+    }
+
+    /// The members or elements of a container whose opening bracket was read, up to and past
+    /// `closing`: a list (`[]` when empty), its length patched in once they are counted.
+    private mutating func storedElements(_ reader: inout JSONReader, closing: UInt8,
+                                         _ element: (inout TermWriter, inout JSONReader) throws -> Void) throws {
+        let buffer = reader.buffer
+        if reader.index < buffer.count && buffer[reader.index] == closing {
+            reader.index += 1
+            bytes.append(106)
+            return
+        }
+        let header = bytes.count
+        listHeader(0)
+        var count: UInt32 = 0
+        while true {
+            try element(&self, &reader)
+            count += 1
+            guard reader.index < buffer.count else { throw UnreadableText() }
+            let separator = buffer[reader.index]
+            reader.index += 1
+            if separator == UInt8(ascii: ",") { continue }
+            guard separator == closing else { throw UnreadableText() }
+            break
+        }
+        withUnsafeBytes(of: count.bigEndian) { length in
+            for k in 0..<4 { bytes[header + 1 + k] = length[k] }
+        }
+        bytes.append(106)
+    }
+
+    /// A string at its opening quote, as a binary of its UTF-8: plain ASCII is copied as it stands,
+    /// anything else read by the parser (which undoes escapes and checks the UTF-8).
+    private mutating func storedString(_ reader: inout JSONReader) throws {
+        let buffer = reader.buffer
+        let start = reader.index + 1
+        var end = start
+        while end < buffer.count {
+            let byte = buffer[end]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+            end += 1
+        }
+        if end < buffer.count && buffer[end] == UInt8(ascii: "\"") {
+            bytes.append(109)
+            appendUInt32(UInt32(end - start))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[start..<end]))
+            reader.index = end + 1
+        } else {
+            string(try reader.readString())
+        }
     }
 }
