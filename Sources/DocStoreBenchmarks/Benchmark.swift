@@ -70,7 +70,10 @@ struct Benchmark: AsyncParsableCommand {
         }
         func traceMemory(after step: String) {
             guard memoryTrace else { return }
-            let line = "memory after=\(step) rss_mb=\(format(residentMegabytes(), digits: 1)) peak_mb=\(format(peakResidentMegabytes(), digits: 1))\n"
+            // Anonymous memory is the heap and the stacks; file memory, the pages of mapped files
+            // (libraries, and the database files SQLite's readers map).
+            let line = "memory after=\(step) rss_mb=\(format(residentMegabytes(), digits: 1)) peak_mb=\(format(peakResidentMegabytes(), digits: 1))"
+                + " anon_mb=\(format(statusMegabytes("RssAnon:"), digits: 1)) file_mb=\(format(statusMegabytes("RssFile:"), digits: 1))\n"
             FileHandle.standardError.write(Data(line.utf8))
         }
 
@@ -366,7 +369,8 @@ func peakResidentMegabytes() -> Double { statusMegabytes("VmHWM:") }
 /// The resident memory now (Linux `VmRSS`), in MB.
 func residentMegabytes() -> Double { statusMegabytes("VmRSS:") }
 
-private func statusMegabytes(_ field: String) -> Double {
+/// A memory figure of `/proc/self/status` (`VmRSS:`, `RssAnon:`…), in MB; 0 where there is none.
+func statusMegabytes(_ field: String) -> Double {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
     else { return 0 }
