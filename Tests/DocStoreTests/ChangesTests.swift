@@ -31,6 +31,61 @@ final class ChangesFeedTests: XCTestCase {
         await assertThrowsDocStoreError(.badRequest) { try await db.changes(limit: -1) }
     }
 
+    /// A whole feed longer than ``Database/splitChangesRange`` is read in two halves at once: the same
+    /// rows as pages read one after another; and with writes going on meanwhile, each document once, in
+    /// sequence order, and none lost (those that moved on come with the next page).
+    func testALongFeedReadInHalvesIsTheFeed() async throws {
+        let db = try await makeDatabase(self)
+        let count = Int(Database.splitChangesRange) + 4000
+        let saved = try await db.save((0..<count).map { Document(id: String(format: "d%06d", $0), body: ["n": .integer($0)]) })
+            .map { try $0.result.get() }
+        // Some documents updated and deleted, so the log has superseded entries in both halves.
+        for k in stride(from: 0, to: count, by: 997) {
+            var edited = saved[k]
+            edited["n"] = .integer(-k)
+            _ = try await db.save(edited)
+        }
+        _ = try await db.delete(id: saved[5].id, revision: saved[5].revision!)
+        let whole = try await db.changes(since: 0)
+        var paged: [ChangesFeedRow] = []
+        var since: Int64 = 0
+        while true {
+            let page = try await db.changes(since: since, limit: 1000)
+            if page.changes.isEmpty { break }
+            paged += page.changes
+            since = page.lastSequence
+        }
+        XCTAssertEqual(whole.changes, paged)
+        XCTAssertEqual(whole.changes.count, count)
+        let updateSequence = await db.updateSequence
+        XCTAssertEqual(whole.lastSequence, updateSequence)
+        let withDocuments = try await db.changes(since: 0, includeDocuments: true)
+        XCTAssertEqual(withDocuments.changes.map(\.id), whole.changes.map(\.id))
+        for change in withDocuments.changes {
+            XCTAssertEqual(change.document?.id, change.id)
+            XCTAssertEqual(change.document?.revision, change.revision)
+        }
+
+        // Reads while a writer moves documents from the start of the log to its end.
+        let writer = Task {
+            for k in 0..<200 {
+                var edited = try await db.document(withID: saved[k * 3].id)!
+                edited["n"] = .integer(k)
+                _ = try await db.save(edited)
+            }
+        }
+        for _ in 0..<6 {
+            let page = try await db.changes(since: 0)
+            let sequences = page.changes.map(\.sequence)
+            XCTAssertEqual(sequences, sequences.sorted())
+            XCTAssertEqual(Set(sequences).count, sequences.count)
+            XCTAssertEqual(Set(page.changes.map(\.id)).count, page.changes.count, "each document once")
+            let next = try await db.changes(since: page.lastSequence)
+            XCTAssertEqual(Set(page.changes.map(\.id)).union(next.changes.map(\.id)).count, count, "none lost")
+        }
+        try await writer.value
+    }
+
     /// `pending` is exact from every starting point, whichever way it is counted (short and long spans).
     func testPendingCountsTheDocumentsAfterEverySequence() async throws {
         let db = try await makeDatabase(self)

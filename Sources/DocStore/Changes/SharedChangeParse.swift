@@ -5,7 +5,8 @@
 /// helper turns them into ``ChangesFeedRow`` rows as they arrive: it decodes the tree, makes the id and parses
 /// the document. When the rows are read, the reading thread builds the chunks the helper has not
 /// started, so both threads finish together however fast either one is. Pages of fewer than
-/// ``chunkSize`` rows never start the helper.
+/// ``chunkSize`` rows never start the helper, nor does a half of a long feed read beside its other
+/// half (each builds its own rows as its chunks fill: two threads are already busy).
 struct SharedChangeParse: ~Copyable {
     /// Rows per chunk: long enough that handing a chunk over (a lock, and a wake-up when the helper
     /// sleeps) is noise next to building it, short enough that the last chunk does not leave one
@@ -55,6 +56,8 @@ struct SharedChangeParse: ~Copyable {
     }
 
     private let includeDocuments: Bool
+    /// Whether full chunks go to a helper; if not, each is built here as it fills.
+    private let helped: Bool
     private let chunkSize: Int
     private var current = Chunk()
     /// Builds the full chunks; started with the second chunk (a page of one chunk is built here).
@@ -67,9 +70,13 @@ struct SharedChangeParse: ~Copyable {
     /// page does not hold every row twice (in its chunk and here) at the end.
     private var changes: [ChangesFeedRow] = []
 
-    /// - Parameter expectedRows: the page's size, when known, to reserve room for its rows.
-    init(includeDocuments: Bool, expectedRows: Int) {
+    /// - Parameters:
+    ///   - expectedRows: the page's size, when known, to reserve room for its rows.
+    ///   - helped: whether a helper thread builds rows beside the reading thread (not when another read
+    ///     already runs beside this one, as the halves of a long feed do).
+    init(includeDocuments: Bool, expectedRows: Int, helped: Bool = true) {
         self.includeDocuments = includeDocuments
+        self.helped = helped
         chunkSize = SharedChangeParse.chunkSize(includeDocuments: includeDocuments)
         changes.reserveCapacity(expectedRows)
     }
@@ -87,6 +94,19 @@ struct SharedChangeParse: ~Copyable {
         current.rows.append(Row(sequence: change.sequence, created: change.created, updated: change.updated, idEnd: idEnd,
                                 treeEnd: treeEnd, bodyEnd: current.bytes.count))
         if current.rows.count == chunkSize {
+            if !helped {
+                if failure == nil {
+                    do {
+                        var built = try current.build(includeDocuments: includeDocuments)
+                        SharedChangeParse.move(&built, into: &changes)
+                    } catch {
+                        failure = error
+                    }
+                }
+                current.bytes.removeAll(keepingCapacity: true)
+                current.rows.removeAll(keepingCapacity: true)
+                return
+            }
             if map == nil {
                 let includeDocuments = self.includeDocuments
                 map = HelpedMap(.changesPage) { try $0.build(includeDocuments: includeDocuments) }
@@ -115,6 +135,7 @@ struct SharedChangeParse: ~Copyable {
     /// this thread. Stops the helper, also when building a row fails, so no work outlives the call.
     consuming func finish() throws -> [ChangesFeedRow] {
         guard let map else {
+            if let failure { throw failure }
             var built = try current.build(includeDocuments: includeDocuments)
             SharedChangeParse.move(&built, into: &changes)
             return changes

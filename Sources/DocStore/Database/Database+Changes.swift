@@ -63,6 +63,9 @@ extension Database {
         // Read before the pages: a commit after them stays above the sequence answered.
         let committed = notifier.committedSequence
         if filter.passesEverything {
+            if (limit ?? Int.max) >= committed - since, committed - since >= Database.splitChangesRange {
+                return try await changesInHalves(since: since, through: committed, includeDocuments: includeDocuments)
+            }
             let page = try await changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
             let last = page.changes.count < wanted ? max(page.lastSequence, committed) : page.lastSequence
             return ChangesPage(changes: page.changes, lastSequence: last)
@@ -82,6 +85,30 @@ extension Database {
         }
         if changes.count < wanted { cursor = max(cursor, committed) }
         return ChangesPage(changes: changes, lastSequence: cursor)
+    }
+
+    /// The range of sequences past which a whole-range read of the changes log is read in two halves
+    /// at once (``changesInHalves(since:through:includeDocuments:)``).
+    static let splitChangesRange: Int64 = 16384
+
+    /// Every change after `since` up to `committed`, a sequence committed before the call: the two
+    /// halves of the range are read at the same time on two reader connections (two long-read
+    /// threads), each building its own rows, so that a long feed uses both cores for SQLite too.
+    ///
+    /// The two reads see two snapshots, both taken after `committed` was: they differ only by commits
+    /// after it, whose sequences are all above `committed`, outside both ranges. So a document stands
+    /// in at most one half (at the sequence either snapshot has it at, if that is at or below
+    /// `committed`), and a document that moved past `committed` meanwhile is left to the next page
+    /// (`lastSequence` is `committed`) — as one read of a later snapshot would have answered.
+    private func changesInHalves(since: Int64, through committed: Int64, includeDocuments: Bool) async throws -> ChangesPage {
+        let middle = since + (committed - since) / 2
+        async let first = readChangesPage(since: since, through: middle, limit: nil, includeDocuments: includeDocuments,
+                                          descending: false, helped: false)
+        let second = try await readChangesPage(since: middle, through: committed, limit: nil, includeDocuments: includeDocuments,
+                                               descending: false, helped: false)
+        var changes = try await first.changes
+        changes.append(contentsOf: second.changes)
+        return ChangesPage(changes: changes, lastSequence: committed)
     }
 
     /// One range of the changes log, every row kept. A short ascending range up to the newest commit
@@ -108,21 +135,24 @@ extension Database {
         return ChangesPage(changes: rows, lastSequence: rows.last?.sequence ?? since)
     }
 
-    /// One range of the changes log, read from the file.
-    private func readChangesPage(since: Int64, limit: Int?, includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
+    /// One range of the changes log (after `since`, up to `through` when given), read from the file;
+    /// its rows built with a helper thread when `helped`.
+    private func readChangesPage(since: Int64, through: Int64? = nil, limit: Int?, includeDocuments: Bool,
+                                 descending: Bool, helped: Bool = true) async throws -> ChangesPage {
         try await read { connection in
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
             // the writer, so that a long write never holds up a read.
             let records = DocumentRecords(connection: connection)
-            let lastSequence = try records.lastChangeSequence()
+            let lastSequence = min(try records.lastChangeSequence(), through ?? Int64.max)
             let bound = Int(max(0, lastSequence - since))
             let expectedRows = min(limit ?? bound, bound, 1 << 17)
             // The reading thread only copies the columns out; the rows are built with a helper.
-            var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows)
+            var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows, helped: helped)
             var last = since
             do {
-                try records.scanChanges(since: since, limit: limit, descending: descending, withBodies: includeDocuments) { change in
+                try records.scanChanges(since: since, through: through, limit: limit, descending: descending,
+                                        withBodies: includeDocuments) { change in
                     rows.append(change)
                     last = change.sequence
                 }

@@ -77,16 +77,19 @@ struct DocumentRecords {
         let updated: Double
     }
 
-    /// The changes log after `since`, each entry joined to its document if the document is still at
-    /// that sequence (superseded entries drop out), in sequence order, at most `limit`.
+    /// The changes log after `since` (up to `through`, when given), each entry joined to its document
+    /// if the document is still at that sequence (superseded entries drop out), in sequence order, at
+    /// most `limit`.
     /// - Returns: the number of entries read.
     @discardableResult
-    func scanChanges(since: Int64, limit: Int?, descending: Bool, withBodies: Bool, _ each: (RawChange) -> Void) throws -> Int {
+    func scanChanges(since: Int64, through: Int64? = nil, limit: Int?, descending: Bool, withBodies: Bool,
+                     _ each: (RawChange) -> Void) throws -> Int {
         let columns = withBodies ? DocumentRecords.joinedSelectColumns : "d.seq, d.id, d.rev, d.deleted, NULL, d.tree, 0, 0"
         let statement = try connection.prepare(
-            "SELECT \(columns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? ORDER BY c.seq \(descending ? "DESC" : "") LIMIT ?")
+            "SELECT \(columns) FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq \(descending ? "DESC" : "") LIMIT ?")
         try statement.bind(since, at: 1)
-        try statement.bind(limit.map(Int64.init) ?? -1, at: 2)
+        try statement.bind(through ?? Int64.max, at: 2)
+        try statement.bind(limit.map(Int64.init) ?? -1, at: 3)
         var count = 0
         while try statement.step() {
             statement.withBlob(Column.id) { id in
