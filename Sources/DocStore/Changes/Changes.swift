@@ -42,10 +42,38 @@ public struct ChangesFeedRow: Sendable, Hashable {
     /// Whether the winning revision is a deletion.
     public let isDeleted: Bool
     /// The winning revision's document, when asked for.
-    public internal(set) var document: Document?
+    public internal(set) var document: Document? {
+        get { documentBox?.document }
+        set { documentBox = newValue.map(DocumentBox.init) }
+    }
+    /// The document out of line: a feed of a million rows without documents is then a third of the
+    /// memory (a `Document` is larger than the rest of the row), and as many fewer bytes to move.
+    private var documentBox: DocumentBox?
+
+    init(sequence: Int64, id: String, revision: RevisionID, otherLeaves: [RevisionID], isDeleted: Bool, document: Document?) {
+        self.sequence = sequence
+        self.id = id
+        self.revision = revision
+        self.otherLeaves = otherLeaves
+        self.isDeleted = isDeleted
+        self.documentBox = document.map(DocumentBox.init)
+    }
 
     /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
     public var leafRevisions: [RevisionID] { [revision] + otherLeaves }
+}
+
+/// A feed row's document, held by reference; equal and hashed as the document.
+private final class DocumentBox: Sendable, Hashable {
+    let document: Document
+
+    init(_ document: Document) {
+        self.document = document
+    }
+
+    static func == (lhs: DocumentBox, rhs: DocumentBox) -> Bool { lhs.document == rhs.document }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(document) }
 }
 
 /// A page of the changes feed.
