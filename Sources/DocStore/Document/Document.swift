@@ -238,11 +238,11 @@ extension Document {
     /// Reads a document in CouchDB's JSON form: body fields plus `_id`, `_rev`, `_deleted`,
     /// `_attachments`, `_revisions` (other `_` members are left in the body, where saving rejects them;
     /// `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored as CouchDB does).
-    /// - Throws: ``DocStoreError`` for invalid JSON, a non-object, or malformed metadata.
     ///
     /// The body is kept as the JSON text it arrived as, when that text is already in DocStore's own
     /// form (no whitespace, minimal escapes): saving then copies it and hashes it as text, and the tree
     /// of members is built only if a member is read.
+    /// - Throws: ``DocStoreError`` for invalid JSON, a non-object, or malformed metadata.
     public init(json text: String) throws {
         try self.init(json: JSON(parsing: text.utf8, documentDepth: 1))
     }
