@@ -96,12 +96,7 @@ struct SharedChangeParse: ~Copyable {
         if current.rows.count == chunkSize {
             if !helped {
                 if failure == nil {
-                    do {
-                        var built = try current.build(includeDocuments: includeDocuments)
-                        SharedChangeParse.move(&built, into: &changes)
-                    } catch {
-                        failure = error
-                    }
+                    do { try buildCurrentChunkHere() } catch { failure = error }
                 }
                 current.bytes.removeAll(keepingCapacity: true)
                 current.rows.removeAll(keepingCapacity: true)
@@ -115,6 +110,12 @@ struct SharedChangeParse: ~Copyable {
             current = Chunk()
             moveFinishedChunks()
         }
+    }
+
+    /// Builds the current chunk's rows on this thread and appends them.
+    private mutating func buildCurrentChunkHere() throws {
+        var built = try current.build(includeDocuments: includeDocuments)
+        SharedChangeParse.move(&built, into: &changes)
     }
 
     /// Moves the rows of the chunks the helper has finished, in order, up to the first unfinished one.
@@ -136,8 +137,7 @@ struct SharedChangeParse: ~Copyable {
     consuming func finish() throws -> [ChangesFeedRow] {
         guard let map else {
             if let failure { throw failure }
-            var built = try current.build(includeDocuments: includeDocuments)
-            SharedChangeParse.move(&built, into: &changes)
+            try buildCurrentChunkHere()
             return changes
         }
         defer { map.stop() }

@@ -147,7 +147,8 @@ extension Database {
             let lastSequence = min(try records.lastChangeSequence(), through ?? Int64.max)
             let bound = Int(max(0, lastSequence - since))
             let expectedRows = min(limit ?? bound, bound, 1 << 17)
-            // The reading thread only copies the columns out; the rows are built with a helper.
+            // The reading thread only copies the columns out; the rows are built with a helper (or,
+            // not `helped`, chunk by chunk on this thread).
             var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows, helped: helped)
             var last = since
             do {
