@@ -36,6 +36,9 @@ struct Benchmark: AsyncParsableCommand {
     @Flag(help: "Print the resident memory and its high-water mark after each operation (to standard error).")
     var memoryTrace = false
 
+    @Flag(help: "Leave glibc's malloc as it starts, instead of the setting `docstore serve` makes (MemoryAllocator).")
+    var defaultAllocator = false
+
     func validate() throws {
         guard n >= 100 else { throw ValidationError("--n must be at least 100") }
         guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
@@ -47,6 +50,9 @@ struct Benchmark: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The process runs as `docstore serve` does; the line says which way, as the peak RSS depends on it.
+        let fixedThreshold = !defaultAllocator && MemoryAllocator.fixLargeBlockThreshold()
+        print("allocator=\(fixedThreshold ? "large_block_threshold_\(MemoryAllocator.defaultLargeBlockThreshold)" : "default")")
         let selected = only.map { Set($0.split(separator: ",").map(String.init)) } ?? Set(Benchmark.allOperations)
         let corpus = Corpus(count: n)
         var generator = SplitMix64(seed: 99)

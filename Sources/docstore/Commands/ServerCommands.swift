@@ -80,6 +80,8 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A server runs for days: keep large transient buffers out of malloc's arenas (MemoryAllocator).
+        MemoryAllocator.fixLargeBlockThreshold()
         let environment = ProcessInfo.processInfo.environment["DOCSTORE_LOG_LEVEL"]
         let level = (logLevel ?? environment).flatMap(Logger.Level.init(rawValue:)) ?? .info
         if logLevel == nil, let environment, Logger.Level(rawValue: environment) == nil {
