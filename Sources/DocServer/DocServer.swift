@@ -288,6 +288,9 @@ final class DatabaseRegistry: Sendable {
     /// How long a write waits for another connection's write lock (``ServerConfiguration/lockTimeout``).
     let lockTimeout: Duration
     private let opened = Locked<[String: Database]>([:])
+    /// The file of each database in `opened`, as a path: the hot path of every request checks it
+    /// is still there (``database(named:)``).
+    private let openedPaths = Locked<[String: String]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Locked<[String: SecurityObject]>([:])
     /// Whether each database read so far is partitioned.
@@ -356,6 +359,11 @@ final class DatabaseRegistry: Sendable {
     }
 
     func database(named name: String) async throws -> Database {
+        // Every request to a database asks here: one this registry opened (its name was valid) and
+        // that is still open answers at once, if its file is still there (another process may have
+        // deleted it) — without making its configuration and paths again and asking DocStore.
+        let known = opened.withLock { $0[name] }.flatMap { database in openedPaths.withLock { $0[name] }.map { (database, $0) } }
+        if let (database, path) = known, !database.isClosed, access(path, F_OK) == 0 { return database }
         try DatabaseRegistry.validate(name)
         guard exists(name) else { throw CouchError.notFound("Database does not exist.") }
         return try await open(name)
@@ -385,6 +393,7 @@ final class DatabaseRegistry: Sendable {
             opened[name] = database
             return (isNew, opened.count)
         }
+        if isNew { openedPaths.withLock { $0[name] = configuration.fileURL.path } }
         if isNew {
             if let javaScript { database.enableJavaScript(engine: javaScript) }
             if let rules = usersRules.withLock({ $0 }) { UsersDatabase.install(on: database, named: name, node: rules.node, iterations: rules.iterations) }
@@ -438,6 +447,7 @@ final class DatabaseRegistry: Sendable {
             opened.removeValue(forKey: name)
             return opened.count
         })
+        openedPaths.withLock { _ = $0.removeValue(forKey: name) }
     }
 
     /// Every database's name, those in folders (`a/b`) included, sorted: the DocStore databases of
@@ -456,6 +466,7 @@ final class DatabaseRegistry: Sendable {
             defer { state = [:] }
             return Array(state.values)
         }
+        openedPaths.withLock { $0 = [:] }
         metrics.databasesOpen(0)
         for database in all { await database.close() }
     }

@@ -150,4 +150,14 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(tooLarge.json, ["error": "too_large", "reason": "the request entity is too large"])
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/small", json: [:]).status, 201)
     }
+
+    /// Settings are read with their spaces trimmed as Foundation's `trimmingCharacters(in: .whitespaces)`
+    /// would, which the server's own trimming replaces.
+    func testSettingsAreTrimmedAsFoundationTrims() {
+        let pieces = ["1", "20", "true", " ", "\t", "\u{00A0}", "\u{3000}", "\n", "\r", "x", "é", "\u{2028}"]
+        for _ in 0..<3000 {
+            let text = (0..<Int.random(in: 0...6)).map { _ in pieces.randomElement()! }.joined()
+            XCTAssertEqual(String(NodeConfiguration.trimmingSpaces(text)), text.trimmingCharacters(in: .whitespaces), text.debugDescription)
+        }
+    }
 }

@@ -47,7 +47,7 @@ struct CouchRequest: Sendable {
         self.body = body
         var segments: [String] = []
         for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = (plusIsSpace ? raw.replacingOccurrences(of: "+", with: " ") : String(raw)).removingPercentEncoding else {
+            guard let decoded = CouchRequest.percentDecoded(raw, plusIsSpace: plusIsSpace) else {
                 throw CouchError.badRequest("Invalid percent-encoding in the path")
             }
             segments.append(decoded)
@@ -57,8 +57,8 @@ struct CouchRequest: Sendable {
         var query: [String: String] = [:]
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+            let name = CouchRequest.percentDecoded(parts[0], plusIsSpace: true)
+            let value = parts.count > 1 ? CouchRequest.percentDecoded(parts[1], plusIsSpace: true) : ""
             guard let name, let value else { throw CouchError.badRequest("Invalid percent-encoding in the query string") }
             query[name] = value
         }
@@ -70,18 +70,77 @@ struct CouchRequest: Sendable {
     /// The path the router matches: each decoded segment percent-encoded on its own (so `a/b` in one
     /// segment stays one), with the query string as it came.
     var routingPath: String {
-        let kept = CouchRequest.unreserved
-        let path = "/" + segments.map { $0.addingPercentEncoding(withAllowedCharacters: kept) ?? $0 }.joined(separator: "/")
+        let path = "/" + segments.map(CouchRequest.percentEncoded).joined(separator: "/")
         return rawQuery.map { path + "?" + $0 } ?? path
     }
 
-    /// The characters a path segment keeps unencoded (RFC 3986's unreserved ones).
-    private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~")
+    /// `text` with every byte of its UTF-8 but RFC 3986's unreserved characters (`A-Z a-z 0-9 - _ . ~`)
+    /// percent-encoded, in capitals (as Foundation's `addingPercentEncoding` does, at a fraction of
+    /// its cost: this runs for every segment of every request).
+    static func percentEncoded(_ text: String) -> String {
+        func isUnreserved(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                return true
+            default:
+                return false
+            }
+        }
+        if text.utf8.allSatisfy(isUnreserved) { return text }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count * 3)
+        for byte in text.utf8 {
+            if isUnreserved(byte) {
+                bytes.append(byte)
+            } else {
+                bytes.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `text` with its `%XX` escapes decoded (and `+` as a space with `plusIsSpace`); `nil` where an
+    /// escape is not two hexadecimal digits or the bytes are not UTF-8 — as Foundation's
+    /// `removingPercentEncoding` answers, at a fraction of its cost (this runs for every segment and
+    /// parameter of every request).
+    static func percentDecoded(_ text: Substring, plusIsSpace: Bool) -> String? {
+        let utf8 = text.utf8
+        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else { return String(text) }
+        func digit(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            utf8.formIndex(after: &index)
+            if byte == UInt8(ascii: "%") {
+                guard index != utf8.endIndex, let high = digit(utf8[index]) else { return nil }
+                utf8.formIndex(after: &index)
+                guard index != utf8.endIndex, let low = digit(utf8[index]) else { return nil }
+                utf8.formIndex(after: &index)
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        // Invalid UTF-8 is repaired by `String(decoding:)`, so the repaired text has other bytes.
+        let decoded = String(decoding: bytes, as: UTF8.self)
+        return decoded.utf8.elementsEqual(bytes) ? decoded : nil
+    }
 
     /// A path's segments, percent-decoded where they can be (as they came where they cannot): for
     /// labels and logs, not for routing.
     static func segments(ofPath path: String) -> [String] {
-        splittingDocumentPrefixes(path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) })
+        splittingDocumentPrefixes(path.split(separator: "/").map { percentDecoded($0, plusIsSpace: false) ?? String($0) })
     }
 
     /// `/db/_design%2Fname` and `/db/_local%2Fname` name the same documents as `/db/_design/name`.

@@ -88,7 +88,7 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("docstore: note: DOCSTORE_LOG_LEVEL=\(environment) is not a log level; logging at info\n".utf8))
         }
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = StderrLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
