@@ -185,7 +185,7 @@ public final class UserStore: Sendable {
         let stored = [document.string(forKey: "derived_key"), document.string(forKey: "password_sha"), document.string(forKey: "salt")]
         let cacheKey = ([name] + stored.map { $0 ?? "" } + [hex(Array(SHA256.hash(data: Array(password.utf8))))]).joined(separator: "\u{0}")
         if verified.withLock({ $0.contains(cacheKey) }) { return ServerUser(document: document) }
-        guard try UsersDatabase.verify(password, against: document) else { return nil }
+        guard try await computingApart({ try UsersDatabase.verify(password, against: document) }) else { return nil }
         verified.withLock { _ = $0.insert(cacheKey) }
         return ServerUser(document: document)
     }

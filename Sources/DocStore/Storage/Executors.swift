@@ -120,3 +120,10 @@ func running<T: Sendable>(on threads: BlockingWorkThreads?, _ body: () async thr
 package func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T) async throws -> T {
     try await running(on: .forReading(upTo: limit), body)
 }
+
+/// Runs `body`, which may hold its thread for milliseconds (a password's PBKDF2 of 100 000 rounds),
+/// on the threads for the app's own code rather than where the caller runs — the cooperative pool, or
+/// the event loop that answers a server connection and all the others on that loop.
+package func computingApart<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
+    try await withTaskExecutorPreference(BlockingWorkThreads.userCode) { try body() }
+}
