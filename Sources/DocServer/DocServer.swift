@@ -393,8 +393,8 @@ final class DatabaseRegistry: Sendable {
             opened[name] = database
             return (isNew, opened.count)
         }
-        if isNew { openedPaths.withLock { $0[name] = configuration.fileURL.path } }
         if isNew {
+            openedPaths.withLock { $0[name] = configuration.fileURL.path }
             if let javaScript { database.enableJavaScript(engine: javaScript) }
             if let rules = usersRules.withLock({ $0 }) { UsersDatabase.install(on: database, named: name, node: rules.node, iterations: rules.iterations) }
             // As CouchDB makes it (at start, and when made again): a `_users` database validates its
