@@ -287,10 +287,9 @@ final class DatabaseRegistry: Sendable {
     let logger: Logger
     /// How long a write waits for another connection's write lock (``ServerConfiguration/lockTimeout``).
     let lockTimeout: Duration
-    private let opened = Locked<[String: Database]>([:])
-    /// The file of each database in `opened`, as a path: the hot path of every request checks it
-    /// is still there (``database(named:)``).
-    private let openedPaths = Locked<[String: String]>([:])
+    /// The databases opened, with the path of each one's file, which the hot path of every request
+    /// checks is still there (``database(named:)``).
+    private let opened = Locked<[String: (database: Database, path: String)]>([:])
     /// The `_security` objects read so far, by database name.
     private let securities = Locked<[String: SecurityObject]>([:])
     /// Whether each database read so far is partitioned.
@@ -362,8 +361,7 @@ final class DatabaseRegistry: Sendable {
         // Every request to a database asks here: one this registry opened (its name was valid) and
         // that is still open answers at once, if its file is still there (another process may have
         // deleted it) — without making its configuration and paths again and asking DocStore.
-        let known = opened.withLock { $0[name] }.flatMap { database in openedPaths.withLock { $0[name] }.map { (database, $0) } }
-        if let (database, path) = known, !database.isClosed, access(path, F_OK) == 0 { return database }
+        if let (database, path) = opened.withLock({ $0[name] }), !database.isClosed, access(path, F_OK) == 0 { return database }
         try DatabaseRegistry.validate(name)
         guard exists(name) else { throw CouchError.notFound("Database does not exist.") }
         return try await open(name)
@@ -389,12 +387,11 @@ final class DatabaseRegistry: Sendable {
         // As CouchDB creates it: for admins only.
         if creates { try await database.setSecurityObject(ReplicationScheduler.adminOnly) }
         let (isNew, count) = opened.withLock { opened -> (Bool, Int) in
-            let isNew = opened[name] !== database
-            opened[name] = database
+            let isNew = opened[name]?.database !== database
+            if isNew { opened[name] = (database, configuration.fileURL.path) }
             return (isNew, opened.count)
         }
         if isNew {
-            openedPaths.withLock { $0[name] = configuration.fileURL.path }
             if let javaScript { database.enableJavaScript(engine: javaScript) }
             if let rules = usersRules.withLock({ $0 }) { UsersDatabase.install(on: database, named: name, node: rules.node, iterations: rules.iterations) }
             // As CouchDB makes it (at start, and when made again): a `_users` database validates its
@@ -447,7 +444,6 @@ final class DatabaseRegistry: Sendable {
             opened.removeValue(forKey: name)
             return opened.count
         })
-        openedPaths.withLock { _ = $0.removeValue(forKey: name) }
     }
 
     /// Every database's name, those in folders (`a/b`) included, sorted: the DocStore databases of
@@ -464,9 +460,8 @@ final class DatabaseRegistry: Sendable {
     func closeAll() async {
         let all = opened.withLock { state in
             defer { state = [:] }
-            return Array(state.values)
+            return state.values.map(\.database)
         }
-        openedPaths.withLock { $0 = [:] }
         metrics.databasesOpen(0)
         for database in all { await database.close() }
     }

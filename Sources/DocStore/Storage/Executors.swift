@@ -125,5 +125,5 @@ package func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T
 /// on the threads for the app's own code rather than where the caller runs — the cooperative pool, or
 /// the event loop that answers a server connection and all the others on that loop.
 package func computingApart<T: Sendable>(_ body: @Sendable () throws -> T) async throws -> T {
-    try await withTaskExecutorPreference(BlockingWorkThreads.userCode) { try body() }
+    try await running(on: .userCode) { try body() }
 }
