@@ -51,6 +51,29 @@ final class AttachmentStreamingTests: XCTestCase {
         XCTAssertEqual(pieces, 6)
     }
 
+    /// Pieces larger than a chunk, or exactly one, are cut into the same chunks as small pieces are.
+    func testPiecesOfAnySizeMakeTheSameChunks() async throws {
+        let db = try await makeDatabase(self)
+        for (index, piece) in [2 * AttachmentStorage.chunkSize + 1, AttachmentStorage.chunkSize, 4 * AttachmentStorage.chunkSize + 3].enumerated() {
+            let content = bytes(4 * AttachmentStorage.chunkSize + 3, seed: UInt8(index))
+            let writer = try db.attachmentWriter(contentType: "application/octet-stream", encodedLength: content.count)
+            try await stream(content, piece: piece, into: writer)
+            var doc = Document(id: "piece-\(index)")
+            doc.attachments["blob.bin"] = try await writer.finish()
+            _ = try await db.save(doc)
+            let read = try await db.attachmentData(named: "blob.bin", documentID: "piece-\(index)")
+            XCTAssertEqual(read, content, "pieces of \(piece) bytes")
+            // Each chunk of the stored content is full but the last.
+            let sizes = try db.readNow { connection in
+                let statement = try connection.prepare("SELECT length(data) FROM attachment_chunks WHERE content = (SELECT max(content) FROM attachments) ORDER BY position")
+                var sizes: [Int] = []
+                while try statement.step() { sizes.append(statement.int(0)) }
+                return sizes
+            }
+            XCTAssertEqual(sizes, Array(repeating: AttachmentStorage.chunkSize, count: 4) + [3], "pieces of \(piece) bytes")
+        }
+    }
+
     func testSmallStreamedContentStaysInMemoryUntilSaved() async throws {
         let db = try await makeDatabase(self)
         let writer = try db.attachmentWriter(contentType: "text/plain")

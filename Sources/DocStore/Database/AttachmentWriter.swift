@@ -72,13 +72,18 @@ public actor AttachmentWriter {
             if let expectedLength, stored > expectedLength {
                 throw DocStoreError(.invalidAttachment, "The attachment is longer than the \(expectedLength) bytes announced")
             }
-            buffer.append(contentsOf: bytes)
             // Up to a chunk stays buffered, so that a content of at most one chunk never reaches SQLite
-            // before its document, and the last chunk of a larger one is never empty.
-            while buffer.count > AttachmentStorage.chunkSize {
-                let chunk = Array(buffer.prefix(AttachmentStorage.chunkSize))
-                buffer.removeFirst(AttachmentStorage.chunkSize)
-                try await writeChunk(chunk)
+            // before its document, and the last chunk of a larger one is never empty. A full buffer is
+            // written when more bytes come, then refilled in the same storage.
+            var start = bytes.startIndex
+            while start != bytes.endIndex {
+                if buffer.count == AttachmentStorage.chunkSize {
+                    try await writeChunk(buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+                let end = bytes.index(start, offsetBy: AttachmentStorage.chunkSize - buffer.count, limitedBy: bytes.endIndex) ?? bytes.endIndex
+                buffer.append(contentsOf: bytes[start..<end])
+                start = end
             }
         } catch {
             await abandon()

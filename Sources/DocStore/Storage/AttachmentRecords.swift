@@ -125,8 +125,7 @@ struct AttachmentRecords {
         let statement = try connection.prepare("INSERT INTO attachment_chunks (content, position, data) VALUES (?, ?, ?)")
         try statement.bind(key, at: 1)
         try statement.bind(position, at: 2)
-        try statement.bind(blob: bytes, at: 3)
-        _ = try statement.step()
+        try statement.bindingInPlace(blob: bytes, at: 3) { _ = try statement.step() }
     }
 
     /// Makes a streamed-in content a stored one with its final digest and lengths; if the database

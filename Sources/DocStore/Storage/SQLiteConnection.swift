@@ -312,6 +312,22 @@ final class SQLiteStatement {
         }
     }
 
+    /// Binds `blob` without SQLite copying it (`SQLITE_STATIC`) for the duration of `body`, which steps
+    /// the statement; the binding is cleared before returning, so that the statement never refers to
+    /// the bytes after they are gone. For large values (an attachment's chunk), where the copy costs.
+    func bindingInPlace<T>(blob: UnsafeRawBufferPointer, at index: Int32, _ body: () throws -> T) throws -> T {
+        guard blob.count > 0 else {
+            try bind(blob: blob, at: index)
+            return try body()
+        }
+        try check(sqlite3_bind_blob(handle, index, blob.baseAddress, Int32(blob.count), nil))
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_bind_null(handle, index)
+        }
+        return try body()
+    }
+
     func bindNull(at index: Int32) throws {
         try check(sqlite3_bind_null(handle, index))
     }
