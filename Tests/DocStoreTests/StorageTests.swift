@@ -438,6 +438,17 @@ final class ChangesLogTests: XCTestCase {
                 let pending = try await db.pendingChangeCount(since: since)
                 XCTAssertEqual(pending, feed.filter { $0.sequence > since }.count, "since \(since) at step \(step)")
             }
+            // Counted again from the earlier counts (nothing was written since them): after a
+            // compaction, and from the end back to the start.
+            if step % 80 == 0 { try await db.compact() }
+            for since in stride(from: last + 2, through: Int64(0), by: -5) {
+                let pending = try await db.pendingChangeCount(since: since)
+                XCTAssertEqual(pending, feed.filter { $0.sequence > since }.count, "since \(since) backwards at step \(step)")
+            }
+            for sequence in feed.map(\.sequence) where sequence % 2 == 1 {
+                let pending = try await db.pendingChangeCount(since: sequence)
+                XCTAssertEqual(pending, feed.filter { $0.sequence > sequence }.count, "since \(sequence) paged at step \(step)")
+            }
         }
         // Compaction drops the superseded log entries and keeps one per document.
         try await db.compact()

@@ -170,10 +170,27 @@ extension Database {
     ///
     /// Each such document has exactly one entry in the changes log after `since` whose superseded
     /// sequence is at or before `since` (or none), so this counts narrow log entries without looking
-    /// at the documents.
-    /// - Complexity: O(log entries after `since`).
+    /// at the documents. A reader paging through the feed asks again after each page: when nothing
+    /// was written or purged since an earlier count at or before `since`, the new count is that one
+    /// less the documents whose latest change lies between the two — the page just read — so a
+    /// replication that pages through a large database does not count what is left on every page.
+    /// - Complexity: O(log entries between the nearest earlier count and `since`) when nothing was
+    ///   written since that count; otherwise O(log entries after `since`).
     public func pendingChangeCount(since: Int64) async throws -> Int {
-        try await read { try DocumentRecords(connection: $0).pendingCount(since: since) }
+        let known = pendingCounts.withLock { $0 }
+        let (count, head) = try await read(consistent: true) { connection -> (Int, Int64) in
+            let records = DocumentRecords(connection: connection)
+            let head = try records.lastSequence()
+            let base = known.filter { $0.head == head && $0.since <= since }.max { $0.since < $1.since }
+            guard let base else { return (try records.pendingCount(since: since), head) }
+            return (base.count - (try records.latestChangeCount(after: base.since, through: since)), head)
+        }
+        pendingCounts.withLock { counts in
+            counts.removeAll { $0.head != head || $0.since == since }
+            counts.append(PendingCount(since: since, head: head, count: count))
+            if counts.count > PendingCount.kept { counts.removeFirst(counts.count - PendingCount.kept) }
+        }
+        return count
     }
 
     /// The sequence of the latest change (CouchDB's `update_seq`).
@@ -249,4 +266,15 @@ final class ChangesTail: Sendable {
     func forget(_ entry: Entry) {
         entries.withLock { entries in entries.removeAll { $0.read == entry.read } }
     }
+}
+
+/// A count of ``Database/pendingChangeCount(since:)``: the documents whose latest change is after
+/// `since`, counted when the latest change or purge was `head`.
+struct PendingCount: Sendable {
+    /// How many counts a database keeps (one per reader paging at once, the oldest dropped first).
+    static let kept = 8
+
+    let since: Int64
+    let head: Int64
+    let count: Int
 }

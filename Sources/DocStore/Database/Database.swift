@@ -29,6 +29,8 @@ public final class Database: Sendable {
     /// The newest changes read, shared by the feeds that wake on the same commit (``ChangesTail``).
     let changesTail = ChangesTail()
     let mangoIndexCache = Locked<(sequence: Int64, revisions: [String: RevisionID?], indexes: [MangoIndex])?>(nil)
+    /// The last counts of ``pendingChangeCount(since:)``, so that the next page's count starts from them.
+    let pendingCounts = Locked<[PendingCount]>([])
 
     private struct State {
         var isClosed = false

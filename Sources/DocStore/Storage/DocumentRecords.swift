@@ -179,6 +179,16 @@ struct DocumentRecords {
                                      [.integer(since), .integer(since)]) ?? 0)
     }
 
+    /// How many documents have their latest change after `lower` and at or before `upper`: the log
+    /// entries in that range whose document is still at that sequence.
+    func latestChangeCount(after lower: Int64, through upper: Int64) throws -> Int {
+        guard upper > lower else { return 0 }
+        return Int(try connection.scalarInt("""
+            SELECT count(*) FROM changes JOIN docs ON docs.doc = changes.doc AND docs.seq = changes.seq
+            WHERE changes.seq > ? AND changes.seq <= ?
+            """, [.integer(lower), .integer(upper)]) ?? 0)
+    }
+
     /// The number of live documents, and of deleted ones.
     func counts() throws -> (live: Int, deleted: Int) {
         (Int(try connection.scalarInt("SELECT count(*) FROM docs WHERE deleted = 0") ?? 0),
