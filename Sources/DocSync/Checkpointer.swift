@@ -98,13 +98,21 @@ struct Checkpointer: Sendable {
 
 extension Date {
     /// CouchDB's timestamp format in checkpoint and `_replicate` histories: `Mon, 23 Nov 2026 21:30:38 GMT`.
+    /// Written from the calendar fields in UTC (a replication writes one per checkpoint, and making a
+    /// `DateFormatter` for each cost more than a batch's checkpoint otherwise does).
     package var checkpointTimestamp: String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: self)
+        var seconds = time_t(timeIntervalSince1970.rounded(.down))
+        var fields = tm()
+        gmtime_r(&seconds, &fields)
+        func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let day = Date.weekdayNames[Int(fields.tm_wday)], month = Date.monthNames[Int(fields.tm_mon)]
+        let year = String(Int(fields.tm_year) + 1900)
+        return "\(day), \(twoDigits(fields.tm_mday)) \(month) \(String(repeating: "0", count: max(0, 4 - year.count)))\(year) "
+            + "\(twoDigits(fields.tm_hour)):\(twoDigits(fields.tm_min)):\(twoDigits(fields.tm_sec)) GMT"
     }
+
+    private static let weekdayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 }
 
 extension ReplicationFigures {

@@ -66,5 +66,16 @@ final class CheckpointerTests: XCTestCase {
 
     func testTimestampsUseCouchDBsFormat() {
         XCTAssertEqual(Date(timeIntervalSince1970: 1_795_469_438).checkpointTimestamp, "Mon, 23 Nov 2026 21:30:38 GMT")
+        // As Foundation's formatter writes them, for dates from 1906 to 2096 (fractions of a second dropped).
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        let seconds = [0, -1, 951_782_400, 951_868_799.75] + (0..<2_000).map { _ in Double(Int.random(in: -2_000_000_000...4_000_000_000, using: &generator)) + 0.5 }
+        for second in seconds {
+            let date = Date(timeIntervalSince1970: second)
+            XCTAssertEqual(date.checkpointTimestamp, formatter.string(from: date), "\(second)")
+        }
     }
 }
