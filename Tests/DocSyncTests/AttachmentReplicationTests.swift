@@ -156,6 +156,42 @@ final class AttachmentReplicationTests: XCTestCase {
         XCTAssertEqual(more, Data("more".utf8))
     }
 
+    /// Attachments of each size a transfer is made for — held in memory, held in memory while counted
+    /// among the large transfers, sent from and downloaded to a file — go to a server and come back
+    /// byte for byte.
+    func testAttachmentsOfEveryTransferSizeTravelIntact() async throws {
+        let origin = try await makeDatabase("origin")
+        let (_, url, served) = try await makeServer()
+        var generator = SplitMix64(seed: 31)
+        let block = (0..<(64 * 1024)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        func content(_ size: Int, salt: UInt8) -> Data {
+            var bytes = [UInt8](repeating: 0, count: size)
+            for offset in 0..<size { bytes[offset] = block[offset % block.count] ^ UInt8(truncatingIfNeeded: offset / block.count) ^ salt }
+            return Data(bytes)
+        }
+        let sizes = [100_000, HTTPPeer.inMemoryAnswerLimit + 1, HTTPPeer.largeTransferMemoryLimit, HTTPPeer.largeTransferMemoryLimit + 4096]
+        var contents: [String: Data] = [:]
+        for (index, size) in sizes.enumerated() {
+            var document = Document(id: "size-\(index)")
+            let bytes = content(size, salt: UInt8(index))
+            document.attachments["blob.bin"] = Attachment(data: bytes, contentType: "application/octet-stream")
+            _ = try await origin.save(document)
+            contents[document.id] = bytes
+        }
+        _ = try await replicate(.local(origin), .remote(url))
+        let back = try await makeDatabase("back")
+        let status = try await replicate(.remote(url), .local(back))
+        XCTAssertEqual(status.figures.documentsWritten, sizes.count)
+        for (id, bytes) in contents {
+            let onServer = try await served.attachmentData(named: "blob.bin", documentID: id)
+            XCTAssertEqual(onServer, bytes, "\(id) on the server")
+            let pulled = try await back.attachmentData(named: "blob.bin", documentID: id)
+            XCTAssertEqual(pulled, bytes, "\(id) pulled back")
+            let stored = try await back.document(withID: id)?.attachments["blob.bin"]
+            XCTAssertEqual(stored?.digest, Attachment.digest(of: bytes))
+        }
+    }
+
     func testTransferLimiterRunsAtMostItsLimitAtOnce() async throws {
         let limiter = TransferLimiter(limit: 2)
         final class Counts: Sendable { let state = Locked((running: 0, most: 0)) }
