@@ -101,7 +101,9 @@ extension Date {
     /// Written from the calendar fields in UTC (a replication writes one per checkpoint, and making a
     /// `DateFormatter` for each cost more than a batch's checkpoint otherwise does).
     package var checkpointTimestamp: String {
-        var seconds = time_t(timeIntervalSince1970.rounded(.down))
+        // Clamped to years gmtime_r writes with four digits or fewer (and never a NaN's trap).
+        let interval = timeIntervalSince1970.isNaN ? 0 : timeIntervalSince1970.rounded(.down)
+        var seconds = time_t(Swift.min(Swift.max(interval, -62_135_596_800), 253_402_300_799))
         var fields = tm()
         gmtime_r(&seconds, &fields)
         func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }

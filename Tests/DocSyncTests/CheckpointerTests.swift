@@ -77,5 +77,8 @@ final class CheckpointerTests: XCTestCase {
             let date = Date(timeIntervalSince1970: second)
             XCTAssertEqual(date.checkpointTimestamp, formatter.string(from: date), "\(second)")
         }
+        // Out of range, clamped rather than trapping.
+        XCTAssertEqual(Date(timeIntervalSince1970: .nan).checkpointTimestamp, "Thu, 01 Jan 1970 00:00:00 GMT")
+        XCTAssertEqual(Date(timeIntervalSince1970: 1e300).checkpointTimestamp, "Fri, 31 Dec 9999 23:59:59 GMT")
     }
 }
