@@ -12,9 +12,6 @@ final class MemoryAllocatorTests: XCTestCase {
         XCTAssertTrue(MemoryAllocator.environmentSetsThreshold(
             ["GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=262144"]))
         XCTAssertFalse(MemoryAllocator.fixLargeBlockThreshold(bytes: Int(Int32.max) + 1))
-        XCTAssertFalse(MemoryAllocator.environmentSetsTrimThreshold(["MALLOC_MMAP_THRESHOLD_": "65536"]))
-        XCTAssertTrue(MemoryAllocator.environmentSetsTrimThreshold(["MALLOC_TRIM_THRESHOLD_": "65536"]))
-        XCTAssertTrue(MemoryAllocator.environmentSetsTrimThreshold(["GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1048576"]))
     }
 
     #if canImport(Glibc)

@@ -13,28 +13,20 @@ import Foundation
 /// instead, and what they leave behind there stays with the process, fragmented: in
 /// `docstore-bench`, each repetition of the same operations started 20–40 MB higher than the one
 /// before, with the same bytes in use (Docs/Performance.md). ``fixLargeBlockThreshold(bytes:)``
-/// keeps the threshold fixed — at 1 MiB by default, above the 256 KiB chunks an attachment streams
-/// in and out, which a lower threshold would map and unmap (and fault in page by page) each time.
+/// keeps the threshold where it starts.
 ///
 /// `docstore serve` applies it at start; an app that embeds DocStore in a server of its own may call
 /// it once, early in `main`. It changes nothing where the allocator is not glibc's.
 public enum MemoryAllocator {
-    /// The threshold ``fixLargeBlockThreshold(bytes:)`` keeps by default: 1 MiB. Measured in
-    /// `docstore-bench` (Docs/Performance.md): the peak resident memory of a full run is the same as
-    /// with glibc's starting value of 128 KiB (419 against 415 MB; 462 MB at 8 MiB, 476 MB left to
-    /// glibc), and streaming attachments is 25 % faster.
-    public static let defaultLargeBlockThreshold = 1024 * 1024
+    /// The threshold ``fixLargeBlockThreshold(bytes:)`` keeps by default: 128 KiB, glibc's own
+    /// starting value.
+    public static let defaultLargeBlockThreshold = 128 * 1024
 
     /// Serves every block of `bytes` or more from a mapping of its own, for the whole process, and
-    /// stops glibc from raising that threshold as blocks are freed. Memory freed at the top of an
-    /// arena is returned to the system once more than four times `bytes` is free there (glibc's own
-    /// rule, which a fixed threshold turns off, is twice the threshold; at its 128 KiB starting value
-    /// the arenas gave back and faulted in again the same pages all the time).
+    /// stops glibc from raising that threshold as blocks are freed.
     ///
     /// The operator's choice wins: nothing changes when the environment already sets the threshold
-    /// (`MALLOC_MMAP_THRESHOLD_`, or `glibc.malloc.mmap_threshold` in `GLIBC_TUNABLES`), and the
-    /// return threshold stays the environment's when it sets that (`MALLOC_TRIM_THRESHOLD_`,
-    /// `glibc.malloc.trim_threshold`).
+    /// (`MALLOC_MMAP_THRESHOLD_`, or `glibc.malloc.mmap_threshold` in `GLIBC_TUNABLES`).
     ///
     /// - Parameter bytes: The smallest block served from its own mapping (at most 32 MiB, glibc's limit).
     /// - Returns: Whether the setting was made: false where the allocator is not glibc's, where the
@@ -49,13 +41,8 @@ public enum MemoryAllocator {
         // library (absent under another libc, where nothing changes).
         typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
         guard let library = dlopen(nil, RTLD_NOW), let symbol = dlsym(library, "mallopt") else { return false }
-        let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-        let mmapThreshold: Int32 = -3, trimThreshold: Int32 = -1  // M_MMAP_THRESHOLD, M_TRIM_THRESHOLD in <malloc.h>
-        guard mallopt(mmapThreshold, bytes) == 1 else { return false }
-        if !environmentSetsTrimThreshold(ProcessInfo.processInfo.environment) {
-            _ = mallopt(trimThreshold, Int32(clamping: 4 * Int(bytes)))
-        }
-        return true
+        let mmapThreshold: Int32 = -3  // M_MMAP_THRESHOLD in <malloc.h>
+        return unsafeBitCast(symbol, to: Mallopt.self)(mmapThreshold, bytes) == 1
         #else
         return false
         #endif
@@ -63,16 +50,7 @@ public enum MemoryAllocator {
 
     /// Whether `environment` sets glibc's mapping threshold itself.
     static func environmentSetsThreshold(_ environment: [String: String]) -> Bool {
-        environmentSets("MALLOC_MMAP_THRESHOLD_", tunable: "glibc.malloc.mmap_threshold", environment)
-    }
-
-    /// Whether `environment` sets glibc's threshold for returning the top of an arena to the system.
-    static func environmentSetsTrimThreshold(_ environment: [String: String]) -> Bool {
-        environmentSets("MALLOC_TRIM_THRESHOLD_", tunable: "glibc.malloc.trim_threshold", environment)
-    }
-
-    private static func environmentSets(_ variable: String, tunable: String, _ environment: [String: String]) -> Bool {
-        environment[variable] != nil
-            || (environment["GLIBC_TUNABLES"] ?? "").split(separator: ":").contains { $0.hasPrefix(tunable + "=") }
+        environment["MALLOC_MMAP_THRESHOLD_"] != nil
+            || (environment["GLIBC_TUNABLES"] ?? "").split(separator: ":").contains { $0.hasPrefix("glibc.malloc.mmap_threshold=") }
     }
 }
