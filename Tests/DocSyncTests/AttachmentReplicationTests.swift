@@ -156,9 +156,9 @@ final class AttachmentReplicationTests: XCTestCase {
         XCTAssertEqual(more, Data("more".utf8))
     }
 
-    /// Attachments of each size a transfer is made for — held in memory, held in memory while counted
-    /// among the large transfers, sent from and downloaded to a file — go to a server and come back
-    /// byte for byte.
+    /// Attachments of each size a transfer is made for — held in memory, sent from and downloaded to a
+    /// file (a large transfer, taking turns) — go to a server and come back byte for byte, whether
+    /// just under, at or over the limit.
     func testAttachmentsOfEveryTransferSizeTravelIntact() async throws {
         let origin = try await makeDatabase("origin")
         let (_, url, served) = try await makeServer()
@@ -169,7 +169,8 @@ final class AttachmentReplicationTests: XCTestCase {
             for offset in 0..<size { bytes[offset] = block[offset % block.count] ^ UInt8(truncatingIfNeeded: offset / block.count) ^ salt }
             return Data(bytes)
         }
-        let sizes = [100_000, HTTPPeer.inMemoryAnswerLimit + 1, HTTPPeer.largeTransferMemoryLimit, HTTPPeer.largeTransferMemoryLimit + 4096]
+        let limit = HTTPPeer.inMemoryAnswerLimit
+        let sizes = [100_000, limit - 1024, limit, limit + 1, 3 * limit + 4096]
         var contents: [String: Data] = [:]
         for (index, size) in sizes.enumerated() {
             var document = Document(id: "size-\(index)")

@@ -356,16 +356,9 @@ struct HTTPPeer: ReplicationPeer {
         return document.attachments.values.allSatisfy { !$0.isStub || ($0.revpos ?? Int.max) <= known }
     }
 
-    /// Answers larger than this (by the attachment lengths a `_bulk_get` reported), and requests larger
-    /// than this, are large transfers: they take turns (``largeTransfers``), and past
-    /// ``largeTransferMemoryLimit`` go through a temporary file instead of memory.
+    /// Answers larger than this (by the attachment lengths a `_bulk_get` reported) are downloaded to a
+    /// file rather than held in memory, and requests larger than this are sent from a file.
     static let inMemoryAnswerLimit = 1024 * 1024
-
-    /// A request or answer larger than ``inMemoryAnswerLimit`` waits for its turn among the large
-    /// transfers (``largeTransfers``: two at a time); up to this size it is then still held in memory
-    /// rather than written to a temporary file and read back, so the large transfers in memory are at
-    /// most twice this.
-    static let largeTransferMemoryLimit = 8 * 1024 * 1024
 
     /// A revision whose attachment bytes to send are at most this many, all stored as they are, goes
     /// inline (base64) in `_bulk_docs` rather than in a multipart PUT of its own.
@@ -392,15 +385,10 @@ struct HTTPPeer: ReplicationPeer {
         let body: ResponseBody
         let response: URLResponse
         do {
-            if (expectedSize ?? Int.max) > HTTPPeer.largeTransferMemoryLimit {
+            if (expectedSize ?? Int.max) > HTTPPeer.inMemoryAnswerLimit {
                 return try await largeTransfers.run { [self, urlRequest, path] in
                     let (file, answer) = try await transport.download(for: urlRequest)
                     return try await readOpenRevision(.file(file), answer, request: request, path: path, stagingInto: stagingDatabase)
-                }
-            } else if let expectedSize, expectedSize > HTTPPeer.inMemoryAnswerLimit {
-                return try await largeTransfers.run { [self, urlRequest, path] in
-                    let (data, answer) = try await transport.data(for: urlRequest)
-                    return try await readOpenRevision(.memory(data), answer, request: request, path: path, stagingInto: stagingDatabase)
                 }
             } else {
                 let (data, answer) = try await transport.data(for: urlRequest)
@@ -506,14 +494,15 @@ struct HTTPPeer: ReplicationPeer {
         let data: Data, response: URLResponse
         do {
             if body.length <= HTTPPeer.inMemoryAnswerLimit {
-                urlRequest.httpBody = try await Self.collect(body)
-                (data, response) = try await transport.data(for: urlRequest)
-            } else if body.length <= HTTPPeer.largeTransferMemoryLimit {
-                (data, response) = try await largeTransfers.run { [transport, urlRequest, body] in
-                    var urlRequest = urlRequest
-                    urlRequest.httpBody = try await Self.collect(body)
-                    return try await transport.data(for: urlRequest)
+                var bytes = Data(capacity: body.length)
+                for piece in body.pieces {
+                    switch piece {
+                    case .bytes(let header): bytes.append(contentsOf: header)
+                    case .attachment(let attachment): bytes.append(try await Self.collect(attachment))
+                    }
                 }
+                urlRequest.httpBody = bytes
+                (data, response) = try await transport.data(for: urlRequest)
             } else {
                 (data, response) = try await largeTransfers.run { [transport, urlRequest, body] in
                     let file = try await Self.spool(body)
@@ -556,18 +545,6 @@ struct HTTPPeer: ReplicationPeer {
             throw error
         }
         return file
-    }
-
-    /// A multipart body, whole.
-    private static func collect(_ body: MultipartBody) async throws -> Data {
-        var bytes = Data(capacity: body.length)
-        for piece in body.pieces {
-            switch piece {
-            case .bytes(let header): bytes.append(contentsOf: header)
-            case .attachment(let attachment): bytes.append(try await collect(attachment))
-            }
-        }
-        return bytes
     }
 
     /// An attachment's stored bytes, whole.
