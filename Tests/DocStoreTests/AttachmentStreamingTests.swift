@@ -74,6 +74,42 @@ final class AttachmentStreamingTests: XCTestCase {
         }
     }
 
+    /// Writes that overlap (the writer waits for the database in the middle of one) are refused, not
+    /// interleaved: the content is exactly the pieces that were taken, each whole.
+    func testOverlappingWritesAreRefusedAndLoseNothing() async throws {
+        let db = try await makeDatabase(self)
+        let writer = try db.attachmentWriter(contentType: "application/octet-stream")
+        let pieces = (0..<8).map { bytes(2 * AttachmentStorage.chunkSize + 100, seed: UInt8($0)) }
+        let taken = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for (index, piece) in pieces.enumerated() {
+                group.addTask {
+                    do {
+                        try await writer.write(piece)
+                        return index
+                    } catch let error as DocStoreError where error.code == .badRequest {
+                        return nil
+                    }
+                }
+            }
+            var taken: [Int] = []
+            for try await index in group { if let index { taken.append(index) } }
+            return taken
+        }
+        XCTAssertFalse(taken.isEmpty)
+        var document = Document(id: "overlapped")
+        document.attachments["blob.bin"] = try await writer.finish()
+        _ = try await db.save(document)
+        let read = try await db.attachmentData(named: "blob.bin", documentID: "overlapped")
+        XCTAssertEqual(read.count, taken.count * pieces[0].count)
+        // Each piece taken is whole and in one place: the content is some order of them.
+        var rest = read[...]
+        while !rest.isEmpty {
+            let next = rest.prefix(pieces[0].count)
+            XCTAssertTrue(taken.contains { pieces[$0] == next }, "a piece was cut or mixed with another")
+            rest = rest.dropFirst(pieces[0].count)
+        }
+    }
+
     func testSmallStreamedContentStaysInMemoryUntilSaved() async throws {
         let db = try await makeDatabase(self)
         let writer = try db.attachmentWriter(contentType: "text/plain")

@@ -34,6 +34,9 @@ public actor AttachmentWriter {
     private var staging: (key: Int64, token: String)?
     private var chunks = 0
     private var isDone = false
+    /// A ``write(_:)`` or ``finish()`` is under way (it may be waiting for the database, when the actor
+    /// takes other calls): bytes go in one call after the other, so another call is refused meanwhile.
+    private var isBusy = false
 
     init(writer: DatabaseWriter, contentType: String, encoding: AttachmentEncoding, expectedDigest: String?,
          expectedLength: Int?, decodedLength: Int?, maximumLength: Int?) throws {
@@ -57,12 +60,15 @@ public actor AttachmentWriter {
         }
     }
 
-    /// Appends bytes of the content (in the writer's encoding).
+    /// Appends bytes of the content (in the writer's encoding). Calls go one after the other.
     /// - Throws: ``DocStoreError/Code/attachmentTooLarge`` past the limit, or more bytes than announced;
-    ///   ``DocStoreError/Code/invalidAttachment`` for invalid gzip data; storage errors.
+    ///   ``DocStoreError/Code/invalidAttachment`` for invalid gzip data; storage errors;
+    ///   ``DocStoreError/Code/badRequest`` while another call has not returned.
     public func write<Bytes: Collection & Sendable>(_ bytes: Bytes) async throws where Bytes.Element == UInt8 {
         guard !isDone else { throw DocStoreError(.badRequest, "The attachment writer has finished") }
         guard !bytes.isEmpty else { return }
+        try beginCall()
+        defer { isBusy = false }
         do {
             let added = try account(bytes)
             stored += added
@@ -89,6 +95,11 @@ public actor AttachmentWriter {
             await abandon()
             throw error
         }
+    }
+
+    private func beginCall() throws {
+        guard !isBusy else { throw DocStoreError(.badRequest, "The attachment writer is still taking the previous bytes") }
+        isBusy = true
     }
 
     /// Hashes and (for gzip) decodes the new bytes; returns their count.
@@ -126,6 +137,8 @@ public actor AttachmentWriter {
     ///   is incomplete or decodes to another length than announced.
     public func finish() async throws -> Attachment {
         guard !isDone else { throw DocStoreError(.badRequest, "The attachment writer has finished") }
+        try beginCall()
+        defer { isBusy = false }
         do {
             if let expectedLength, stored != expectedLength {
                 throw DocStoreError(.invalidAttachment, "The attachment is shorter than the \(expectedLength) bytes announced")
