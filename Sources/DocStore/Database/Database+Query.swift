@@ -96,20 +96,7 @@ extension Database {
         // The published state may be older than the snapshot the read sees (an update committed in
         // between): its counters are taken from that snapshot, so rows, totals and sequence agree.
         let result = try readIndex { connection in
-            var current = published
-            let statement = try connection.prepare("SELECT last_seq, row_count, int_sum, other_values FROM indexes WHERE id = ?")
-            defer { statement.reset() }
-            try statement.bind(published.id, at: 1)
-            if try statement.step() {
-                current.lastSequence = statement.int64(0)
-                current.rowCount = statement.int64(1)
-                if !statement.isNull(3) {  // aggregates not counted yet: the published ones were counted at registration
-                    current.integerSum = statement.isNull(2) ? nil : statement.int64(2)
-                    current.otherValues = statement.int64(3)
-                }
-            }
-            statement.reset()
-            return try body(current, connection)
+            try body(try IndexRecords(connection: connection).withStoredProgress(published), connection)
         }
         if stale == .updateAfter {
             let writer = indexWriter, readers = readers

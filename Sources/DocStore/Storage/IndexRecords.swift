@@ -126,6 +126,23 @@ struct IndexRecords {
         try connection.run("UPDATE indexes SET has_text = 1 WHERE id = ?", [.integer(state.id)])
     }
 
+    /// `state` with how far the index is, its row count and its aggregates as stored (in the
+    /// connection's snapshot); aggregates not counted yet are left as `state` has them.
+    func withStoredProgress(_ state: IndexState) throws -> IndexState {
+        var current = state
+        let statement = try connection.prepare("SELECT last_seq, row_count, int_sum, other_values FROM indexes WHERE id = ?")
+        defer { statement.reset() }
+        try statement.bind(state.id, at: 1)
+        guard try statement.step() else { return state }
+        current.lastSequence = statement.int64(0)
+        current.rowCount = statement.int64(1)
+        if !statement.isNull(3) {
+            current.integerSum = statement.isNull(2) ? nil : statement.int64(2)
+            current.otherValues = statement.int64(3)
+        }
+        return current
+    }
+
     /// Records how far an index is, its row count and its aggregates.
     func saveProgress(_ state: IndexState) throws {
         try connection.run("UPDATE indexes SET last_seq = ?, row_count = ?, int_sum = ?, other_values = ? WHERE id = ?",
