@@ -97,24 +97,9 @@ struct Checkpointer: Sendable {
 }
 
 extension Date {
-    /// CouchDB's timestamp format in checkpoint and `_replicate` histories: `Mon, 23 Nov 2026 21:30:38 GMT`.
-    /// Written from the calendar fields in UTC (a replication writes one per checkpoint, and making a
-    /// `DateFormatter` for each cost more than a batch's checkpoint otherwise does).
-    package var checkpointTimestamp: String {
-        // Clamped to years gmtime_r writes with four digits or fewer (and never a NaN's trap).
-        let interval = timeIntervalSince1970.isNaN ? 0 : timeIntervalSince1970.rounded(.down)
-        var seconds = time_t(Swift.min(Swift.max(interval, -62_135_596_800), 253_402_300_799))
-        var fields = tm()
-        gmtime_r(&seconds, &fields)
-        func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let day = Date.weekdayNames[Int(fields.tm_wday)], month = Date.monthNames[Int(fields.tm_mon)]
-        let year = String(Int(fields.tm_year) + 1900)
-        return "\(day), \(twoDigits(fields.tm_mday)) \(month) \(String(repeating: "0", count: max(0, 4 - year.count)))\(year) "
-            + "\(twoDigits(fields.tm_hour)):\(twoDigits(fields.tm_min)):\(twoDigits(fields.tm_sec)) GMT"
-    }
-
-    private static let weekdayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    /// CouchDB's timestamp format in checkpoint and `_replicate` histories: `Mon, 23 Nov 2026 21:30:38 GMT`
+    /// (``Timestamp/httpDate(_:)``: no `DateFormatter` made for each checkpoint of a replication).
+    package var checkpointTimestamp: String { Timestamp.httpDate(self) }
 }
 
 extension ReplicationFigures {

@@ -120,23 +120,44 @@ public struct PropertyValue: Sendable, Hashable {
     private var valueText: String { (try? value.serializedString()) ?? "" }
 }
 
-/// History dates as text: `2026-11-24T10:00:00.125Z`, always UTC with milliseconds, computed from
-/// integers so that every platform writes and reads the same instant.
-enum Timestamp {
+/// Dates as text, always UTC, computed from integers so that every platform writes and reads the same
+/// instant: history dates (`2026-11-24T10:00:00.125Z`, with milliseconds) and CouchDB's HTTP-style
+/// timestamps (`Mon, 23 Nov 2026 21:30:38 GMT`, in replication checkpoints).
+package enum Timestamp {
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 
     static func format(_ milliseconds: Int64) -> String {
-        var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
+        var seconds = milliseconds.quotientAndRemainder(dividingBy: 1000).quotient
         var millis = Int(milliseconds % 1000)
         if millis < 0 { millis += 1000; seconds -= 1 }
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
+        let parts = utcFields(seconds)
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+    }
+
+    /// `date` as CouchDB writes times in checkpoints and `_replicate` histories:
+    /// `Mon, 23 Nov 2026 21:30:38 GMT` (seconds rounded down; clamped to years 1–9999, a NaN read as 1970).
+    package static func httpDate(_ date: Date) -> String {
+        let interval = date.timeIntervalSince1970.isNaN ? 0 : date.timeIntervalSince1970.rounded(.down)
+        let parts = utcFields(Int64(min(max(interval, -62_135_596_800), 253_402_300_799)))
+        return "\(weekdayNames[Int(parts.tm_wday)]), \(pad(parts.tm_mday, 2)) \(monthNames[Int(parts.tm_mon)]) "
+            + "\(pad(parts.tm_year + 1900, 4)) \(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)) GMT"
+    }
+
+    private static let weekdayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// The calendar fields of `seconds` since 1970 in UTC.
+    private static func utcFields(_ seconds: Int64) -> tm {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return parts
+    }
+
+    private static func pad(_ value: Int32, _ width: Int) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, width - text.count)) + text
     }
 
     static func parse(_ text: String) -> Int64? {
