@@ -29,6 +29,9 @@ struct ReplicationLoop {
     /// The next batch being read and fetched while the current one is stored and checkpointed: the
     /// source's and the target's work then overlap instead of taking turns.
     private var prefetch: Prefetch?
+    /// When the last checkpoint was written (or the replication connected), for
+    /// ``ReplicationConfiguration/checkpointInterval``.
+    private var lastCheckpoint = ContinuousClock.now
 
     init(replicator: Replicator, source: any ReplicationPeer, target: any ReplicationPeer, flow: ReplicationFlow,
          sourceIsLocal: Bool, clock: any Clock<Duration>) {
@@ -137,6 +140,7 @@ struct ReplicationLoop {
                                    source: sourceRecord, sourceIsWritable: sourceIsWritable, target: targetRecord,
                                    startingAt: sourceRecord == nil && targetRecord == nil ? configuration.startSequence : nil)
         checkpointer = session
+        lastCheckpoint = .now
         replicator.startPosition(flow, from: session.startSequence, after: session.earlier)
         return .connected(since: session.startSequence)
     }
@@ -220,7 +224,7 @@ struct ReplicationLoop {
             try await Replicator.resolveConflicts(in: database, ids: Set(documents.map { ExactString($0.id) }), resolver: resolver)
         }
         rows = []
-        return .transferred
+        return .transferred(checkpointDue: ContinuousClock.now - lastCheckpoint >= configuration.checkpointInterval)
     }
 
     private mutating func saveCheckpoint(_ sequence: JSON) async throws -> ReplicationStateMachine.Event {
@@ -236,6 +240,7 @@ struct ReplicationLoop {
         }
         let targetRevision = try await save(checkpoint, to: target, replacing: session.target?.revision)
         checkpointer?.saved(checkpoint, sourceRevision: sourceRevision, targetRevision: targetRevision)
+        lastCheckpoint = .now
         replicator.checkpointed(flow, at: sequence, history: checkpoint.history)
         return .checkpointSaved
     }

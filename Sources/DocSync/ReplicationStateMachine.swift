@@ -14,7 +14,9 @@ import DocStore
 ///                              ▼  attempts used)                                   ▼  caught up)
 ///                            failed                                             finished
 /// ```
-/// Any state goes to `stopped` on ``Event/stopped``.
+/// A batch transferred while the replication is still catching up, before the checkpoint interval
+/// has passed, goes back to `reading` without checkpointing. Any state goes to `stopped` on
+/// ``Event/stopped``.
 struct ReplicationStateMachine: Sendable {
     /// What the machine needs to know of the configuration.
     struct Settings: Sendable {
@@ -43,8 +45,9 @@ struct ReplicationStateMachine: Sendable {
         case changesRead(rowCount: Int, last: JSON)
         /// The continuous feed ended (the server closed it).
         case feedEnded
-        /// The batch of changes read last was transferred.
-        case transferred
+        /// The batch of changes read last was transferred; `checkpointDue` when the checkpoint
+        /// interval has passed since the last checkpoint was written (the loop keeps the time).
+        case transferred(checkpointDue: Bool)
         /// The checkpoint was written on both sides.
         case checkpointSaved
         /// The action failed.
@@ -92,6 +95,9 @@ struct ReplicationStateMachine: Sendable {
     private(set) var state = State.idle
     /// The source sequence everything up to which has been replicated and checkpointed.
     private(set) var since: JSON = .integer(0)
+    /// The source sequence everything up to which has been replicated: the next read starts there.
+    /// Ahead of ``since`` while batches go by without a checkpoint.
+    private(set) var position: JSON = .integer(0)
     /// Reading from the continuous feed: set once a continuous replication has caught up.
     private(set) var isStreaming = false
     /// Failed attempts since the last progress.
@@ -138,6 +144,7 @@ struct ReplicationStateMachine: Sendable {
 
         case (.connecting, .connected(let start)):
             since = start
+            position = start
             isStreaming = false
             return read()
 
@@ -164,12 +171,21 @@ struct ReplicationStateMachine: Sendable {
             isStreaming = false
             return read(afterFeed: true)
 
-        case (.transferring(let last), .transferred):
+        case (.transferring(let last), .transferred(let checkpointDue)):
+            // While catching up page by page, a checkpoint is written at the interval, as CouchDB's
+            // replicator does; the page that catches up and each batch of the feed at once, so that
+            // a replication that may now wait long has recorded where it is.
+            guard checkpointDue || caughtUp || isStreaming else {
+                position = last
+                failedAttempts = 0
+                return read()
+            }
             state = .checkpointing(last, thenFinish: false)
             return .saveCheckpoint(last)
 
         case (.checkpointing(let sequence, let thenFinish), .checkpointSaved):
             since = sequence
+            position = sequence
             failedAttempts = 0
             if thenFinish {
                 state = .finished
@@ -204,6 +220,6 @@ struct ReplicationStateMachine: Sendable {
     private mutating func read(afterFeed: Bool = false) -> Action {
         let mode: ChangesMode = isStreaming ? .feed : afterFeed ? .longPoll(settings.heartbeat) : .normal
         state = .reading(mode)
-        return .readChanges(since: since, mode: mode)
+        return .readChanges(since: position, mode: mode)
     }
 }

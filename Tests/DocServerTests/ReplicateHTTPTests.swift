@@ -156,7 +156,11 @@ final class ReplicateHTTPTests: XCTestCase {
         let server = try await TestServer(self)
         await XCTAssertEqualAsync(try await server.request("PUT", "/a").status, 201)
         await XCTAssertEqualAsync(try await server.request("PUT", "/a/first", json: ["n": 1]).status, 201)
-        let description: JSON = ["source": "a", "target": "b", "create_target": true, "continuous": true]
+        let badInterval = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "checkpoint_interval": "soon"])
+        XCTAssertEqual(badInterval.status, 400)
+        XCTAssertEqual(badInterval.json, ["error": "bad_request", "reason": "parameter `checkpoint_interval` must be a non-negative integer"])
+        // CouchDB's `checkpoint_interval` (milliseconds, as digits too) is no part of the replication's id.
+        let description: JSON = ["source": "a", "target": "b", "create_target": true, "continuous": true, "checkpoint_interval": "2500"]
         let started = try await server.request("POST", "/_replicate", json: description)
         XCTAssertEqual(started.status, 202, started.text)
         let id = try XCTUnwrap(started.json["_local_id"]?.stringValue)
@@ -176,6 +180,7 @@ final class ReplicateHTTPTests: XCTestCase {
         XCTAssertEqual(task["continuous"], true)
         XCTAssertEqual(task["source"], "a")
         XCTAssertEqual(task["user"], .string(TestServer.admin.name))
+        XCTAssertEqual(task["checkpoint_interval"], 2500)
         XCTAssertGreaterThanOrEqual(task["docs_written"]?.intValue ?? 0, 2)
 
         var cancel = description.objectValue!

@@ -287,6 +287,39 @@ final class ReplicationTests: XCTestCase {
         try await assertConverged(source, target)
     }
 
+    /// While catching up, checkpoints are written at `checkpointInterval` (after every batch with
+    /// `.zero`), and always when the replication ends; a run after one that wrote a single checkpoint
+    /// starts where it ended.
+    func testCatchingUpCheckpointsAtTheIntervalAndAtTheEnd() async throws {
+        let source = try await makeDatabase("interval-source")
+        try await seed(source, prefix: "i", count: 35)
+        func checkpointWrites(interval: Duration, into name: String) async throws -> (writes: String?, status: ReplicatorStatus) {
+            let target = try await makeDatabase(name)
+            var configuration = ReplicationConfiguration(source: .local(source), target: .local(target))
+            configuration.batchSize = 10
+            configuration.checkpointInterval = interval
+            let status = try await Replicator(configuration: configuration).run()
+            let copied = try await target.info().documentCount
+            let expected = try await source.info().documentCount
+            XCTAssertEqual(copied, expected)
+            let checkpoints = try await target.localDocuments()
+            XCTAssertEqual(checkpoints.count, 1)
+            return (checkpoints.first?.revision, status)
+        }
+        let everyBatch = try await checkpointWrites(interval: .zero, into: "interval-each")
+        XCTAssertEqual(everyBatch.writes, "0-4", "pages of 10, 10, 10 and 5")
+        let once = try await checkpointWrites(interval: .seconds(3600), into: "interval-once")
+        XCTAssertEqual(once.writes, "0-1", "only the page that caught up")
+        XCTAssertEqual(once.status.positions[.push]?.checkpointed, 35)
+
+        // The source ends exactly at a page's end: the empty page that finds it writes the checkpoint.
+        try await seed(source, prefix: "j", count: 5)
+        let even = try await checkpointWrites(interval: .seconds(3600), into: "interval-even")
+        XCTAssertEqual(even.writes, "0-1")
+        XCTAssertEqual(even.status.positions[.push]?.checkpointed, 40)
+        XCTAssertEqual(even.status.changesProcessed, 40)
+    }
+
     func testADatabaseReplicatesIntoItselfAndReportsItsPosition() async throws {
         // The second checkpoint save (the target, the same database) finds the revision the first
         // wrote: it holds the very checkpoint, so the save counts, as in CouchDB's replicator.

@@ -56,6 +56,11 @@ struct ReplicationRequest: Sendable, Hashable {
     var selector: JSON?
     var filter: String?
     var queryParameters: [String: String] = [:]
+    /// `checkpoint_interval`: milliseconds between checkpoints while catching up (CouchDB's 30 000 when
+    /// not given).
+    var checkpointInterval: Int?
+    /// CouchDB's `[replicator] checkpoint_interval`, in milliseconds.
+    static let defaultCheckpointInterval = 30_000
 
     /// Reads a description; throws ``Invalid`` with CouchDB's message for what CouchDB refuses.
     init(_ body: JSONObject) throws(Invalid) {
@@ -86,6 +91,13 @@ struct ReplicationRequest: Sendable, Hashable {
         if let value = body["query_params"] {
             guard case .object(let parameters) = value else { throw .option("parameter `query_params` must be an object") }
             for (name, value) in parameters { queryParameters[name] = value.stringValue ?? value.description }
+        }
+        if let value = body["checkpoint_interval"], value != .null {
+            // CouchDB takes an integer or the digits of one.
+            guard let milliseconds = value.intValue ?? value.stringValue.flatMap({ Int($0) }), milliseconds >= 0 else {
+                throw .option("parameter `checkpoint_interval` must be a non-negative integer")
+            }
+            checkpointInterval = milliseconds
         }
         if [documentIDs != nil, selector != nil, filter != nil].filter({ $0 }).count > 1 {
             let message = "`doc_ids`,`filter`,`selector` are mutually exclusive"

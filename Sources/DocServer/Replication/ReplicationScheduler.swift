@@ -331,6 +331,7 @@ final class ReplicationScheduler: Sendable {
         configuration.filterName = request.filter
         configuration.filterParameters = request.queryParameters.mapValues(JSON.string)
         configuration.headers = request.headers
+        configuration.checkpointInterval = .milliseconds(request.checkpointInterval ?? ReplicationRequest.defaultCheckpointInterval)
         if !request.continuous && job.document == nil {
             // Its client waits for the answer: an unreachable peer is tried twice, not for minutes.
             configuration.retry.maximumAttempts = 2
@@ -373,7 +374,7 @@ final class ReplicationScheduler: Sendable {
             task["target"] = .string(job.request.target.description)
             task["database"] = job.document.map { .string($0.database) } ?? .null
             task["doc_id"] = job.document.map { .string($0.id) } ?? .null
-            task["checkpoint_interval"] = 30000
+            task["checkpoint_interval"] = .integer(job.request.checkpointInterval ?? ReplicationRequest.defaultCheckpointInterval)
             task["process_status"] = .string(job.status.activity == .busy ? "running" : "waiting")
             task["started_on"] = .integer(Int(job.startTime.timeIntervalSince1970))
             task["updated_on"] = .integer(now)
