@@ -269,7 +269,7 @@ public final class DocServer: Sendable {
         // As CouchDB: never cached, and an ETag of its own each time.
         return Response.json(["uuids": .array(ids)], headers: [
             .cacheControl: "no-cache", HTTPField.Name("Pragma")!: "no-cache", .expires: "Mon, 01 Jan 1990 00:00:00 GMT",
-            .eTag: "\"\(UUID().uuidString.replacingOccurrences(of: "-", with: ""))\"",
+            .eTag: "\"\(RandomHex.make())\"",
         ])
     }
 }
@@ -311,7 +311,7 @@ final class DatabaseRegistry: Sendable {
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing
         } else {
-            serverUUID = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            serverUUID = RandomHex.make()
             try? FileManager.default.createDirectory(at: uuidFile.deletingLastPathComponent(), withIntermediateDirectories: true)
             try? serverUUID.write(to: uuidFile, atomically: true, encoding: .utf8)
         }

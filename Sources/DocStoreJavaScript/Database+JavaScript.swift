@@ -119,7 +119,7 @@ public enum JavaScriptRequest {
         let request: JSONObject = [
             "info": info,
             "id": id.map(JSON.string) ?? .null,
-            "uuid": .string(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")),
+            "uuid": .string(RandomHex.make()),
             "method": .string(method),
             "requested_path": .array(path.map(JSON.string)),
             "path": .array(path.map(JSON.string)),

@@ -162,6 +162,25 @@ final class DatabaseCRUDTests: XCTestCase {
         XCTAssertNotEqual(r3.revision, r1.revision)
     }
 
+    /// Generated ids (and multipart boundaries, session ids) are 32 lowercase hexadecimal digits, as
+    /// CouchDB's random uuids, and do not repeat; shorter and longer ones have the length asked for.
+    func testGeneratedIDsAreRandomHexadecimal() async throws {
+        let db = try await makeDatabase(self)
+        let saved = try await db.save(Document(body: ["x": 1]))
+        var seen: Set<String> = [saved.id]
+        for _ in 0..<2_000 { seen.insert(RandomHex.make()) }
+        XCTAssertEqual(seen.count, 2_001)
+        let hex = Set("0123456789abcdef")
+        for id in seen {
+            XCTAssertEqual(id.count, 32, id)
+            XCTAssertTrue(id.allSatisfy(hex.contains), id)
+        }
+        XCTAssertEqual([0, 1, 15, 16, 17, 26, 70].map { RandomHex.make(count: $0).count }, [0, 1, 15, 16, 17, 26, 70])
+        // Every digit turns up in every position (a digit stuck at one value would not).
+        let samples = (0..<400).map { _ in Array(RandomHex.make(count: 40)) }
+        for position in 0..<40 { XCTAssertEqual(Set(samples.map { $0[position] }).count, 16, "position \(position)") }
+    }
+
     func testCustomIDFactoryAndDateFormat() async throws {
         let counter = Counter()
         let db = try await makeDatabase(self) { config in

@@ -140,7 +140,7 @@ extension DocServer {
         metrics.documentsRead(found.reduce(0) { $0 + $1.count })
 
         var results: [BulkGet.Response.Result] = []
-        let boundary = "--" + Multipart.makeBoundary()
+        let boundary = multipart ? "--" + Multipart.makeBoundary() : ""
         var parts = MultipartBody()
         for item in list {
             let id = item.request.id

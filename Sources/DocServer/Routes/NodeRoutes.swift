@@ -9,7 +9,7 @@ import Hummingbird
 /// when it nears its end), `random`, `utc_random` (14 hex digits of microseconds, then 18 random) and
 /// `utc_id` (the microseconds and `uuids/utc_id_suffix`). An unknown algorithm gives random ids.
 final class UUIDGenerator: Sendable {
-    private let state = Locked<(prefix: String, counter: Int, micros: Int64)>((UUIDGenerator.randomHex(26), 0, 0))
+    private let state = Locked<(prefix: String, counter: Int, micros: Int64)>((RandomHex.make(count: 26), 0, 0))
 
     func next(algorithm: String, suffix: String) -> String {
         switch algorithm {
@@ -17,17 +17,17 @@ final class UUIDGenerator: Sendable {
             return state.withLock { state in
                 state.counter += Int.random(in: 1...0xFFD)
                 if state.counter >= 0xFFF000 {
-                    state.prefix = Self.randomHex(26)
+                    state.prefix = RandomHex.make(count: 26)
                     state.counter = Int.random(in: 1...0xFFD)
                 }
                 return state.prefix + Self.hex(state.counter, digits: 6)
             }
         case "utc_random":
-            return Self.hex(microseconds(), digits: 14) + Self.randomHex(18)
+            return Self.hex(microseconds(), digits: 14) + RandomHex.make(count: 18)
         case "utc_id":
             return Self.hex(microseconds(), digits: 14) + suffix
         default:
-            return Self.randomHex(32)
+            return RandomHex.make()
         }
     }
 
@@ -45,9 +45,6 @@ final class UUIDGenerator: Sendable {
         return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 
-    private static func randomHex(_ digits: Int) -> String {
-        String((0..<digits).map { _ in "0123456789abcdef".randomElement()! })
-    }
 }
 
 extension DocServer {

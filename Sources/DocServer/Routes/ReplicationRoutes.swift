@@ -89,7 +89,7 @@ extension DocServer {
             return Response.json(["ok": true, "session_id": .string(current.sessionID), "source_last_seq": position.checkpointed,
                                   "replication_id_version": 4, "history": .array(position.history.map(\.json))])
         }
-        var entry = ReplicationCheckpoint.Session(sessionID: UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
+        var entry = ReplicationCheckpoint.Session(sessionID: RandomHex.make())
         entry.startTime = job.startTime.checkpointTimestamp
         entry.endTime = Date.now.checkpointTimestamp
         entry.startSequence = position?.startedFrom ?? 0

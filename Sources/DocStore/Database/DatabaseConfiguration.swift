@@ -96,7 +96,7 @@ public struct DatabaseConfiguration: Sendable {
         self.name = name
         self.directory = directory
         self.indexes = []
-        self.idFactory = { UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") }
+        self.idFactory = { RandomHex.make() }
         self.dateFormat = .iso8601
         self.revisionsLimit = 1000
         self.durability = .normal

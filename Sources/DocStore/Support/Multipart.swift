@@ -24,7 +24,7 @@ package enum Multipart {
 
     /// A fresh boundary: 32 hexadecimal digits, as CouchDB makes them.
     package static func makeBoundary() -> String {
-        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        RandomHex.make()
     }
 
     /// The bytes that open a part: the delimiter line (after a CRLF unless `first`) and the headers.
