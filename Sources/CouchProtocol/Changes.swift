@@ -45,6 +45,34 @@ package struct ChangesRow: Sendable, Hashable {
         document = json[Keys.doc]
     }
 
+    /// Writes the row as ``json`` serializes, without building it: `_changes` answers are written so.
+    package func write(to writer: inout JSONWriter) throws {
+        writer.append("{\"seq\":")
+        try writer.write(sequence)
+        writer.append(",\"id\":")
+        writer.writeString(id)
+        writer.append(",\"changes\":[")
+        for (index, revision) in revisions.enumerated() {
+            writer.append(index == 0 ? "{\"rev\":" : ",{\"rev\":")
+            writer.writeRevision(revision)
+            writer.append("}")
+        }
+        writer.append("]")
+        if deleted { writer.append(",\"deleted\":true") }
+        if let document {
+            writer.append(",\"doc\":")
+            try writer.write(document)
+        }
+        writer.append("}")
+    }
+
+    /// The row's JSON text, as ``write(to:)`` writes it (values JSON cannot hold written as `null`).
+    package var text: String {
+        var writer = JSONWriter(nonFiniteAsNull: true)
+        try? write(to: &writer)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
     package var json: JSON {
         var object: JSONObject = [
             Keys.seq: sequence, Keys.id: .string(id),
@@ -89,6 +117,24 @@ package struct ChangesResponse: Sendable, Hashable {
         pending = json[Keys.pending]?.intValue
     }
 
+    /// The answer as ``json`` serializes, without building it.
+    package func serialized() throws -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + results.count * 96)
+        writer.append("{\"results\":[")
+        for (index, row) in results.enumerated() {
+            if index > 0 { writer.append(",") }
+            try row.write(to: &writer)
+        }
+        writer.append("],\"last_seq\":")
+        try writer.write(lastSequence)
+        if let pending {
+            writer.append(",\"pending\":")
+            writer.writeInteger(pending)
+        }
+        writer.append("}")
+        return writer.bytes
+    }
+
     package var json: JSON {
         var object: JSONObject = [Keys.results: .array(results.map(\.json)), Keys.lastSeq: lastSequence]
         if let pending { object[Keys.pending] = .integer(pending) }
@@ -101,7 +147,7 @@ package struct ChangesResponse: Sendable, Hashable {
 
     /// and after it this rest of the answer (``streamOpening`` followed by this parses as ``json``).
     package var streamClosing: String {
-        var text = results.map(\.json.description).joined(separator: ",\n")
+        var text = results.map(\.text).joined(separator: ",\n")
         text += "\n],\n\"\(Keys.lastSeq)\":\(lastSequence.description)"
         if let pending { text += ",\"\(Keys.pending)\":\(pending)" }
         return text + "}\n"
@@ -138,7 +184,7 @@ package enum ChangesFeedLine: Sendable, Hashable {
     /// The line as the continuous feed writes it, newline included.
     package var text: String {
         switch self {
-        case .row(let row): return row.json.description + "\n"
+        case .row(let row): return row.text + "\n"
         case .heartbeat: return "\n"
         case .end(let last, let pending):
             var object: JSONObject = [ChangesResponse.Keys.lastSeq: last]
@@ -150,7 +196,7 @@ package enum ChangesFeedLine: Sendable, Hashable {
     /// A row as an `EventSource` event (`feed=eventsource`): its JSON as data, its sequence as id (in
     /// JSON, quotes included, as CouchDB 3.3 sends it).
     package static func event(_ row: ChangesRow) -> String {
-        "data: \(row.json.description)\nid: \(row.sequence.description)\n\n"
+        "data: \(row.text)\nid: \(row.sequence.description)\n\n"
     }
 
     /// An `EventSource` heartbeat, as CouchDB 3.3 sends it.

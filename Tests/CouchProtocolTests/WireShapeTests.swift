@@ -41,6 +41,29 @@ final class WireShapeTests: XCTestCase {
         XCTAssertEqual(try ChangesResponse(json: ["results": [rows[0].json]]).lastSequence, 3, "an old server without last_seq")
     }
 
+    /// `_changes` answers are written without building their JSON: the same bytes as the tree serialized,
+    /// for rows of every kind — text revisions that need escaping, string sequences, deletions,
+    /// documents, an empty answer, no `pending`.
+    func testChangesAnswersWrittenDirectlyAreTheTreeSerialized() throws {
+        var generator = SystemRandomNumberGenerator()
+        let revisions = [rev1, rev2, RevisionID(generation: 3, digest: "needs\"escaping\\\n\u{1}"), RevisionID("12-short")!,
+                         RevisionID(generation: 40, digest: RandomHex.make()), RevisionID(generation: 1, digest: "")]
+        let ids = ["a", "b/é", "quote\"and\\back", "tab\tline\n", "_design/x", String(repeating: "z", count: 300)]
+        let sequences: [JSON] = [0, 7, 123_456_789, "4-g1AAAAB", "1-\"odd\""]
+        let documents: [JSON?] = [nil, ["_id": "a", "n": 1.5, "list": [true, .null, "é"]], ["_deleted": true], .null]
+        for round in 0..<300 {
+            let rows = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                ChangesRow(sequence: sequences.randomElement(using: &generator)!, id: ids.randomElement(using: &generator)!,
+                           revisions: (0..<Int.random(in: 1...3, using: &generator)).map { _ in revisions.randomElement(using: &generator)! },
+                           deleted: Bool.random(using: &generator), document: documents.randomElement(using: &generator)!)
+            }
+            let answer = ChangesResponse(results: rows, lastSequence: sequences.randomElement(using: &generator)!,
+                                         pending: round % 3 == 0 ? nil : Int.random(in: 0...100_000, using: &generator))
+            XCTAssertEqual(try answer.serialized(), try answer.json.serialized(), "round \(round)")
+            for row in rows { XCTAssertEqual(row.text, row.json.description) }
+        }
+    }
+
     /// Normal and longpoll answers of CouchDB (all_docs style, include_docs with conflicts, filters,
     /// descending, a longpoll that timed out).
     func testDecodesCouchDBsChangesAnswers() throws {

@@ -50,7 +50,12 @@ public struct CouchError: Error, Sendable {
 extension Response {
     /// A JSON response as CouchDB writes them (`application/json`, newline-terminated).
     static func json(_ value: JSON, status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
-        var bytes = (try? value.serialized()) ?? Array(value.description.utf8)
+        json(serialized: (try? value.serialized()) ?? Array(value.description.utf8), status: status, headers: extra)
+    }
+
+    /// A JSON answer from its text, already written.
+    static func json(serialized: [UInt8], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
+        var bytes = serialized
         bytes.append(0x0A)
         var headers: HTTPFields = [.contentType: "application/json"]
         if extra[.cacheControl] == nil { headers[.cacheControl] = "must-revalidate" }

@@ -3,17 +3,20 @@
 /// Strings escape only what JSON requires (`"`, `\`, and control characters below U+0020, the common
 /// ones as `\n`-style escapes and the rest as `\u00XX`); all other Unicode is written as UTF-8.
 /// Doubles use Swift's shortest round-tripping representation (`1.0`, `0.1`, `1e+100`, `-0.0`).
-struct JSONWriter {
-    var bytes: [UInt8] = []
+///
+/// The package's protocol answers write their envelopes with it directly (`_changes` rows), around
+/// values written with ``write(_:)``, instead of building a tree to serialize.
+package struct JSONWriter {
+    package var bytes: [UInt8] = []
     /// When set, NaN and infinities are written as `null` instead of throwing (used by `description`).
     var nonFiniteAsNull = false
 
-    init(nonFiniteAsNull: Bool = false, capacity: Int = 256) {
+    package init(nonFiniteAsNull: Bool = false, capacity: Int = 256) {
         self.nonFiniteAsNull = nonFiniteAsNull
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func write(_ value: JSON) throws {
+    package mutating func write(_ value: JSON) throws {
         switch value {
         case .null:
             bytes.append(contentsOf: "null".utf8)
@@ -82,12 +85,12 @@ struct JSONWriter {
     }
 
     /// Appends `"key":` — a member name followed by the colon.
-    mutating func writeKey(_ key: String) {
+    package mutating func writeKey(_ key: String) {
         writeString(key)
         bytes.append(UInt8(ascii: ":"))
     }
 
-    mutating func writeInteger(_ value: Int) {
+    package mutating func writeInteger(_ value: Int) {
         if value >= 0 && value < 10 {
             bytes.append(UInt8(truncatingIfNeeded: value) &+ 48)
             return
@@ -116,7 +119,7 @@ struct JSONWriter {
         bytes.append(contentsOf: value.description.utf8)
     }
 
-    mutating func writeString(_ string: String) {
+    package mutating func writeString(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
@@ -152,5 +155,18 @@ struct JSONWriter {
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
             bytes.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// Writes a revision as a JSON string (`"N-hash"`), without making a `String` for a hex hash.
+    package mutating func writeRevision(_ revision: RevisionID) {
+        guard revision.isHex else { return writeString(revision.description) }
+        bytes.append(UInt8(ascii: "\""))
+        revision.withDescriptionBytes { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends JSON text already written (a member separator, a bracket).
+    package mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 }

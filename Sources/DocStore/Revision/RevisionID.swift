@@ -18,6 +18,11 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         case text(String)
     }
 
+    /// Whether the hash is 32 lowercase hex digits (so its text needs no escaping in JSON).
+    var isHex: Bool {
+        if case .hex = storage { return true } else { return false }
+    }
+
     /// The part after the dash; DocStore writes 32 lowercase hex digits, peers may write anything.
     public var digest: String {
         switch storage {
