@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// A CouchDB-compatible HTTP endpoint over the DocStore databases of one folder.
@@ -241,10 +242,24 @@ public final class DocServer: Sendable {
     /// CouchDB does for most requests.
     static let bodyTimeHeader = HTTPField.Name("X-CouchDB-Body-Time")!
 
-    /// A new request id: ten random hex digits, as CouchDB's.
+    /// Where ``requestID()`` counts from: a random start, so that two runs do not repeat ids.
+    private static let requestCounter = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+
+    /// A new request id: ten hex digits that look random, as CouchDB's. A counter mixed by SplitMix64's
+    /// finalizer rather than the system's generator, whose `getrandom` call per request was 1.2 % of
+    /// a single GET's CPU; the ids only tell requests apart in logs.
     static func requestID() -> String {
-        let digits = String(UInt64.random(in: 0..<(1 << 40)), radix: 16)
-        return String(repeating: "0", count: 10 - digits.count) + digits
+        var z = requestCounter.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return String(unsafeUninitializedCapacity: 10) { buffer in
+            for index in 0..<10 {
+                let digit = UInt8(truncatingIfNeeded: z >> UInt64(60 - 4 * index)) & 0xF
+                buffer[index] = digit < 10 ? 48 + digit : 87 + digit
+            }
+            return 10
+        }
     }
 
     func welcome(_ request: CouchRequest) throws -> Response {

@@ -81,6 +81,12 @@ final class NodeConfiguration: Sendable {
     /// the space separators), in Swift: Foundation's `trimmingCharacters` on Linux goes through
     /// `NSString` and cost 2 % of a single GET, which reads settings on the way.
     static func trimmingSpaces(_ text: String) -> Substring {
+        // Most values have nothing to trim: a first and last byte that are ASCII and not a space or
+        // a tab say so without looking at Unicode properties.
+        if let first = text.utf8.first, let last = text.utf8.last, first < 0x80, last < 0x80,
+            first != 0x20, first != 0x09, last != 0x20, last != 0x09 {
+            return Substring(text)
+        }
         func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
         let scalars = text.unicodeScalars
         guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else {

@@ -159,6 +159,11 @@ final class CouchDBShapesTests: XCTestCase {
         XCTAssertTrue(id.allSatisfy(\.isHexDigit))
         let other = try await server.request("GET", "/").header("X-Couch-Request-ID")
         XCTAssertNotEqual(other, id)
+        // Made from a counter, they still look random: lowercase, distinct, every digit everywhere.
+        let ids = (0..<5_000).map { _ in DocServer.requestID() }
+        XCTAssertEqual(Set(ids).count, ids.count)
+        XCTAssertTrue(ids.allSatisfy { $0.count == 10 && $0.allSatisfy { "0123456789abcdef".contains($0) } })
+        for position in 0..<10 { XCTAssertEqual(Set(ids.map { Array($0)[position] }).count, 16, "position \(position)") }
     }
 
     /// Small words CouchDB 3.3.3 says otherwise (recorded with curl): malformed JSON is "invalid UTF-8

@@ -256,12 +256,16 @@ struct DocumentRecords {
     /// The current revision of a live document, parsed straight from SQLite's buffer, without
     /// decoding the revision tree (the common read).
     func fetchCurrentDocument(id: String) throws -> Document? {
-        let statement = try connection.prepare("SELECT \(Self.currentColumns()) FROM docs WHERE id = ? AND deleted = 0")
+        let statement = try connection.prepare(Self.fetchCurrentSQL)
         defer { statement.reset() }
         try statement.bind(id, at: 1)
         guard try statement.step() else { return nil }
         return try Self.currentDocument(statement, id: id, from: 0)
     }
+
+    /// ``fetchCurrentDocument(id:)``'s statement, made once: a point read (every `GET /{db}/{id}`) looks
+    /// its prepared statement up by this text.
+    private static let fetchCurrentSQL = "SELECT \(currentColumns()) FROM docs WHERE id = ? AND deleted = 0"
 
     /// The columns of `docs` that ``currentDocument(_:id:from:)`` reads, each prefixed with `table`.
     static func currentColumns(of table: String = "") -> String {
