@@ -73,6 +73,37 @@ package struct ViewRow: Sendable, Hashable {
         return .object(object)
     }
 
+    /// Writes the row as ``json`` serializes, without building it.
+    package func write(to writer: inout JSONWriter) throws {
+        if let error {
+            writer.append("{\"key\":")
+            try writer.write(key)
+            writer.append(",\"error\":")
+            writer.writeString(error)
+            if let reason {
+                writer.append(",\"reason\":")
+                writer.writeString(reason)
+            }
+            writer.append("}")
+            return
+        }
+        if let id {
+            writer.append("{\"id\":")
+            writer.writeString(id)
+            writer.append(",\"key\":")
+        } else {
+            writer.append("{\"key\":")
+        }
+        try writer.write(key)
+        writer.append(",\"value\":")
+        try writer.write(value)
+        if let document {
+            writer.append(",\"doc\":")
+            try writer.write(document)
+        }
+        writer.append("}")
+    }
+
     /// The revision of an `_all_docs` row.
     package var revision: String? { value[Keys.rev]?.stringValue }
 
@@ -121,6 +152,41 @@ package struct ViewResponse: Sendable, Hashable {
         }
         self.init(totalRows: json[Keys.totalRows]?.intValue, offset: json[Keys.offset]?.intValue,
                   rows: try rows.map(ViewRow.init(json:)), updateSequence: json[Keys.updateSeq])
+    }
+
+    /// The answer as ``json`` serializes, without building it (`_all_docs` and view answers are
+    /// written so).
+    package func serialized() throws -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + rows.count * 128)
+        writer.append("{")
+        var first = true
+        func member(_ name: StaticString) {
+            writer.append(first ? "\"" : ",\"")
+            writer.append(name)
+            writer.append("\":")
+            first = false
+        }
+        if let totalRows {
+            member("total_rows")
+            writer.writeInteger(totalRows)
+            member("offset")
+            if let offset { writer.writeInteger(offset) } else { writer.append("null") }
+        } else if let offset {
+            member("offset")
+            writer.writeInteger(offset)
+        }
+        if let updateSequence {
+            member("update_seq")
+            try writer.write(updateSequence)
+        }
+        member("rows")
+        writer.append("[")
+        for (index, row) in rows.enumerated() {
+            if index > 0 { writer.append(",") }
+            try row.write(to: &writer)
+        }
+        writer.append("]}")
+        return writer.bytes
     }
 
     package var json: JSON {

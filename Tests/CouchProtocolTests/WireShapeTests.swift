@@ -64,6 +64,37 @@ final class WireShapeTests: XCTestCase {
         }
     }
 
+    /// `_all_docs` and view answers are written without building their JSON: the same bytes as the tree
+    /// serialized, for every kind of row (error rows with and without a reason, reduced rows without
+    /// an id, documents, `null` documents) and every head (figures, `offset` null, none, `update_seq`).
+    func testViewAnswersWrittenDirectlyAreTheTreeSerialized() throws {
+        var generator = SystemRandomNumberGenerator()
+        let keys: [JSON] = ["a", "quote\"é\n", 7, 2.5, .null, [1, "x"], ["k": false]]
+        let values: [JSON] = [["rev": "1-abc"], ["rev": "2-def", "deleted": true], .null, 12, "text"]
+        let documents: [JSON?] = [nil, .null, ["_id": "a", "_rev": "1-abc", "list": [1, 2.25, "é"]]]
+        for round in 0..<300 {
+            let rows: [ViewRow] = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0:
+                    var row = ViewRow(id: nil, key: keys.randomElement(using: &generator)!, value: .null,
+                                      error: ["not_found", "reduce_overflow_error"].randomElement(using: &generator)!)
+                    if Bool.random(using: &generator) { row.reason = "too \"big\"" }
+                    return row
+                case 1:
+                    return ViewRow(id: nil, key: keys.randomElement(using: &generator)!, value: values.randomElement(using: &generator)!)
+                default:
+                    return ViewRow(id: ["a", "b/é", "tab\t"].randomElement(using: &generator)!, key: keys.randomElement(using: &generator)!,
+                                   value: values.randomElement(using: &generator)!, document: documents.randomElement(using: &generator)!)
+                }
+            }
+            let total: Int? = round % 4 == 0 ? nil : Int.random(in: 0...1000, using: &generator)
+            let offset: Int? = round % 3 == 0 ? nil : Int.random(in: 0...1000, using: &generator)
+            let sequence: JSON? = round % 5 == 0 ? nil : (round % 2 == 0 ? .null : "12-g1AAA")
+            let answer = ViewResponse(totalRows: total, offset: offset, rows: rows, updateSequence: sequence)
+            XCTAssertEqual(try answer.serialized(), try answer.json.serialized(), "round \(round)")
+        }
+    }
+
     /// Normal and longpoll answers of CouchDB (all_docs style, include_docs with conflicts, filters,
     /// descending, a longpoll that timed out).
     func testDecodesCouchDBsChangesAnswers() throws {

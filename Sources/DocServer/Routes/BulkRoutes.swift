@@ -198,7 +198,7 @@ extension DocServer {
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
     func allDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post || request.method == .head else { throw CouchError.methodNotAllowed }
-        return Response.json(try await allDocumentsAnswer(db, request, principal: principal))
+        return Response.json(serialized: try await allDocumentsAnswer(db, request, principal: principal).serialized())
     }
 
     /// `_all_docs`'s answer to a request's options (from the query string and a POST body, the query
@@ -206,7 +206,7 @@ extension DocServer {
     /// design documents, `total_rows` counting them. A key that is not a string names no document: its
     /// row is `not_found`, as in CouchDB 3.3.3.
     func allDocumentsAnswer(_ db: Database, _ original: CouchRequest, principal: Principal, idRange: (low: String, high: String)? = nil,
-                            designOnly: Bool = false, limit maximum: Int? = nil) async throws -> JSON {
+                            designOnly: Bool = false, limit maximum: Int? = nil) async throws -> ViewResponse {
         if original.method == .post, case .object(let body) = try original.jsonBody(), let keys = body["keys"], keys.arrayValue == nil {
             throw CouchError.badRequest("`keys` body member must be an array.")
         }
@@ -292,7 +292,7 @@ extension DocServer {
             }
         }
         if includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
-        return answer.json
+        return answer
     }
 
     /// How many design documents `db` has: the rows of `_all_docs` between "_design/" and "_design0".
@@ -340,7 +340,7 @@ extension DocServer {
         if let partitioned = try await partitionedView(db, name: name, request, query, principal: principal) {
             var answer = partitioned
             if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
-            return Response.json(answer.json)
+            return Response.json(serialized: try answer.serialized())
         }
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
         if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
@@ -349,7 +349,7 @@ extension DocServer {
             answer.totalRows = nil
             answer.offset = nil
         }
-        return Response.json(answer.json)
+        return Response.json(serialized: try answer.serialized())
     }
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.

@@ -194,7 +194,7 @@ extension DocServer {
         let (engine, design) = try await designFunction(db, name, "lists", list)
         // As CouchDB, `_list/{l}/_all_docs` lists the rows of `_all_docs`.
         let json = view == "\(name)/_all_docs"
-            ? try await allDocumentsAnswer(db, request, principal: principal)
+            ? try await allDocumentsAnswer(db, request, principal: principal).json
             : try await viewAnswer(db, name: view, try viewQuery(request), principal: principal).json
         guard case .object(var head) = json else { throw CouchError.notFound() }
         let rows = head.removeValue(forKey: "rows")?.arrayValue ?? []

@@ -98,8 +98,8 @@ extension DocServer {
         switch rest[2] {
         case "_all_docs" where rest.count == 3:
             guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
-            return Response.json(try await allDocumentsAnswer(db, scoped, principal: principal, idRange: (low, high),
-                                                              limit: partitionQueryLimit))
+            return Response.json(serialized: try await allDocumentsAnswer(db, scoped, principal: principal, idRange: (low, high),
+                                                                          limit: partitionQueryLimit).serialized())
         case "_find" where rest.count == 3:
             return try await mangoQueryRoute(db, explain: false, scoped, principal: principal, partition: partition)
         case "_explain" where rest.count == 3:
