@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import XCTest
 @testable import DocServer
 
@@ -16,6 +17,26 @@ final class PercentEncodingTests: XCTestCase {
         return (0..<count).map { _ in
             (0..<Int.random(in: 0...6, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
         }
+    }
+
+    /// A request's header is its one field's value as it came, or several fields joined as HTTPFields
+    /// joins them (`, `, and `; ` for cookies); none is `nil`.
+    func testHeadersReadAsHTTPFieldsJoinsThem() throws {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: .accept, value: "application/json"))
+        fields.append(HTTPField(name: .authorization, value: "Basic YTpi"))
+        fields.append(HTTPField(name: .accept, value: "multipart/mixed"))
+        fields.append(HTTPField(name: .cookie, value: "a=1"))
+        fields.append(HTTPField(name: .cookie, value: "b=2"))
+        fields.append(HTTPField(name: .cookie, value: "c=3"))
+        let request = try CouchRequest(method: .get, path: "/db", rawQuery: nil, headers: fields, body: [])
+        for name: HTTPField.Name in [.accept, .authorization, .cookie, .ifMatch, .contentType] {
+            XCTAssertEqual(request.header(name), fields[name], name.rawName)
+        }
+        XCTAssertEqual(request.header(.accept), "application/json, multipart/mixed")
+        XCTAssertEqual(request.header(.cookie), "a=1; b=2; c=3")
+        XCTAssertEqual(request.header(.authorization), "Basic YTpi")
+        XCTAssertNil(request.header(.ifMatch))
     }
 
     func testDecodingAnswersAsFoundation() {

@@ -70,6 +70,33 @@ final class UsersDatabaseTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_session", as: .user("plain", "s3cret")).status, 200)
     }
 
+    /// Signed-in users' documents are remembered between requests; a write to `_users` through the
+    /// server is seen by the very next request: a changed password, changed roles (an administrator's
+    /// too, whose user document gives its roles), a deleted user.
+    func testRememberedUserDocumentsFollowEveryWriteThroughTheServer() async throws {
+        let server = try await TestServer(self)
+        func roles(_ credentials: TestServer.Credentials) async throws -> [String]? {
+            try await server.request("GET", "/_session", as: credentials).json["userCtx"]?["roles"]?.arrayValue?.compactMap(\.stringValue)
+        }
+        await XCTAssertEqualAsync(try await server.addUser("kim", ["password": "one"], roles: ["a"]), 201)
+        await XCTAssertEqualAsync(try await roles(.user("kim", "one")), ["a"])
+        await XCTAssertEqualAsync(try await roles(.user("kim", "one")), ["a"], "remembered")
+        await XCTAssertEqualAsync(try await server.addUser("kim", ["password": "two"], roles: ["b"]), 201)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", as: .user("kim", "one")).status, 401)
+        await XCTAssertEqualAsync(try await roles(.user("kim", "two")), ["b"])
+
+        let admin = TestServer.admin
+        await XCTAssertEqualAsync(try await server.addUser(admin.name, ["password": "unused"], roles: ["boss"]), 201)
+        await XCTAssertEqualAsync(try await roles(.admin)?.contains("boss"), true)
+        await XCTAssertEqualAsync(try await server.addUser(admin.name, ["password": "unused"], roles: ["chief"]), 201)
+        let changed = try await roles(.admin) ?? []
+        XCTAssertTrue(changed.contains("chief") && !changed.contains("boss"), "\(changed)")
+
+        let revision = try await server.request("GET", "/_users/org.couchdb.user:kim").json["_rev"]?.stringValue ?? ""
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/_users/org.couchdb.user:kim?rev=\(revision)").status, 200)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", as: .user("kim", "two")).status, 401)
+    }
+
     func testAuthDesignDocumentRules() async throws {
         let server = try await TestServer(self)
         // CouchDB 3.3.3's 403 reasons (its users_db and cookie_auth tests, and curl).

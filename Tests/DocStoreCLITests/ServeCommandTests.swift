@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import TestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -44,6 +45,21 @@ final class ServeCommandTests: XCTestCase {
         asAlice.setValue("Basic " + Data("alice:pw".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         let (_, aliceInfo) = try await URLSession.shared.data(for: asAlice)
         XCTAssertEqual((aliceInfo as! HTTPURLResponse).statusCode, 200, "a user added with `docstore user add` can sign in")
+        // The server remembers alice's document between requests; a new password set by another process
+        // works at once, and the old one stops working (within the second a document is remembered).
+        let changed = try runDocstore(["user", "add", "alice", "--password", "pw2", "--channels", "red", "--roles", "staff"], in: dir)
+        XCTAssertEqual(changed.status, 0, changed.stderr)
+        func status(as credentials: String) async throws -> Int {
+            var request = URLRequest(url: URL(string: url + "db")!)
+            request.setValue("Basic " + Data(credentials.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            return (try await URLSession.shared.data(for: request).1 as! HTTPURLResponse).statusCode
+        }
+        await XCTAssertEqualAsync(try await status(as: "alice:pw2"), 200, "the new password, at once")
+        try await eventually("the old password refused") { try await status(as: "alice:pw") == 401 }
+        // A user the server found missing a moment ago, added by another process, signs in at once.
+        await XCTAssertEqualAsync(try await status(as: "bob:pw"), 401)
+        XCTAssertEqual(try runDocstore(["user", "add", "bob", "--password", "pw"], in: dir).status, 0)
+        await XCTAssertEqualAsync(try await status(as: "bob:pw"), 200, "a user added elsewhere, at once")
 
         process.interrupt()   // Ctrl-C
         let rest = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -59,6 +75,7 @@ final class ServeCommandTests: XCTestCase {
         let removed = try runDocstore(["user", "remove", "alice"], in: dir)
         XCTAssertEqual(removed.status, 0)
         XCTAssertEqual(try runDocstore(["user", "remove", "alice"], in: dir).status, 1)
+        XCTAssertEqual(try runDocstore(["user", "remove", "bob"], in: dir).status, 0)
         XCTAssertEqual(try runDocstore(["user", "list"], in: dir).stdout, "")
         let bad = try runDocstore(["serve", "--admin", "nocolon"], in: dir)
         XCTAssertEqual(bad.status, 1)

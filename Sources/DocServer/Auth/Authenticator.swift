@@ -110,7 +110,8 @@ struct Authenticator: Sendable {
     /// cookie (so a signed-in page's requests are its user's, whatever Basic credentials they also
     /// carry), then Basic credentials.
     func authenticate(_ request: CouchRequest) async throws -> (principal: Principal, handler: String)? {
-        if let authorization = request.header(.authorization), authorization.lowercased().hasPrefix("bearer "),
+        let authorization = request.header(.authorization)
+        if let authorization, authorization.lowercased().hasPrefix("bearer "),
             !node.section("jwt_keys").isEmpty {
             // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
             // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
@@ -125,7 +126,7 @@ struct Authenticator: Sendable {
             // An invalid or expired cookie is ignored (the request continues as anonymous), as CouchDB does.
             return (principal, "cookie")
         }
-        guard let authorization = request.header(.authorization) else { return nil }
+        guard let authorization else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1)
         // As CouchDB: another scheme is not Basic's to refuse (the request is anonymous), and
         // `_:_` are no credentials.

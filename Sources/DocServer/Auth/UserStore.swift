@@ -60,6 +60,16 @@ public final class UserStore: Sendable {
     /// Passwords already verified, keyed by user, stored hash and a SHA-256 of the password, so that
     /// HTTP Basic requests do not pay PBKDF2 every time; a changed password changes the key.
     private let verified = Locked<Set<String>>([])
+    /// User documents read lately (keyed by database and user name), each with the database's
+    /// committed sequence and the time it was read: a request signed in as a user would otherwise
+    /// read its document every time (6 % of a GET's CPU). A write to the users database in this
+    /// process makes them stale at once; a write by another process (`docstore user`) shows after
+    /// ``recentDocumentLifetime`` at most — and a password that does not match a remembered
+    /// document is checked again against the stored one, so a new password works at once.
+    private let recentDocuments = Locked<[String: (document: Document?, sequence: Int64, read: ContinuousClock.Instant)]>([:])
+    /// How long a remembered user document is used while this process writes nothing to the users
+    /// database.
+    static let recentDocumentLifetime: Duration = .seconds(1)
     /// The users database last opened, by name: users are read on every signed-in request.
     private let current = Locked<(name: String, database: Database)?>(nil)
     /// What ``close()`` closes: the database a store of a data folder opened itself.
@@ -167,11 +177,32 @@ public final class UserStore: Sendable {
 
     /// The user document of `name`, if any.
     /// - Throws: CouchDB's 401 for a document in conflict (unless `allow_conflicted_user_docs`).
-    func document(named name: String) async throws -> Document? {
-        guard !name.isEmpty, let database = try await database() else { return nil }
-        guard let document = try await database.document(withID: UsersDatabase.prefix + name, includeConflicts: true) else {
-            return nil
+    /// - Parameter fresh: read it from the database even if it was read lately.
+    func document(named name: String, fresh: Bool = false) async throws -> Document? {
+        try await rememberedDocument(named: name, fresh: fresh).document
+    }
+
+    /// The user document of `name` (or that there is none), and whether that was remembered rather
+    /// than read now.
+    private func rememberedDocument(named name: String, fresh: Bool) async throws -> (document: Document?, remembered: Bool) {
+        guard !name.isEmpty, let database = try await database() else { return (nil, false) }
+        let key = database.name + "\u{0}" + name
+        // Taken before the read: a write committed meanwhile makes the entry stale, never the reverse.
+        let sequence = database.committedSequence
+        if !fresh, let recent = recentDocuments.withLock({ $0[key] }), recent.sequence == sequence,
+            ContinuousClock.now - recent.read < Self.recentDocumentLifetime {
+            return (try recent.document.map(usable), true)
         }
+        let document = try await database.document(withID: UsersDatabase.prefix + name, includeConflicts: true)
+        recentDocuments.withLock { recent in
+            if recent.count >= 4096 { recent.removeAll() }
+            recent[key] = (document, sequence, .now)
+        }
+        return (try document.map(usable), false)
+    }
+
+    /// `document`, unless it is in conflict and the configuration does not allow that.
+    private func usable(_ document: Document) throws -> Document {
         if !document.conflicts.isEmpty, UsersDatabase.setting("allow_conflicted_user_docs", node) != "true" {
             throw CouchError(.unauthorized, "unauthorized",
                              "User document conflicts must be resolved before the document is used for authentication purposes.")
@@ -181,7 +212,17 @@ public final class UserStore: Sendable {
 
     /// The user, if `password` is theirs.
     func authenticate(name: String, password: String) async throws -> ServerUser? {
-        guard let document = try await document(named: name) else { return nil }
+        let (document, remembered) = try await rememberedDocument(named: name, fresh: false)
+        if let document, let user = try await check(password, name: name, against: document) { return user }
+        // A user added or changed by another process since: the stored document decides.
+        guard remembered, let stored = try await self.document(named: name, fresh: true), stored.revision != document?.revision else {
+            return nil
+        }
+        return try await check(password, name: name, against: stored)
+    }
+
+    /// The user of `document`, if `password` is theirs.
+    private func check(_ password: String, name: String, against document: Document) async throws -> ServerUser? {
         let stored = [document.string(forKey: "derived_key"), document.string(forKey: "password_sha"), document.string(forKey: "salt")]
         let cacheKey = ([name] + stored.map { $0 ?? "" } + [hex(Array(SHA256.hash(data: Array(password.utf8))))]).joined(separator: "\u{0}")
         if verified.withLock({ $0.contains(cacheKey) }) { return ServerUser(document: document) }

@@ -93,6 +93,11 @@ public final class Database: Sendable {
     /// The database name.
     public var name: String { configuration.name }
 
+    /// The highest sequence this process has committed to the database, without waiting for the
+    /// writer: what a cache of documents compares to know that nothing was written since it read
+    /// them here (another process's writes it does not see).
+    package var committedSequence: Int64 { notifier.committedSequence }
+
     /// The SQLite file.
     public var fileURL: URL { configuration.fileURL }
 
