@@ -128,6 +128,33 @@ package enum BulkGet {
         package var json: JSON {
             [Keys.results: .array(results.map { [Keys.id: JSON($0.id), Keys.docs: .array($0.entries.map(\.json))] })]
         }
+
+        /// The answer as ``json`` serializes, without building its envelope: each result and entry is
+        /// written as it goes, the documents (their stored bytes spliced) inside.
+        package func serialized() throws -> [UInt8] {
+            var writer = JSONWriter(capacity: 64 + results.count * 256)
+            writer.append("{\"results\":[")
+            for (index, result) in results.enumerated() {
+                writer.append(index == 0 ? "{\"id\":" : ",{\"id\":")
+                if let id = result.id { writer.writeString(id) } else { writer.append("null") }
+                writer.append(",\"docs\":[")
+                for (position, entry) in result.entries.enumerated() {
+                    if position > 0 { writer.append(",") }
+                    switch entry {
+                    case .ok(let document):
+                        writer.append("{\"ok\":")
+                        try writer.write(document)
+                    case .failure(let failure):
+                        writer.append("{\"error\":")
+                        try writer.write(failure.json)
+                    }
+                    writer.append("}")
+                }
+                writer.append("]}")
+            }
+            writer.append("]}")
+            return writer.bytes
+        }
     }
 
     enum Keys {

@@ -180,6 +180,12 @@ final class WireShapeTests: XCTestCase {
         ])
         XCTAssertEqual(try BulkGet.Response(json: try roundTrip(response.json)), response)
         XCTAssertEqual(response.json["results"]?[1]?["docs"]?[0]?["error"], ["rev": nil, "reason": "missing", "id": "b", "error": "not_found"])
+        // Written without building the envelope: the same bytes, a result without an id and an empty one too.
+        var more = response
+        more.results += [.init(id: nil, entries: [.failure(BulkGet.Failure(id: nil, revision: nil, error: ErrorBody(error: "bad_request", reason: "Missing id")))]),
+                         .init(id: "c\"é", entries: []), .init(id: "d", entries: [.ok(["_id": "d"]), .ok(["_id": "d", "_deleted": true])])]
+        XCTAssertEqual(try more.serialized(), try more.json.serialized())
+        XCTAssertEqual(try BulkGet.Response([]).serialized(), try BulkGet.Response([]).json.serialized())
         XCTAssertThrowsError(try BulkGet.Request(json: ["docs": "a"]))
         XCTAssertThrowsError(try BulkGet.Request(json: ["docs": [["id": "a", "atts_since": ["bad"]]]]))
         XCTAssertEqual(try BulkGet.Request(json: ["docs": [["rev": "1-a"], 7]]).items.map(\.id), [nil, nil], "entries without an id")
@@ -200,6 +206,7 @@ final class WireShapeTests: XCTestCase {
             let answer = try JSON(parsing: exchange.responseBody)
             let decoded = try BulkGet.Response(json: answer)
             XCTAssertEqual(decoded.json, answer)
+            XCTAssertEqual(try decoded.serialized(), try decoded.json.serialized(), "written directly, the same bytes")
             XCTAssertEqual(decoded.results.map(\.id), decodedRequest.items.map(\.id), "one result per request, in order")
             for case .ok(let document) in decoded.results.flatMap(\.entries) {
                 XCTAssertNoThrow(try Document(json: document))

@@ -185,7 +185,7 @@ extension DocServer {
             }
             results.append(BulkGet.Response.Result(id: id, entries: entries))
         }
-        guard multipart else { return Response.json(BulkGet.Response(results).json) }
+        guard multipart else { return Response.json(serialized: try BulkGet.Response(results).serialized()) }
         parts.append(Multipart.closing(boundary: boundary) + [0x0D, 0x0A])
         return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""], body: parts.responseBody(db))
     }
