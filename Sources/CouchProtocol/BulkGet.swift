@@ -130,9 +130,10 @@ package enum BulkGet {
         }
 
         /// The answer as ``json`` serializes, without building its envelope: each result and entry is
-        /// written as it goes, the documents (their stored bytes spliced) inside.
-        package func serialized() throws -> [UInt8] {
-            var writer = JSONWriter(capacity: 64 + results.count * 256)
+        /// written as it goes, the documents (their stored bytes spliced) inside; with
+        /// `nonFiniteAsNull`, a NaN or infinite number is written as `null` instead of throwing.
+        package func serialized(nonFiniteAsNull: Bool = false) throws -> [UInt8] {
+            var writer = JSONWriter(nonFiniteAsNull: nonFiniteAsNull, capacity: 64 + results.count * 256)
             writer.append("{\"results\":[")
             for (index, result) in results.enumerated() {
                 writer.append(index == 0 ? "{\"id\":" : ",{\"id\":")

@@ -117,9 +117,10 @@ package struct ChangesResponse: Sendable, Hashable {
         pending = json[Keys.pending]?.intValue
     }
 
-    /// The answer as ``json`` serializes, without building it.
-    package func serialized() throws -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + results.count * 96)
+    /// The answer as ``json`` serializes, without building it; with `nonFiniteAsNull`, a NaN or
+    /// infinite number is written as `null` (as `description` writes it) instead of throwing.
+    package func serialized(nonFiniteAsNull: Bool = false) throws -> [UInt8] {
+        var writer = JSONWriter(nonFiniteAsNull: nonFiniteAsNull, capacity: 64 + results.count * 96)
         writer.append("{\"results\":[")
         for (index, row) in results.enumerated() {
             if index > 0 { writer.append(",") }

@@ -155,9 +155,10 @@ package struct ViewResponse: Sendable, Hashable {
     }
 
     /// The answer as ``json`` serializes, without building it (`_all_docs` and view answers are
-    /// written so).
-    package func serialized() throws -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + rows.count * 128)
+    /// written so); with `nonFiniteAsNull`, a NaN or infinite number is written as `null` (as
+    /// `description` writes it) instead of throwing.
+    package func serialized(nonFiniteAsNull: Bool = false) throws -> [UInt8] {
+        var writer = JSONWriter(nonFiniteAsNull: nonFiniteAsNull, capacity: 64 + rows.count * 128)
         writer.append("{")
         var first = true
         func member(_ name: StaticString) {

@@ -93,6 +93,14 @@ final class WireShapeTests: XCTestCase {
             let answer = ViewResponse(totalRows: total, offset: offset, rows: rows, updateSequence: sequence)
             XCTAssertEqual(try answer.serialized(), try answer.json.serialized(), "round \(round)")
         }
+        // A number JSON cannot hold (a Swift map may emit one) is refused, or written as `null` as the
+        // tree's description writes it — what the server answers.
+        let odd = ViewResponse(totalRows: 1, offset: 0, rows: [ViewRow(id: "a", key: .double(.nan), value: .double(.infinity))])
+        XCTAssertThrowsError(try odd.serialized())
+        XCTAssertEqual(try odd.serialized(nonFiniteAsNull: true), Array(odd.json.description.utf8))
+        let oddChanges = ChangesResponse(results: [ChangesRow(sequence: .double(.nan), id: "a", revisions: [rev1], deleted: false)],
+                                         lastSequence: 1, pending: nil)
+        XCTAssertEqual(try oddChanges.serialized(nonFiniteAsNull: true), Array(oddChanges.json.description.utf8))
     }
 
     /// Normal and longpoll answers of CouchDB (all_docs style, include_docs with conflicts, filters,

@@ -185,7 +185,7 @@ extension DocServer {
             }
             results.append(BulkGet.Response.Result(id: id, entries: entries))
         }
-        guard multipart else { return Response.json(serialized: try BulkGet.Response(results).serialized()) }
+        guard multipart else { return Response.json(serialized: try BulkGet.Response(results).serialized(nonFiniteAsNull: true)) }
         parts.append(Multipart.closing(boundary: boundary) + [0x0D, 0x0A])
         return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""], body: parts.responseBody(db))
     }
@@ -198,7 +198,7 @@ extension DocServer {
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
     func allDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post || request.method == .head else { throw CouchError.methodNotAllowed }
-        return Response.json(serialized: try await allDocumentsAnswer(db, request, principal: principal).serialized())
+        return Response.json(serialized: try await allDocumentsAnswer(db, request, principal: principal).serialized(nonFiniteAsNull: true))
     }
 
     /// `_all_docs`'s answer to a request's options (from the query string and a POST body, the query
@@ -340,7 +340,7 @@ extension DocServer {
         if let partitioned = try await partitionedView(db, name: name, request, query, principal: principal) {
             var answer = partitioned
             if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
-            return Response.json(serialized: try answer.serialized())
+            return Response.json(serialized: try answer.serialized(nonFiniteAsNull: true))
         }
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
         if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
@@ -349,7 +349,7 @@ extension DocServer {
             answer.totalRows = nil
             answer.offset = nil
         }
-        return Response.json(serialized: try answer.serialized())
+        return Response.json(serialized: try answer.serialized(nonFiniteAsNull: true))
     }
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.

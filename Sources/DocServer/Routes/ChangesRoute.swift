@@ -174,10 +174,10 @@ extension DocServer {
         switch parameters.feed {
         case .normal:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized())
+            return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized(nonFiniteAsNull: true))
         case .longpoll:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            if !rows.isEmpty { return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized()) }
+            if !rows.isEmpty { return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized(nonFiniteAsNull: true)) }
             // Nothing yet: as CouchDB, the answer starts at once and waits for the first change, with a
             // newline every heartbeat; without a heartbeat it ends after the timeout.
             let body = ResponseBody { [self] writer in

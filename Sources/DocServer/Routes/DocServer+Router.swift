@@ -126,7 +126,7 @@ extension DocServer: HTTPResponderBuilder {
         routeInDatabase(group, "/{db}/_design_docs") { request, db, scope in
             guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
             return Response.json(serialized: try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"),
-                                                                               designOnly: true).serialized())
+                                                                               designOnly: true).serialized(nonFiniteAsNull: true))
         }
         routeInDatabase(group, "/{db}/_temp_view") { request, _, _ in throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB") }
     }

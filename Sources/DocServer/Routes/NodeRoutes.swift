@@ -44,7 +44,6 @@ final class UUIDGenerator: Sendable {
         let text = String(value, radix: 16)
         return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
-
 }
 
 extension DocServer {

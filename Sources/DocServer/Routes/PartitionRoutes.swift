@@ -99,7 +99,7 @@ extension DocServer {
         case "_all_docs" where rest.count == 3:
             guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
             return Response.json(serialized: try await allDocumentsAnswer(db, scoped, principal: principal, idRange: (low, high),
-                                                                          limit: partitionQueryLimit).serialized())
+                                                                          limit: partitionQueryLimit).serialized(nonFiniteAsNull: true))
         case "_find" where rest.count == 3:
             return try await mangoQueryRoute(db, explain: false, scoped, principal: principal, partition: partition)
         case "_explain" where rest.count == 3:

@@ -4,8 +4,9 @@
 /// ones as `\n`-style escapes and the rest as `\u00XX`); all other Unicode is written as UTF-8.
 /// Doubles use Swift's shortest round-tripping representation (`1.0`, `0.1`, `1e+100`, `-0.0`).
 ///
-/// The package's protocol answers write their envelopes with it directly (`_changes` rows), around
-/// values written with ``write(_:)``, instead of building a tree to serialize.
+/// The package's protocol answers (`_changes`, `_all_docs` and views, `_bulk_get`) write their
+/// envelopes with it directly, around values written with ``write(_:)``, instead of building a tree
+/// to serialize.
 package struct JSONWriter {
     package var bytes: [UInt8] = []
     /// When set, NaN and infinities are written as `null` instead of throwing (used by `description`).
@@ -85,7 +86,7 @@ package struct JSONWriter {
     }
 
     /// Appends `"key":` — a member name followed by the colon.
-    package mutating func writeKey(_ key: String) {
+    mutating func writeKey(_ key: String) {
         writeString(key)
         bytes.append(UInt8(ascii: ":"))
     }
