@@ -159,6 +159,19 @@ final class ReplicateHTTPTests: XCTestCase {
         let badInterval = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "checkpoint_interval": "soon"])
         XCTAssertEqual(badInterval.status, 400)
         XCTAssertEqual(badInterval.json, ["error": "bad_request", "reason": "parameter `checkpoint_interval` must be a non-negative integer"])
+        let badBatch = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "b", "worker_batch_size": 0])
+        XCTAssertEqual(badBatch.json, ["error": "bad_request", "reason": "parameter `worker_batch_size` must be a positive integer"])
+        // Batches of two, a checkpoint after each (`checkpoint_interval` 0): five documents, three
+        // checkpoint writes on the target (its `_local` revision counts them).
+        for n in 2...5 { await XCTAssertEqualAsync(try await server.request("PUT", "/a/more\(n)", json: ["n": .integer(n)]).status, 201) }
+        let batched = try await server.request("POST", "/_replicate", json: ["source": "a", "target": "batched", "create_target": true,
+                                                                             "worker_batch_size": "2", "checkpoint_interval": 0])
+        XCTAssertEqual(batched.status, 200, batched.text)
+        await XCTAssertEqualAsync(try await server.request("GET", "/batched").json["doc_count"], 5)
+        XCTAssertEqual(batched.json["history"]?[0]?["docs_written"], 5)
+        let checkpoints = try await server.request("GET", "/batched/_local_docs?include_docs=true").json["rows"]?.arrayValue ?? []
+        XCTAssertEqual(checkpoints.count, 1)
+        XCTAssertEqual(checkpoints.first?["value"]?["rev"], "0-3")
         // CouchDB's `checkpoint_interval` (milliseconds, as digits too) is no part of the replication's id.
         let description: JSON = ["source": "a", "target": "b", "create_target": true, "continuous": true, "checkpoint_interval": "2500"]
         let started = try await server.request("POST", "/_replicate", json: description)

@@ -61,6 +61,10 @@ struct ReplicationRequest: Sendable, Hashable {
     var checkpointInterval: Int?
     /// CouchDB's `[replicator] checkpoint_interval`, in milliseconds.
     static let defaultCheckpointInterval = 30_000
+    /// `worker_batch_size`: changes handled per batch (CouchDB's 500 when not given).
+    var workerBatchSize: Int?
+    /// CouchDB's `[replicator] worker_batch_size`.
+    static let defaultWorkerBatchSize = 500
 
     /// Reads a description; throws ``Invalid`` with CouchDB's message for what CouchDB refuses.
     init(_ body: JSONObject) throws(Invalid) {
@@ -98,6 +102,12 @@ struct ReplicationRequest: Sendable, Hashable {
                 throw .option("parameter `checkpoint_interval` must be a non-negative integer")
             }
             checkpointInterval = milliseconds
+        }
+        if let value = body["worker_batch_size"], value != .null {
+            guard let size = value.intValue ?? value.stringValue.flatMap({ Int($0) }), size > 0 else {
+                throw .option("parameter `worker_batch_size` must be a positive integer")
+            }
+            workerBatchSize = size
         }
         if [documentIDs != nil, selector != nil, filter != nil].filter({ $0 }).count > 1 {
             let message = "`doc_ids`,`filter`,`selector` are mutually exclusive"

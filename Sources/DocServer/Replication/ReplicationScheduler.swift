@@ -332,6 +332,7 @@ final class ReplicationScheduler: Sendable {
         configuration.filterParameters = request.queryParameters.mapValues(JSON.string)
         configuration.headers = request.headers
         configuration.checkpointInterval = .milliseconds(request.checkpointInterval ?? ReplicationRequest.defaultCheckpointInterval)
+        configuration.batchSize = request.workerBatchSize ?? ReplicationRequest.defaultWorkerBatchSize
         if !request.continuous && job.document == nil {
             // Its client waits for the answer: an unreachable peer is tried twice, not for minutes.
             configuration.retry.maximumAttempts = 2
