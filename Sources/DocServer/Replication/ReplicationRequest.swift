@@ -73,6 +73,14 @@ struct ReplicationRequest: Sendable, Hashable {
             guard let bool = value.boolValue else { throw .option("parameter `\(name)` must be a boolean") }
             return bool
         }
+        /// An integer option from `least` up, given as a number or (as CouchDB takes it) its digits.
+        func integer(_ name: String, least: Int, _ requirement: String) throws(Invalid) -> Int? {
+            guard let value = body[name], value != .null else { return nil }
+            guard let number = value.intValue ?? value.stringValue.flatMap({ Int($0) }), number >= least else {
+                throw .option("parameter `\(name)` must be a \(requirement) integer")
+            }
+            return number
+        }
         continuous = try flag("continuous")
         createTarget = try flag("create_target")
         if let value = body["since_seq"], value != .null { sinceSequence = value }
@@ -96,19 +104,8 @@ struct ReplicationRequest: Sendable, Hashable {
             guard case .object(let parameters) = value else { throw .option("parameter `query_params` must be an object") }
             for (name, value) in parameters { queryParameters[name] = value.stringValue ?? value.description }
         }
-        if let value = body["checkpoint_interval"], value != .null {
-            // CouchDB takes an integer or the digits of one.
-            guard let milliseconds = value.intValue ?? value.stringValue.flatMap({ Int($0) }), milliseconds >= 0 else {
-                throw .option("parameter `checkpoint_interval` must be a non-negative integer")
-            }
-            checkpointInterval = milliseconds
-        }
-        if let value = body["worker_batch_size"], value != .null {
-            guard let size = value.intValue ?? value.stringValue.flatMap({ Int($0) }), size > 0 else {
-                throw .option("parameter `worker_batch_size` must be a positive integer")
-            }
-            workerBatchSize = size
-        }
+        checkpointInterval = try integer("checkpoint_interval", least: 0, "non-negative")
+        workerBatchSize = try integer("worker_batch_size", least: 1, "positive")
         if [documentIDs != nil, selector != nil, filter != nil].filter({ $0 }).count > 1 {
             let message = "`doc_ids`,`filter`,`selector` are mutually exclusive"
             throw Invalid(message: message, documentReason: "{throw,{bad_request,\"\(message)\"}}")
