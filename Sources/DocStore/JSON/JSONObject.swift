@@ -1,3 +1,4 @@
+import Synchronization
 
 /// The members of a JSON object, in the order they were written or inserted.
 ///
@@ -193,6 +194,8 @@ public struct JSONObject: Sendable, Hashable {
                 if let member = stored.head.first(where: { $0.key.isIdentical(to: key) }) ?? stored.tail.first(where: { $0.key.isIdentical(to: key) }) {
                     return member.value
                 }
+                // One member of bytes not parsed yet: found by a scan, only its value parsed.
+                if let scanned = stored.lookUpWithoutParsing(key) { return scanned }
                 let resolved = stored.resolved
                 return JSONObject.index(of: key, in: resolved.members, positions: resolved.positions).map { resolved.members[$0].value }
             }
@@ -265,8 +268,21 @@ public struct JSONObject: Sendable, Hashable {
         self.middle = parsedBytes
     }
 
+    /// How many members were read by ``lookUpWithoutParsing(_:)``.
+    private let scannedLookups = Atomic<Int>(0)
+
     /// Whether the members were parsed (for tests: what reads a stored object without a tree).
     var isParsed: Bool { parsed.withLock { $0 != nil } }
+
+    /// Member `key` of `bytes` found by ``scannedValue(forKey:)`` while the object is not parsed and
+    /// has been scanned fewer than ``scannedLookupsBeforeParsing`` times: `.some(value)` or
+    /// `.some(nil)` for no such member; `nil` when the members are (to be) parsed instead.
+    func lookUpWithoutParsing(_ key: String) -> JSON?? {
+        guard !isParsed,
+            scannedLookups.wrappingAdd(1, ordering: .relaxed).oldValue < Self.scannedLookupsBeforeParsing
+        else { return nil }
+        return scannedValue(forKey: key)
+    }
 
     /// Every member in order, parsing `bytes` the first time.
     var resolved: (members: [JSONObject.Member], positions: [ExactString: Int]?) {
