@@ -19,12 +19,6 @@ final class ReaderPool: Sendable {
     let attached: (path: String, schema: String)?
     private let state = Locked(State())
 
-    /// How much of each file a connection of a pool that attaches another maps into memory. Reads of
-    /// mapped pages skip a `pread` and its copy, which measured 20 % of a Mango query reading a hundred
-    /// documents at random (Docs/Performance.md, "Mango `find` through a json index"). Mapped pages are
-    /// the kernel's page cache of the file; they count in the process's RSS while mapped.
-    static let mappedBytes = 1 << 30
-
     /// Whether each connection gets ``FullTextTokenizer`` (the index file's readers, which search).
     let registersFullTextTokenizer: Bool
 
@@ -46,10 +40,10 @@ final class ReaderPool: Sendable {
         let connection = try SQLiteConnection(path: path)
         connection.enableInterrupts()
         if let attached {
+            // Neither file is mapped into memory (`mmap_size`): mapped pages count in the process's
+            // resident memory while the idle connection keeps them, and a query through an index that
+            // reads documents at random would fault in the whole documents file (Docs/Performance.md).
             try connection.run("ATTACH DATABASE ? AS \(attached.schema)", [.text(attached.path)])
-            // Both files are mapped: a query joins index rows to documents read at random.
-            try connection.execute("PRAGMA mmap_size = \(Self.mappedBytes)")
-            try connection.execute("PRAGMA \(attached.schema).mmap_size = \(Self.mappedBytes)")
         }
         if registersFullTextTokenizer {
             // Without FTS5, only full-text searches fail: they find no tokenizer.
