@@ -16,14 +16,15 @@ import Foundation
 ///   `snippet()`, `count(*)`) and reads each match's document id.
 struct FullTextBench {
     let count: Int
-    /// Each document's text.
-    let texts: [String]
     /// Each query in the seed's syntax and as the raw FTS5 expression.
     let queries: [(ours: String, raw: String)]
+    private let seed: UInt64
+    /// 4 000 pseudo-words, and their cumulative Zipf weights (the k-th most common has weight 1/k).
+    private let vocabulary: [String]
+    private let cumulative: [Double]
 
     init(count: Int, seed: UInt64 = 0xF75) {
         var g = SplitMix64(seed: seed)
-        // 4 000 pseudo-words from syllables, drawn with Zipf's law (the k-th most common has weight 1/k).
         let syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "ri", "zo", "be", "fa", "qui", "tor", "men", "stra", "lin"]
         var vocabulary: [String] = []
         var seen = Set<String>()
@@ -37,32 +38,15 @@ struct FullTextBench {
             total += 1 / Double(rank)
             cumulative.append(total)
         }
-        func word() -> String {
-            let target = Double(g.next() % 1_000_000) / 1_000_000 * total
-            var low = 0, high = cumulative.count - 1
-            while low < high {
-                let middle = (low + high) / 2
-                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-            }
-            return vocabulary[low]
-        }
-        var texts: [String] = []
-        texts.reserveCapacity(count)
-        for _ in 0..<count {
-            let words = (0..<(45 + Int(g.next() % 31))).map { _ in word() }
-            // Sentences: a capital after each full stop.
-            var sentence = ""
-            for (index, word) in words.enumerated() {
-                let capital = index == 0 || index % 12 == 0
-                sentence += (index == 0 ? "" : index % 12 == 0 ? ". " : index % 5 == 0 ? ", " : " ") + (capital ? word.capitalized : word)
-            }
-            texts.append(sentence + ".")
-        }
-        // Queries built from the documents' own words, so that most find something (the words are
-        // read back from the texts: keeping them apart would double the harness's memory).
+        self.count = count
+        self.seed = seed
+        self.vocabulary = vocabulary
+        self.cumulative = cumulative
+        // Queries built from the documents' own words, so that most find something.
         var queries: [(String, String)] = []
         for number in 0..<1000 {
-            let words = texts[Int(g.next() % UInt64(count))].lowercased().split { !$0.isLetter }.map(String.init)
+            let words = Self.text(Int(g.next() % UInt64(count)), seed: seed, vocabulary: vocabulary, cumulative: cumulative)
+                .lowercased().split { !$0.isLetter }.map(String.init)
             let at = Int(g.next() % UInt64(words.count - 6))
             switch number % 5 {
             case 0:
@@ -78,14 +62,40 @@ struct FullTextBench {
                 queries.append(("\(words[at]) NEAR/5 \(words[at + 4])", "NEAR(\(words[at]) \(words[at + 4]), 5)"))
             }
         }
-        self.count = count
-        self.texts = texts
         self.queries = queries
+    }
+
+    /// Document `index`'s text: 45–75 words in sentences, made again from the seed whenever it is asked
+    /// for, so that the harness does not hold 100 000 texts (some 45 MB) beside what it measures.
+    func text(_ index: Int) -> String {
+        Self.text(index, seed: seed, vocabulary: vocabulary, cumulative: cumulative)
+    }
+
+    private static func text(_ index: Int, seed: UInt64, vocabulary: [String], cumulative: [Double]) -> String {
+        var g = SplitMix64(seed: seed ^ (UInt64(index) &+ 1) &* 0x9E37_79B9_7F4A_7C15)
+        let total = cumulative[cumulative.count - 1]
+        func word() -> String {
+            let target = Double(g.next() % 1_000_000) / 1_000_000 * total
+            var low = 0, high = cumulative.count - 1
+            while low < high {
+                let middle = (low + high) / 2
+                if cumulative[middle] < target { low = middle + 1 } else { high = middle }
+            }
+            return vocabulary[low]
+        }
+        let words = (0..<(45 + Int(g.next() % 31))).map { _ in word() }
+        // Sentences: a capital after each full stop.
+        var sentence = ""
+        for (index, word) in words.enumerated() {
+            let capital = index == 0 || index % 12 == 0
+            sentence += (index == 0 ? "" : index % 12 == 0 ? ". " : index % 5 == 0 ? ", " : " ") + (capital ? word.capitalized : word)
+        }
+        return sentence + "."
     }
 
     /// Documents `range`, `{"type": "note", "text": …}`.
     func documents(_ range: Range<Int>) -> [Document] {
-        range.map { Document(id: String(format: "note-%07d", $0), body: ["type": "note", "text": .string(texts[$0])]) }
+        range.map { Document(id: String(format: "note-%07d", $0), body: ["type": "note", "text": .string(text($0))]) }
     }
 
     static let index = IndexDefinition(name: "fts", version: "1") { doc, emit in
@@ -98,7 +108,7 @@ struct FullTextBench {
     /// returns each one's time through DocStore and through raw FTS5.
     func run(folder: URL, selected: Set<String>) async throws -> [String: (ours: Double, baseline: Double)] {
         let raw = RawSQLiteBaseline(path: folder.appendingPathComponent("raw-fts.sqlite").path)
-        raw.storeTexts(ids: (0..<count).map { String(format: "note-%07d", $0) }, texts: texts)
+        raw.storeTexts((0..<count).lazy.map { (String(format: "note-%07d", $0), text($0)) })
         let db = try await Database.open(name: "fts", directory: folder)
         // Saved 5 000 at a time, so that the harness never holds every document parsed.
         for start in stride(from: 0, to: count, by: 5000) { _ = try await db.save(documents(start..<min(count, start + 5000))) }
@@ -117,12 +127,13 @@ struct FullTextBench {
             var changed: [Document] = []
             for row in changedRows {
                 guard var document = try await db.document(withID: String(format: "note-%07d", row)) else { continue }
-                document["text"] = .string(texts[(row + 1) % count])
+                document["text"] = .string(text((row + 1) % count))
                 changed.append(document)
             }
             _ = try await db.save(changed)
             let ours = try await timeAsync { _ = try await db.search(index: "fts", query: "x", limit: 0) }
-            let baseline = time { raw.updateFullText(rows: changedRows.map { ($0 + 1, texts[($0 + 1) % count]) }) }
+            let newTexts = changedRows.map { ($0 + 1, text(($0 + 1) % count)) }
+            let baseline = time { raw.updateFullText(rows: newTexts) }
             timings["fts_update"] = (ours, baseline)
         }
         guard selected.contains("fts_query") else {
@@ -155,10 +166,11 @@ struct BenchError: Error, CustomStringConvertible {
 /// The raw side of ``FullTextBench``: the baseline's table of JSON bodies, and an FTS5 table over
 /// their text.
 extension RawSQLiteBaseline {
-    func storeTexts(ids: [String], texts: [String]) {
+    /// Stores `(id, text)` rows as `{"type": "note", "text": …}` bodies, in one transaction.
+    func storeTexts(_ rows: some Sequence<(String, String)>) {
         let statement = prepare("INSERT INTO docs (id, json) VALUES (?, ?)")
         exec("BEGIN IMMEDIATE")
-        for (id, text) in zip(ids, texts) {
+        for (id, text) in rows {
             sqlite3_bind_text(statement, 1, id, -1, transient)
             let json = try! JSON.object(["type": "note", "text": .string(text)]).serialized()
             json.withUnsafeBytes { _ = sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), transient) }
