@@ -68,9 +68,7 @@ extension Database {
 
     /// The rows of `query`; `counting: false` leaves `totalRows` and `offset` at 0, sparing the two
     /// counts that cost a pass over the documents (for readers that page through the ids).
-    /// `parsingBodies` parses each document's body at once, for a caller that reads every body
-    /// (`find` matching its selector) and would otherwise pay for keeping the stored bytes first.
-    func allDocuments(_ query: AllDocumentsQuery, counting: Bool, parsingBodies: Bool = false) async throws -> AllDocumentsResult {
+    func allDocuments(_ query: AllDocumentsQuery, counting: Bool) async throws -> AllDocumentsResult {
         guard query.skip >= 0, (query.limit ?? 0) >= 0 else {
             throw DocStoreError(.badRequest, "skip and limit must not be negative")
         }
@@ -89,8 +87,7 @@ extension Database {
                             continue
                         }
                         let document = query.includeDocuments && !record.isDeleted
-                            ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record,
-                                                        parsed: parsingBodies)
+                            ? try Database.makeDocument(id: key, revision: record.winner, isDeleted: false, body: record.body, record: record)
                             : nil
                         rows.append(AllDocumentsRow(id: key, revision: record.winner, isDeleted: record.isDeleted,
                                                     document: document, error: nil))
@@ -108,7 +105,7 @@ extension Database {
                     AllDocumentsRow(id: record.id, revision: record.winner, isDeleted: false,
                                     document: query.includeDocuments
                                         ? try Database.makeDocument(id: record.id, revision: record.winner, isDeleted: false,
-                                                                    body: record.body, record: record, parsed: parsingBodies)
+                                                                    body: record.body, record: record)
                                         : nil,
                                     error: nil)
                 }

@@ -276,28 +276,27 @@ extension Database {
     }
 
     /// Builds a document from a stored body (body members plus `_attachments` stubs).
-    /// - Parameter parsed: whether to parse the body now rather than keep its stored bytes.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8],
-                             record: DocumentRecord, parsed: Bool = false) throws -> Document {
+                             record: DocumentRecord) throws -> Document {
         try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: body, sequence: record.sequence,
-                         created: record.created, updated: record.updated, parsed: parsed)
+                         created: record.created, updated: record.updated)
     }
 
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
-                             created: Double, updated: Double, parsed: Bool = false) throws -> Document {
+                             created: Double, updated: Double) throws -> Document {
         try body.withUnsafeBytes {
             try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
-                             created: created, updated: updated, parsed: parsed)
+                             created: created, updated: updated)
         }
     }
 
     /// Builds a document from stored body bytes (e.g. SQLite's own buffer): a body without attachment
-    /// stubs is copied, to be parsed when first read, unless `parsed` asks for it now.
+    /// stubs is copied, to be parsed when first read (a member read alone is found by a scan).
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
-                             sequence: Int64, created: Double, updated: Double, parsed: Bool = false) throws -> Document {
+                             sequence: Int64, created: Double, updated: Double) throws -> Document {
         let object: JSONObject
         var attachments: Attachments = [:]
-        if !parsed && !StoredBody.mayHaveAttachmentStubs(body) {
+        if !StoredBody.mayHaveAttachmentStubs(body) {
             // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
             guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
                 throw DocStoreError(.storage, "Stored body of \(id) is not an object")

@@ -130,7 +130,7 @@ extension Database {
                 var done = start == nil || end == nil
                 nextPage = {
                     guard !done else { return nil }
-                    let page = try await self.allDocuments(range, counting: false, parsingBodies: true).rows
+                    let page = try await self.allDocuments(range, counting: false).rows
                     done = page.count < Self.findPageSize
                     if let last = page.last {
                         range.startKey = last.id
