@@ -275,10 +275,11 @@ public struct JSONObject: Sendable, Hashable {
     var isParsed: Bool { parsed.withLock { $0 != nil } }
 
     /// Member `key` of `bytes` found by ``scannedValue(forKey:)`` while the object is not parsed and
-    /// has been scanned fewer than ``scannedLookupsBeforeParsing`` times: `.some(value)` or
+    /// has been scanned fewer than ``scannedLookupsBeforeParsing`` times (nor the object its bytes were
+    /// spliced from parsed): `.some(value)` or
     /// `.some(nil)` for no such member; `nil` when the members are (to be) parsed instead.
     func lookUpWithoutParsing(_ key: String) -> JSON?? {
-        guard !isParsed,
+        guard !isParsed, middle?.isParsed != true,
             scannedLookups.wrappingAdd(1, ordering: .relaxed).oldValue < Self.scannedLookupsBeforeParsing
         else { return nil }
         return scannedValue(forKey: key)

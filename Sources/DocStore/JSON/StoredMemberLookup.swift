@@ -5,7 +5,9 @@
 /// a json index. Stored bytes are DocStore's own writing (``JSONWriter``'s form, keys unique), so the
 /// members before the one asked for are skipped by their brackets and quotes alone, and only its value
 /// is parsed. Whatever the scan is not sure of (an escaped key, bytes it cannot follow) answers
-/// "unknown", and the caller parses the whole object as before.
+/// "unknown", and the caller parses the whole object as before. (Bytes damaged under SQLite, the one
+/// way stored bytes can be invalid, read as an empty body once parsed; a member before the damage may
+/// still be found by a scan.)
 extension StoredMembers {
     /// How many members are looked up by scanning before the whole object is parsed instead: a caller
     /// that reads many members one by one (a decoder) would otherwise scan the bytes again for each.
