@@ -58,7 +58,7 @@ struct StoredObjectScanner {
             if escaped {
                 sawEscapedKey = true
             } else if keyEnd - keyStart == wanted.count,
-                memcmpEqual(buffer.baseAddress! + keyStart, wanted.baseAddress, wanted.count) {
+                bytesEqual(buffer.baseAddress! + keyStart, wanted.baseAddress, wanted.count) {
                 let text = UnsafeBufferPointer(rebasing: buffer[valueStart..<index])
                 guard let value = try? JSONParser.parse(text) else { return nil }
                 return .some(value)
@@ -73,7 +73,7 @@ struct StoredObjectScanner {
         }
     }
 
-    private func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
+    private func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
         guard count > 0, let b else { return true }
         for offset in 0..<count where a[offset] != b[offset] { return false }
         return true
