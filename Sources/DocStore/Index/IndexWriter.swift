@@ -29,7 +29,7 @@ actor IndexWriter {
     /// Windows written per transaction: a large catch-up (a new or rebuilt index) commits every
     /// 100 000 documents rather than every window, since each commit rewrites every B-tree page the
     /// windows touched — with random keys, most of the index, so that committing every 10 000 made a
-    /// build's writes grow with the square of its size (a million documents: 16.5 s, 10.8 s now).
+    /// build's writes grow with the square of its size (a million documents: 16.5 s, 10.1–10.8 s now).
     static let windowsPerTransaction = 200
 
     init(fileURL: URL, definitions: [IndexDefinition], maximumFileSize: Int64? = nil) throws {

@@ -22,7 +22,8 @@ final class ReaderPool: Sendable {
     /// Each reader's page cache per file, in KiB (SQLite's default is 2 000). Up to eight idle readers
     /// per database keep theirs filled; a reader's cache is dropped whenever another connection has
     /// written, and the B-tree's inner pages that point reads reuse fit in a few hundred pages: halving
-    /// it moved no read of the bench and lowered its peak resident memory by 24 MB (Docs/Performance.md).
+    /// it moved no read of the bench beyond its noise and lowered its peak resident memory by 24 MB
+    /// (Docs/Performance.md).
     static let cacheKiB = 1024
 
     /// Whether each connection gets ``FullTextTokenizer`` (the index file's readers, which search).
