@@ -53,16 +53,19 @@ struct StoredObjectScanner {
             skipWhitespace()
             guard next(is: UInt8(ascii: ":")) else { return nil }
             skipWhitespace()
-            let valueStart = index
-            guard skipValue() else { return nil }
-            if escaped {
-                sawEscapedKey = true
-            } else if keyEnd - keyStart == wanted.count,
+            if !escaped, keyEnd - keyStart == wanted.count,
                 bytesEqual(buffer.baseAddress! + keyStart, wanted.baseAddress, wanted.count) {
-                let text = UnsafeBufferPointer(rebasing: buffer[valueStart..<index])
-                guard let value = try? JSONParser.parse(text) else { return nil }
+                // The member: its value parsed where it stands (one pass), and followed by a separator.
+                var reader = JSONReader(buffer)
+                reader.index = index
+                guard let value = try? reader.readValue() else { return nil }
+                index = reader.index
+                skipWhitespace()
+                guard index < buffer.count, buffer[index] == UInt8(ascii: ",") || buffer[index] == UInt8(ascii: "}") else { return nil }
                 return .some(value)
             }
+            guard skipValue() else { return nil }
+            if escaped { sawEscapedKey = true }
             skipWhitespace()
             guard index < buffer.count else { return nil }
             let separator = buffer[index]
