@@ -78,7 +78,7 @@ final class StoredMemberLookupTests: XCTestCase {
         XCTAssertEqual(scan(#"{"a":1}"#, "a"), .some(.integer(1)))
         XCTAssertEqual(scan(#"{}"#, "a"), .some(nil))
         for damaged in [#"{"a":1"#, #"{"a""#, #"{"a":"1}"#, #"{"a":[1,2}"#, #"["a",1]"#, #"{"a":1;"b":2}"#, #"{"a":tru}"#, ""] {
-            XCTAssertNil(scan(damaged, "a"), damaged)
+            XCTAssertTrue(scan(damaged, "a") == nil, damaged)
         }
         // An escaped key could spell the one asked for: missing is not certain without a parse.
         XCTAssertNil(scan(#"{"\u0061":1}"#, "b"))

@@ -282,11 +282,25 @@ extension Database {
                          created: record.created, updated: record.updated)
     }
 
+    /// Builds a document from a stored body already copied out of SQLite: a body without attachment
+    /// stubs becomes the document's unparsed body as it is, without another copy.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
                              created: Double, updated: Double) throws -> Document {
-        try body.withUnsafeBytes {
-            try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
-                             created: created, updated: updated)
+        guard !StoredBody.mayHaveAttachmentStubs(body) else {
+            return try body.withUnsafeBytes {
+                try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
+                                 created: created, updated: updated)
+            }
+        }
+        try checkStoredObject(body.first, body.last, id: id)
+        return Document(id: id, body: JSONObject(storedJSON: body), attachments: [:],
+                        revision: revision, isDeleted: isDeleted, sequence: sequence, created: created, updated: updated)
+    }
+
+    /// Throws unless a stored body's first and last bytes are an object's braces.
+    private static func checkStoredObject(_ first: UInt8?, _ last: UInt8?, id: String) throws {
+        guard first == UInt8(ascii: "{"), last == UInt8(ascii: "}") else {
+            throw DocStoreError(.storage, "Stored body of \(id) is not an object")
         }
     }
 
@@ -298,9 +312,7 @@ extension Database {
         var attachments: Attachments = [:]
         if !StoredBody.mayHaveAttachmentStubs(body) {
             // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
-            guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
-                throw DocStoreError(.storage, "Stored body of \(id) is not an object")
-            }
+            try checkStoredObject(body.first, body.last, id: id)
             object = JSONObject(storedJSON: Array(body))
         } else {
             let tree: JSON
@@ -319,13 +331,8 @@ extension Database {
             }
             object = members
         }
-        var document = Document(id: id, body: object, attachments: attachments)
-        document.revision = revision
-        document.isDeleted = isDeleted
-        document.sequence = sequence
-        document.createDate = Date(timeIntervalSince1970: created)
-        document.lastChange = Date(timeIntervalSince1970: updated)
-        return document
+        return Document(id: id, body: object, attachments: attachments, revision: revision, isDeleted: isDeleted,
+                        sequence: sequence, created: created, updated: updated)
     }
 
     // MARK: Codable
@@ -356,5 +363,23 @@ struct StoredDocument: Sendable {
     func makeDocument() throws -> Document {
         try Database.makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: body, sequence: sequence,
                                   created: created, updated: updated)
+    }
+}
+
+extension Document {
+    /// A document read from the database, with its stored metadata.
+    fileprivate init(id: String, body: JSONObject, attachments: Attachments, revision: RevisionID, isDeleted: Bool,
+                     sequence: Int64, created: Double, updated: Double) {
+        self.id = id
+        hasID = true
+        self.revision = revision
+        self.body = body
+        self.attachments = attachments
+        self.isDeleted = isDeleted
+        conflicts = []
+        revisionHistory = nil
+        self.sequence = sequence
+        createDate = Date(timeIntervalSince1970: created)
+        lastChange = Date(timeIntervalSince1970: updated)
     }
 }
