@@ -14,8 +14,27 @@ final class NodeConfiguration: Sendable {
     /// The values the server started with.
     private let base: [String: [String: String]]
     private let file: URL
-    /// The persisted and the in-memory layer; `nil` marks a key deleted in that layer.
-    private let layers = Locked<(persisted: [String: [String: String?]], memory: [String: [String: String?]])>(([:], [:]))
+    /// The persisted and the in-memory layer (`nil` marks a key deleted in that layer), and every
+    /// value the three layers make, merged again on each change: a setting read on each request is one
+    /// lookup.
+    private let layers = Locked<Layers>(Layers())
+
+    private struct Layers {
+        var persisted: [String: [String: String?]] = [:]
+        var memory: [String: [String: String?]] = [:]
+        var merged: [String: [String: String]] = [:]
+
+        mutating func merge(onto base: [String: [String: String]]) {
+            var result = base
+            for layer in [persisted, memory] {
+                for (section, values) in layer {
+                    for (key, value) in values { result[section, default: [:]][key] = value }
+                    if result[section]?.isEmpty == true { result[section] = nil }
+                }
+            }
+            merged = result
+        }
+    }
 
     /// The sections CouchDB refuses to change over HTTP.
     static let protectedSections: Set<String> = [
@@ -27,7 +46,10 @@ final class NodeConfiguration: Sendable {
         self.base = base
         self.file = file
         let persisted = Self.read(file)
-        layers.withLock { $0.persisted = persisted }
+        layers.withLock {
+            $0.persisted = persisted
+            $0.merge(onto: base)
+        }
     }
 
     private static func read(_ file: URL) -> [String: [String: String?]] {
@@ -42,15 +64,7 @@ final class NodeConfiguration: Sendable {
 
     /// Every section with its values.
     func all() -> [String: [String: String]] {
-        let (persisted, memory) = layers.withLock { ($0.persisted, $0.memory) }
-        var result = base
-        for layer in [persisted, memory] {
-            for (section, values) in layer {
-                for (key, value) in values { result[section, default: [:]][key] = value }
-                if result[section]?.isEmpty == true { result[section] = nil }
-            }
-        }
-        return result
+        layers.withLock { $0.merged }
     }
 
     /// The values of `section` (empty when there is none).
@@ -58,10 +72,7 @@ final class NodeConfiguration: Sendable {
 
     /// The value of `key` in `section`, or `nil`.
     func value(_ section: String, _ key: String) -> String? {
-        let (persisted, memory) = layers.withLock { ($0.persisted[section]?[key], $0.memory[section]?[key]) }
-        if let memory { return memory }
-        if let persisted { return persisted }
-        return base[section]?[key]
+        layers.withLock { $0.merged[section]?[key] }
     }
 
     /// The value `key` of `section` had when the server started.
@@ -100,11 +111,12 @@ final class NodeConfiguration: Sendable {
     @discardableResult
     func set(_ section: String, _ key: String, to value: String?, persist: Bool) throws -> String? {
         let old = self.value(section, key)
+        let base = self.base
         let snapshot = layers.withLock { layers -> [String: [String: String?]]? in
             layers.memory[section, default: [:]][key] = .some(value)
-            guard persist else { return nil }
-            layers.persisted[section, default: [:]][key] = .some(value)
-            return layers.persisted
+            if persist { layers.persisted[section, default: [:]][key] = .some(value) }
+            layers.merge(onto: base)
+            return persist ? layers.persisted : nil
         }
         if let snapshot { try write(snapshot) }
         return old
@@ -112,7 +124,11 @@ final class NodeConfiguration: Sendable {
 
     /// Drops the changes made without persisting them, as CouchDB's `_reload` rereads its files.
     func reload() {
-        layers.withLock { $0.memory = [:] }
+        let base = self.base
+        layers.withLock {
+            $0.memory = [:]
+            $0.merge(onto: base)
+        }
     }
 
     private func write(_ persisted: [String: [String: String?]]) throws {

@@ -143,9 +143,13 @@ final class ServerMetrics: Sendable {
 
     /// The route of a request's path, with its names replaced (`/{db}/{docid}`), for the metrics'
     /// `route` label: a bounded set of values, whatever the databases and documents are called.
-    static func route(of segments: [String]) -> String {
-        guard let first = segments.first else { return "/" }
-        if first.hasPrefix("_") { return "/" + segments.prefix(first == "_node" ? 3 : 1).joined(separator: "/") }
+    static func route(of segments: PathSegments) -> String {
+        guard segments.count > 0 else { return "/" }
+        let first = segments[0]
+        if first.hasPrefix("_") {
+            guard first == "_node" else { return "/" + first }
+            return "/" + (0..<min(segments.count, 3)).map { segments[$0] }.joined(separator: "/")
+        }
         guard segments.count > 1 else { return "/{db}" }
         switch segments[1] {
         case "_design":

@@ -73,3 +73,27 @@ final class BulkAnswerRoutingTests: XCTestCase {
         }
     }
 }
+
+/// The metrics' route of a path, read from its segments as sent unless one is percent-encoded.
+final class RouteLabelTests: XCTestCase {
+    func testRoutesOfPathsAsSentEqualThoseOfDecodedSegments() {
+        let expected: [(String, String)] = [
+            ("/", "/"), ("", "/"), ("/db", "/{db}"), ("/db/", "/{db}"), ("/db/doc", "/{db}/{docid}"),
+            ("/db//doc?rev=1-a", "/{db}/{docid}"), ("/db/doc/a/b.png", "/{db}/{docid}/{attachment}"),
+            ("/db/_all_docs?limit=1", "/{db}/_all_docs"), ("/db/_design/app", "/{db}/_design/{ddoc}"),
+            ("/db/_design/app/_view/v", "/{db}/_design/{ddoc}/_view/{view}"),
+            ("/db/_design/app/file.txt", "/{db}/_design/{ddoc}/{attachment}"), ("/db/_local/x", "/{db}/_local/{docid}"),
+            ("/_up", "/_up"), ("/_node/_local/_config/a/b", "/_node/_local/_config"), ("/_node", "/_node"),
+            ("/db/_design%2Fapp", "/{db}/_design/{ddoc}"), ("/db/%5Fall_docs", "/{db}/_all_docs"),
+            ("/db/a%2Fb", "/{db}/{docid}"), ("/a/b/c/d/e/f/g", "/{db}/{docid}/{attachment}"),
+        ]
+        for (path, route) in expected {
+            var segments = PathSegments(path: path)
+            if segments.needsDecoding { segments = PathSegments(decoded: CouchRequest.segments(ofPath: path)) }
+            XCTAssertEqual(ServerMetrics.route(of: segments), route, path)
+            // Hummingbird's `uri.path` has no query.
+            let decoded = CouchRequest.segments(ofPath: String(path.prefix { $0 != "?" }))
+            XCTAssertEqual(ServerMetrics.route(of: PathSegments(decoded: decoded)), route, path)
+        }
+    }
+}

@@ -93,10 +93,10 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// hold up the loop's other connections. Documents, attachments and the server's root stay on
     /// the loop, where a short answer costs no thread switch.
     static func answersInBulk(path: String) -> Bool {
-        let route = path.prefix { $0 != "?" }
-        let segments = route.split(separator: "/", maxSplits: 4, omittingEmptySubsequences: true)
-        guard let first = segments.first else { return false }
-        if first.hasPrefix("_") { return segments.count > 1 || !["_up", "_session", "_uuids"].contains(first) }
+        let segments = PathSegments(path: path)
+        guard segments.count > 0 else { return false }
+        let first = segments[0]
+        if first.hasPrefix("_") { return segments.count > 1 || !(first == "_up" || first == "_session" || first == "_uuids") }
         guard segments.count >= 2, segments[1].hasPrefix("_") else { return false }
         switch segments[1] {
         case "_design": return segments.count >= 4 && segments[3].hasPrefix("_")  // _view, _show, _list, _update, _info

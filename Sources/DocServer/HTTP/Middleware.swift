@@ -32,7 +32,10 @@ struct RequestLogMiddleware: RouterMiddleware {
         // As CouchDB: an id for each request, ten hex digits, for the client to quote.
         response.headers[DocServer.requestIDHeader] = DocServer.requestID()
         response.headers[DocServer.bodyTimeHeader] = "0"
-        let route = ServerMetrics.route(of: CouchRequest.segments(ofPath: request.uri.path))
+        // The segments as sent, unless one is percent-encoded (`_design%2Fapp`, `%5Fall_docs`).
+        var segments = PathSegments(path: request.uri.path)
+        if segments.needsDecoding { segments = PathSegments(decoded: CouchRequest.segments(ofPath: request.uri.path)) }
+        let route = ServerMetrics.route(of: segments)
         metrics.answered(method: request.method.rawValue, route: route, status: response.status.code, after: elapsed)
         if route == "/{db}/{docid}" && request.method == .get && response.status.code == 200 { metrics.documentsRead(1) }
         return response
