@@ -50,7 +50,10 @@ struct HTTPPeer: ReplicationPeer {
         if components.path.hasSuffix("/") { components.path.removeLast() }
         let databaseURL = components.url!
         let sessionConfiguration = URLSessionConfiguration.ephemeral
+        // Cookies are the configuration's (`sessionCookie`), never the session's: without this
+        // FoundationNetworking parses every header line of every answer for cookies to store.
         sessionConfiguration.httpShouldSetCookies = false
+        sessionConfiguration.httpCookieAcceptPolicy = .never
         // No response cache: replication never reuses a response, and FoundationNetworking's cache
         // lookup runs on a queue of its own, which lets a cancel race the task's completion and trap.
         sessionConfiguration.urlCache = nil
