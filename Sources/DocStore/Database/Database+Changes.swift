@@ -102,12 +102,13 @@ extension Database {
     /// (`lastSequence` is `committed`) — as one read of a later snapshot would have answered.
     private func changesInHalves(since: Int64, through committed: Int64, includeDocuments: Bool) async throws -> ChangesPage {
         let middle = since + (committed - since) / 2
-        async let first = readChangesPage(since: since, through: middle, limit: nil, includeDocuments: includeDocuments,
-                                          descending: false, helped: false)
-        let second = try await readChangesPage(since: middle, through: committed, limit: nil, includeDocuments: includeDocuments,
-                                               descending: false, helped: false)
-        var changes = try await first.changes
-        changes.append(contentsOf: second.changes)
+        async let second = readChangesPage(since: middle, through: committed, limit: nil, includeDocuments: includeDocuments,
+                                           descending: false, helped: false)
+        // The first half is read into an array with room for both, which this task owns: the second
+        // half is appended to it, instead of both being copied (each row retained) into a third.
+        var changes = try await readChangesPage(since: since, through: middle, limit: nil, includeDocuments: includeDocuments,
+                                                descending: false, helped: false, reserving: Int(committed - since)).changes
+        changes.append(contentsOf: try await second.changes)
         return ChangesPage(changes: changes, lastSequence: committed)
     }
 
@@ -136,9 +137,10 @@ extension Database {
     }
 
     /// One range of the changes log (after `since`, up to `through` when given), read from the file;
-    /// its rows built with a helper thread when `helped`.
+    /// its rows built with a helper thread when `helped`, into an array with room for `reserving` rows
+    /// when given (up to a bound).
     private func readChangesPage(since: Int64, through: Int64? = nil, limit: Int?, includeDocuments: Bool,
-                                 descending: Bool, helped: Bool = true) async throws -> ChangesPage {
+                                 descending: Bool, helped: Bool = true, reserving: Int? = nil) async throws -> ChangesPage {
         try await read { connection in
             // At most one row per sequence after `since`: room for the whole page up front (up to a
             // bound), instead of growing a long feed's array step by step. Read from the file, not
@@ -146,7 +148,7 @@ extension Database {
             let records = DocumentRecords(connection: connection)
             let lastSequence = min(try records.lastChangeSequence(), through ?? Int64.max)
             let bound = Int(max(0, lastSequence - since))
-            let expectedRows = min(limit ?? bound, bound, 1 << 17)
+            let expectedRows = min(reserving ?? min(limit ?? bound, bound), 1 << 17)
             // The reading thread only copies the columns out; the rows are built with a helper (or,
             // not `helped`, chunk by chunk on this thread).
             var rows = SharedChangeParse(includeDocuments: includeDocuments, expectedRows: expectedRows, helped: helped)
