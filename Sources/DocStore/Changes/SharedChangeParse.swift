@@ -1,8 +1,7 @@
 /// Builds the rows of a changes page on two threads while the page is still being read.
 ///
-/// The reading thread only steps SQLite and copies each row's raw columns into the current chunk: the
-/// id and revision tree into one buffer per ``chunkSize`` rows, the body into an array of its own that
-/// becomes the document's unparsed body as it is (one copy of it, not two). Full chunks go to a ``HelpedMap``, whose
+/// The reading thread only steps SQLite and copies each row's raw columns (id, revision tree, body)
+/// into the current chunk, one buffer per ``chunkSize`` rows. Full chunks go to a ``HelpedMap``, whose
 /// helper turns them into ``ChangesFeedRow`` rows as they arrive: it decodes the tree, makes the id and parses
 /// the document. When the rows are read, the reading thread builds the chunks the helper has not
 /// started, so both threads finish together however fast either one is. Pages of fewer than
@@ -14,22 +13,21 @@ struct SharedChangeParse: ~Copyable {
     /// thread waiting long. A row without its document takes a tenth of the time to build.
     static func chunkSize(includeDocuments: Bool) -> Int { includeDocuments ? 32 : 256 }
 
-    /// One row: its numbers, and where its columns end in the chunk's buffer (id, then tree, each
-    /// starting where the one before ends).
+    /// One row: its numbers, and where its columns end in the chunk's buffer (id, tree, body, in
+    /// that order, each starting where the one before ends).
     struct Row: Sendable {
         var sequence: Int64
         var created: Double
         var updated: Double
         var idEnd: Int
         var treeEnd: Int
+        var bodyEnd: Int
     }
 
-    /// The ids and trees of up to ``chunkSize`` rows in one buffer, the rows, and their bodies (one per
-    /// row when documents are included, none otherwise).
+    /// The raw columns of up to ``chunkSize`` rows in one buffer, and the rows.
     struct Chunk: Sendable {
         var bytes: [UInt8] = []
         var rows: [Row] = []
-        var bodies: [[UInt8]] = []
 
         /// The rows as changes; rows whose tree is empty are left out, as the feed never shows them.
         func build(includeDocuments: Bool) throws -> [ChangesFeedRow?] {
@@ -37,17 +35,18 @@ struct SharedChangeParse: ~Copyable {
                 var changes: [ChangesFeedRow?] = []
                 changes.reserveCapacity(rows.count)
                 var start = 0
-                for (index, row) in rows.enumerated() {
-                    defer { start = row.treeEnd }
+                for row in rows {
+                    defer { start = row.bodyEnd }
                     let tree = UnsafeRawBufferPointer(rebasing: buffer[row.idEnd..<row.treeEnd])
                     guard let (winner, others) = try RevisionTree.winnerAndOtherLeaves(decoding: tree) else { continue }
                     let id = String(decoding: buffer[start..<row.idEnd], as: UTF8.self)
-                    // The document shares the chunk's array (its body is never changed in place).
-                    let document = includeDocuments
-                        ? try Database.makeDocument(id: id, revision: winner.revision, isDeleted: winner.isDeleted,
-                                                    body: bodies[index], sequence: row.sequence, created: row.created,
-                                                    updated: row.updated)
-                        : nil
+                    var document: Document? = nil
+                    if includeDocuments {
+                        document = try Database.makeDocument(
+                            id: id, revision: winner.revision, isDeleted: winner.isDeleted,
+                            body: UnsafeRawBufferPointer(rebasing: buffer[row.treeEnd..<row.bodyEnd]),
+                            sequence: row.sequence, created: row.created, updated: row.updated)
+                    }
                     changes.append(ChangesFeedRow(sequence: row.sequence, id: id, revision: winner.revision,
                                           otherLeaves: others, isDeleted: winner.isDeleted, document: document))
                 }
@@ -85,15 +84,15 @@ struct SharedChangeParse: ~Copyable {
     /// Adds a row, copying its columns.
     mutating func append(_ change: DocumentRecords.RawChange) {
         if current.rows.isEmpty {
-            current.bytes.reserveCapacity(chunkSize * 64)
-            if includeDocuments { current.bodies.reserveCapacity(chunkSize) }
+            current.bytes.reserveCapacity(chunkSize * (includeDocuments ? 1024 : 64))
         }
         current.bytes.append(contentsOf: change.id)
         let idEnd = current.bytes.count
         current.bytes.append(contentsOf: change.tree)
-        if includeDocuments { current.bodies.append(Array(change.body)) }
+        let treeEnd = current.bytes.count
+        if includeDocuments { current.bytes.append(contentsOf: change.body) }
         current.rows.append(Row(sequence: change.sequence, created: change.created, updated: change.updated, idEnd: idEnd,
-                                treeEnd: current.bytes.count))
+                                treeEnd: treeEnd, bodyEnd: current.bytes.count))
         if current.rows.count == chunkSize {
             if !helped {
                 if failure == nil {
@@ -101,7 +100,6 @@ struct SharedChangeParse: ~Copyable {
                 }
                 current.bytes.removeAll(keepingCapacity: true)
                 current.rows.removeAll(keepingCapacity: true)
-                current.bodies.removeAll(keepingCapacity: true)
                 return
             }
             if map == nil {
