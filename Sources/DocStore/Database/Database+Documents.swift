@@ -286,53 +286,47 @@ extension Database {
     /// stubs becomes the document's unparsed body as it is, without another copy.
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: [UInt8], sequence: Int64,
                              created: Double, updated: Double) throws -> Document {
-        guard !StoredBody.mayHaveAttachmentStubs(body) else {
-            return try body.withUnsafeBytes {
-                try makeDocument(id: id, revision: revision, isDeleted: isDeleted, body: $0, sequence: sequence,
-                                 created: created, updated: updated)
-            }
-        }
-        try checkStoredObject(body.first, body.last, id: id)
-        return Document(id: id, body: JSONObject(storedJSON: body), attachments: [:],
-                        revision: revision, isDeleted: isDeleted, sequence: sequence, created: created, updated: updated)
-    }
-
-    /// Throws unless a stored body's first and last bytes are an object's braces.
-    private static func checkStoredObject(_ first: UInt8?, _ last: UInt8?, id: String) throws {
-        guard first == UInt8(ascii: "{"), last == UInt8(ascii: "}") else {
-            throw DocStoreError(.storage, "Stored body of \(id) is not an object")
-        }
+        let (object, attachments) = try body.withUnsafeBytes { try storedObject(id: id, body: $0, unparsed: { body }) }
+        return Document(id: id, body: object, attachments: attachments, revision: revision, isDeleted: isDeleted,
+                        sequence: sequence, created: created, updated: updated)
     }
 
     /// Builds a document from stored body bytes (e.g. SQLite's own buffer): a body without attachment
     /// stubs is copied, to be parsed when first read (a member read alone is found by a scan).
     static func makeDocument(id: String, revision: RevisionID, isDeleted: Bool, body: UnsafeRawBufferPointer,
                              sequence: Int64, created: Double, updated: Double) throws -> Document {
-        let object: JSONObject
-        var attachments: Attachments = [:]
-        if !StoredBody.mayHaveAttachmentStubs(body) {
-            // No attachments: the body stays bytes until a member is read (``JSONObject/init(storedJSON:)``).
-            try checkStoredObject(body.first, body.last, id: id)
-            object = JSONObject(storedJSON: Array(body))
-        } else {
-            let tree: JSON
-            do {
-                tree = try JSONParser.parse(body.bindMemory(to: UInt8.self))
-            } catch {
-                throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
-            }
-            guard case .object(var members) = tree else {
-                throw DocStoreError(.storage, "Stored body of \(id) is not an object")
-            }
-            // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
-            if members.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
-                case .object(let stubs)? = members.removeValue(forKey: "_attachments") {
-                for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
-            }
-            object = members
-        }
+        let (object, attachments) = try storedObject(id: id, body: body, unparsed: { Array(body) })
         return Document(id: id, body: object, attachments: attachments, revision: revision, isDeleted: isDeleted,
                         sequence: sequence, created: created, updated: updated)
+    }
+
+    /// A stored body's members and attachments: without attachment stubs, the object stays the bytes
+    /// `unparsed` gives until a member is read (``JSONObject/init(storedJSON:)``); with them, it is
+    /// parsed and the stubs taken out.
+    private static func storedObject(id: String, body: UnsafeRawBufferPointer,
+                                     unparsed: () -> [UInt8]) throws -> (JSONObject, Attachments) {
+        guard StoredBody.mayHaveAttachmentStubs(body) else {
+            guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else {
+                throw DocStoreError(.storage, "Stored body of \(id) is not an object")
+            }
+            return (JSONObject(storedJSON: unparsed()), [:])
+        }
+        let tree: JSON
+        do {
+            tree = try JSONParser.parse(body.bindMemory(to: UInt8.self))
+        } catch {
+            throw DocStoreError(.storage, "Stored body of \(id) is corrupt: \(error)")
+        }
+        guard case .object(var members) = tree else {
+            throw DocStoreError(.storage, "Stored body of \(id) is not an object")
+        }
+        var attachments: Attachments = [:]
+        // Only `_attachments` may start with "_" in a stored body; most bodies have no such key.
+        if members.members.contains(where: { $0.key.utf8.first == UInt8(ascii: "_") }),
+            case .object(let stubs)? = members.removeValue(forKey: "_attachments") {
+            for (name, stub) in stubs { attachments[name] = try Attachment(name: name, json: stub) }
+        }
+        return (members, attachments)
     }
 
     // MARK: Codable
