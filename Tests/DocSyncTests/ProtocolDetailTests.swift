@@ -175,7 +175,7 @@ final class ChangeFeedLineTests: XCTestCase {
         }
         let held = Held(server)
         addTeardownBlock { await held.take()?.stop() }
-        let transport = HTTPTransport(configuration: .withoutCache(), idleLimit: .seconds(60), clock: ContinuousClock())
+        let transport = HTTPTransport(configuration: HTTPTransport.sessionConfiguration(), idleLimit: .seconds(60), clock: ContinuousClock())
         defer { transport.close() }
         let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)
         defer { feed.close() }
@@ -217,7 +217,7 @@ final class ChangeFeedTimeoutTests: XCTestCase {
             await held.take()?.stop()
         }
         let clock = TestClock(advancesOnSleep: false)
-        let transport = HTTPTransport(configuration: .withoutCache(), idleLimit: .seconds(5), clock: clock)
+        let transport = HTTPTransport(configuration: HTTPTransport.sessionConfiguration(), idleLimit: .seconds(5), clock: clock)
         defer { transport.close() }
         let feed = try ChangeFeed(URLRequest(url: URL(string: "http://127.0.0.1:\(port)/db/_changes?feed=continuous")!), on: transport)
         defer { feed.close() }
@@ -242,19 +242,5 @@ final class ChangeFeedTimeoutTests: XCTestCase {
             XCTAssertTrue(error.reason.contains("timed out"), error.reason)
         }
         XCTAssertEqual(clock.sleeps, [.seconds(5), .seconds(1)], "one wait to the first deadline, one to the moved one")
-    }
-}
-
-
-extension URLSessionConfiguration {
-    /// An ephemeral configuration without FoundationNetworking's response cache, as `HTTPPeer` makes its
-    /// own: with a cache, a cancel can land while the cache is read, before the task has a protocol, and
-    /// FoundationNetworking then traps ("Trying to access a behaviour for a task that in not in the
-    /// registry"). These tests cancel feeds.
-    static func withoutCache() -> URLSessionConfiguration {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        return configuration
     }
 }

@@ -49,15 +49,7 @@ struct HTTPPeer: ReplicationPeer {
         components.password = nil
         if components.path.hasSuffix("/") { components.path.removeLast() }
         let databaseURL = components.url!
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        // Cookies are the configuration's (`sessionCookie`), never the session's: without this
-        // FoundationNetworking parses every header line of every answer for cookies to store.
-        sessionConfiguration.httpShouldSetCookies = false
-        sessionConfiguration.httpCookieAcceptPolicy = .never
-        // No response cache: replication never reuses a response, and FoundationNetworking's cache
-        // lookup runs on a queue of its own, which lets a cancel race the task's completion and trap.
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let sessionConfiguration = HTTPTransport.sessionConfiguration()
         // Both directions share the session, and the change feed holds a connection: a request queued
         // for a free connection would wait without progress and time out.
         let lanes = max(1, configuration.maximumRequestsInFlight)

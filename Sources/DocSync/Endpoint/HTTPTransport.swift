@@ -61,6 +61,21 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     /// Set once, right after `init` (the session needs `self` as its delegate).
     private let session = Locked<URLSession?>(nil)
 
+    /// The session settings DocSync's requests use: ephemeral, without cookies of the session's own
+    /// (the session cookie is the replication's configuration, `sessionCookie`; accepting none also
+    /// spares FoundationNetworking parsing every answer's header lines for cookies to store), and
+    /// without a response cache (replication never reuses a response, and FoundationNetworking's cache
+    /// lookup runs on a queue of its own, which lets a cancel race the task's completion and trap:
+    /// "Trying to access a behaviour for a task that in not in the registry").
+    static func sessionConfiguration() -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
+    }
+
     /// A session with `configuration` whose requests fail after `idleLimit` without progress on `clock`.
     init(configuration: URLSessionConfiguration, idleLimit: Duration, clock: some Clock<Duration>) {
         self.idleLimit = idleLimit
