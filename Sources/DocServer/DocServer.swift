@@ -45,6 +45,8 @@ public final class DocServer: Sendable {
     /// When the server was made, for `_system`'s uptime.
     let started = ContinuousClock.now
     private let state = Locked<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
+    /// What answers a rewritten request (`_rewrite`), made the first time one is.
+    let rewriteChain = Locked<MiddlewareChain<DocServerRequestContext>?>(nil)
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
     /// - Parameter indexes: the natively registered indexes of each database, by database name; index

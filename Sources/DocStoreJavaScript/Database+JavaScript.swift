@@ -165,6 +165,11 @@ enum JavaScriptValidation {
     static func checkDesignDocument(_ document: Document, engine: JavaScriptEngine) throws {
         guard !document.isDeleted else { return }
         let design = try DesignDocument(document)
+        // As CouchDB, whatever the language: rules or a function (`_rewrite`).
+        switch design.body["rewrites"] {
+        case nil, .array?, .string?: break
+        default: throw DocStoreError(.invalidDesignDocument, "`rewrites` field must have array or string type")
+        }
         guard design.isJavaScript else { return }
         try engine.withContext { context in
             for name in design.views.keys.sorted() {

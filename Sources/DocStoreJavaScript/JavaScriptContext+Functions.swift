@@ -108,6 +108,13 @@ extension JavaScriptContext {
         return try json(of: result)
     }
 
+    /// Runs a rewrite function: what the request becomes, or `null` when it names nothing.
+    func rewrite(_ reference: FunctionReference, request: JSON) throws -> JSON {
+        let function = try function(reference)
+        let result = try call("__rewrite", [function, try designObject(reference.design), try value(request)])
+        return try json(of: result)
+    }
+
     /// Runs an update handler: `[doc or null, response]`.
     func update(_ reference: FunctionReference, documentJSON: String?, request: JSON) throws -> JSON {
         let function = try function(reference)

@@ -33,4 +33,16 @@ extension JavaScriptEngine {
         let reference = JavaScriptContext.FunctionReference(design: design, path: "updates.\(name)", source: source)
         return try await run { try $0.update(reference, documentJSON: documentJSON, request: request) }
     }
+
+    /// Runs the rewrite function of `design` (its `rewrites` member, when that is a string — CouchDB's
+    /// `_rewrite` with a function) with the request object.
+    /// - Returns: `{"path", "query"?, "method"?, "headers"?, "body"?}`, `{"code", "headers"?, "body"?}`
+    ///   for an answer of its own, or `null` when the function names no rewrite.
+    /// - Throws: ``DocStoreError`` — `not_found` when `rewrites` is not a function, `compilation_error`,
+    ///   `rewrite_error` for a function that threw, ``DocStoreError/Code/scriptTimeout``.
+    public func rewrite(of design: DesignDocument, request: JSON) async throws -> JSON {
+        guard case .string(let source)? = design.body["rewrites"] else { throw DocStoreError(.notFound, "missing json key: rewrites") }
+        let reference = JavaScriptContext.FunctionReference(design: design, path: "rewrites", source: source)
+        return try await run { try $0.rewrite(reference, request: request) }
+    }
 }

@@ -8,7 +8,7 @@
 enum JavaScriptRuntime {
     /// The functions Swift calls, looked up once per context.
     static let entryPoints = ["__compile", "__map", "__mapBatch", "__reduce", "__filter", "__filterView", "__validate",
-                              "__show", "__list", "__update"]
+                              "__show", "__list", "__update", "__rewrite"]
 
     static let source = #"""
     "use strict";
@@ -358,6 +358,24 @@ enum JavaScriptRuntime {
       } catch (e) {
         __renderError(e);
       }
+    }
+
+    // A rewrite function (a design document's `rewrites` as a string): what the request becomes —
+    // {path, query, method, headers, body} or {code, headers, body} — or null when it names nothing.
+    // A plain string is a path, for the request's own method.
+    function __rewrite(fn, ddoc, req) {
+      var result;
+      try {
+        result = fn.call(ddoc, req);
+      } catch (e) {
+        if ((e && e.error && e.reason) || (Array.isArray(e) && e[0] === "error")) { throw e; }
+        var message = "function raised error: " + String(e) + " \nstacktrace: " + (e && e.stack);
+        log(message);
+        throw ["error", "rewrite_error", message];
+      }
+      if (!result) { return null; }
+      if (typeof result === "string") { return { path: result, method: req.method }; }
+      return result;
     }
 
     // As CouchDB's sandbox: functions cannot make code from strings through a function's constructor

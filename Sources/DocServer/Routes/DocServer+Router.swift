@@ -123,6 +123,16 @@ extension DocServer: HTTPResponderBuilder {
             if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
             return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
         }
+        // `_rewrite` answers the request it becomes, and so needs the request's context.
+        for path in ["/{db}/_design/{ddoc}/_rewrite", "/{db}/_design/{ddoc}/_rewrite/**"] {
+            group.route(RouterPath(path)) { request, context in
+                try await self.inDatabase(request, context) { db, scope in
+                    guard scope.rest.count >= 3, scope.rest[0] == "_design", scope.rest[2] == "_rewrite" else { throw CouchError.notFound() }
+                    return try await self.rewrite(db, design: scope.rest[1], Array(scope.rest.dropFirst(3)), request, context: context,
+                                                  principal: scope.member)
+                }
+            }
+        }
         routeInDatabase(group, "/{db}/_design_docs") { request, db, scope in
             guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
             return Response.json(serialized: try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"),
