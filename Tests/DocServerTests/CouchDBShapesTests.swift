@@ -126,6 +126,28 @@ final class CouchDBShapesTests: XCTestCase {
         XCTAssertEqual(badKeys.json["reason"], "`keys` parameter must be an array.")
     }
 
+    /// `_all_docs`' bounds as CouchDB 3.3.3 reads them: a `startkey`, `endkey` or `key` that is not a
+    /// string bounds nothing; the `…docid` parameters are ids as sent (not JSON), used where no string
+    /// key is given.
+    func testAllDocsBoundsOfOtherTypesAndDocumentIDParameters() async throws {
+        let server = try await TestServer.withDatabase(self)
+        _ = try await server.request("POST", "/db/_bulk_docs", json: ["docs": [["_id": "a"], ["_id": "b"], ["_id": "c"], ["_id": "d"]]])
+        let expected: [(String, [JSON])] = [
+            ("startkey=3", ["a", "b", "c", "d"]), ("key=3", ["a", "b", "c", "d"]), ("endkey=%7B%7D", ["a", "b", "c", "d"]),
+            ("startkey=%5B1%5D&endkey=%22b%22", ["a", "b"]), ("startkey_docid=b", ["b", "c", "d"]),
+            ("start_key_doc_id=c&endkey_docid=c", ["c"]), ("startkey=%22b%22&endkey_docid=c", ["b", "c"]),
+            ("startkey=%22c%22&startkey_docid=a", ["c", "d"]), ("key=null&startkey_docid=d", ["d"]),
+            ("descending=true&startkey=3&endkey_docid=c", ["d", "c"]),
+        ]
+        for (query, ids) in expected {
+            let answer = try await server.request("GET", "/db/_all_docs?" + query)
+            XCTAssertEqual(answer.status, 200, query)
+            XCTAssertEqual(answer.json["rows"]?.arrayValue?.map { $0["id"]! }, ids, query)
+        }
+        // Not JSON at all: 400 {"error":"bad_request","reason":"invalid UTF-8 JSON"} in CouchDB.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?startkey=notjson").status, 400)
+    }
+
     /// `_uuids`: 1 to 1000, GET only, never cached; `_all_dbs` with `_all_docs`' range parameters;
     /// `_session` says `default` for Basic; every answer has an `X-Couch-Request-ID`.
     func testServerEndpoints() async throws {
