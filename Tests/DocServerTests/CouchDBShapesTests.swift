@@ -170,6 +170,9 @@ final class CouchDBShapesTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?limit=0").json, [])
         await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?skip=1&limit=2&descending=true").json, ["d", "c"], "after db")
         await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?startkey=%22b%22&endkey=%22d%22&inclusive_end=false").json, ["b", "c"])
+        // As CouchDB 3.3.3: `key`; a key that is no string bounds nothing; `…docid` names as sent.
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?key=%22c%22").json, ["c"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?startkey=3&startkey_docid=c&endkey_docid=d").json, ["c", "d"])
         await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs?limit=-1").json["error"], "query_parse_error")
 
         let basic = try await server.request("GET", "/_session")

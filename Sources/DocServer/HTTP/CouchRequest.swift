@@ -165,6 +165,23 @@ struct CouchRequest: Sendable {
         return segments
     }
 
+    /// The bounds of a range of ids or names (`_all_docs`, `_all_dbs`) as CouchDB 3.3.3 reads them: `key`,
+    /// else `startkey`/`start_key` and `endkey`/`end_key`, each a JSON string — a value of another type
+    /// bounds nothing — and where there is none, `startkey_docid`/`start_key_doc_id` and
+    /// `endkey_docid`/`end_key_doc_id`, ids as sent (not JSON).
+    /// - Throws: ``CouchError`` 400 for a key that is not JSON.
+    func idBounds() throws -> (start: String?, end: String?) {
+        func jsonKey(_ names: String...) throws -> JSON? {
+            for name in names { if let value = try json(name) { return value } }
+            return nil
+        }
+        func id(_ names: String...) -> String? { names.lazy.compactMap { query[$0] }.first }
+        let key = try jsonKey("key")
+        let start = try key ?? jsonKey("startkey", "start_key")
+        let end = try key ?? jsonKey("endkey", "end_key")
+        return (start?.stringValue ?? id("startkey_docid", "start_key_doc_id"), end?.stringValue ?? id("endkey_docid", "end_key_doc_id"))
+    }
+
     /// The request with a POST body's members as query parameters (JSON-encoded but for the document
     /// ids and `stale`/`update`, which are plain strings), the query string winning where both name
     /// one, as CouchDB reads `_all_docs` and view requests. `keys` comes from the body when it has it.

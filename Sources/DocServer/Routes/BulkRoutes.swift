@@ -227,19 +227,8 @@ extension DocServer {
             }
             if request.query["limit"] == nil { request.query["limit"] = String(maximum) }
         }
-        // As CouchDB 3.3.3: a key bound is a JSON string — one of another type bounds nothing — and
-        // where there is none, the `…docid` parameter, an id as it is (not JSON).
-        func jsonKey(_ names: String...) throws -> JSON? {
-            for name in names { if let value = try request.json(name) { return value } }
-            return nil
-        }
-        func documentID(_ names: String...) -> String? { names.lazy.compactMap { request.query[$0] }.first }
         var query = AllDocumentsQuery()
-        let key = try jsonKey("key")
-        let startKey = try key ?? jsonKey("startkey", "start_key")
-        let endKey = try key ?? jsonKey("endkey", "end_key")
-        query.startKey = startKey?.stringValue ?? documentID("startkey_docid", "start_key_doc_id")
-        query.endKey = endKey?.stringValue ?? documentID("endkey_docid", "end_key_doc_id")
+        (query.startKey, query.endKey) = try request.idBounds()
         query.inclusiveEnd = try request.bool("inclusive_end", default: true)
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")

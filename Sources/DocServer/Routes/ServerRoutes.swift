@@ -75,14 +75,9 @@ extension DocServer {
             }
             return value
         }
-        func key(_ names: String...) throws -> String? {
-            guard let value = try names.lazy.compactMap({ try request.json($0) }).first else { return nil }
-            guard let text = value.stringValue else { throw CouchError(.badRequest, "query_parse_error", "Invalid key: keys must be strings") }
-            return text
-        }
         let descending = try request.bool("descending")
         let inclusiveEnd = try request.bool("inclusive_end", default: true)
-        let start = try key("startkey", "start_key"), end = try key("endkey", "end_key")
+        let (start, end) = try request.idBounds()
         var names = try registry.names()
         if descending { names.reverse() }
         let before: (String, String) -> Bool = descending ? { $0 > $1 } : { $0 < $1 }
