@@ -146,6 +146,22 @@ final class CouchDBShapesTests: XCTestCase {
         }
         // Not JSON at all: 400 {"error":"bad_request","reason":"invalid UTF-8 JSON"} in CouchDB.
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?startkey=notjson").status, 400)
+        // Two spellings of one bound: the last one counts (`key` sets both ends); each must be JSON.
+        for (query, ids) in [("endkey=%22b%22&end_key=%22c%22", ["a", "b", "c"]), ("end_key=%22c%22&endkey=%22b%22", ["a", "b"]),
+                             ("key=%22a%22&endkey=%22b%22", ["a", "b"]), ("endkey=%22b%22&key=%22a%22", ["a"])] as [(String, [JSON])] {
+            await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?" + query).json["rows"]?.arrayValue?.map { $0["id"]! },
+                                      ids, query)
+        }
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?endkey=notjson&end_key=%22c%22").status, 400)
+        // The first wrong parameter is the one refused; a flag is checked without include_docs too.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?conflicts=yes&startkey=notjson").json["error"],
+                                  "query_parse_error")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_all_docs?startkey=notjson&conflicts=yes").json["error"],
+                                  "bad_request")
+        // An empty `keys` goes with a range, and answers no rows.
+        let none = try await server.request("GET", "/db/_all_docs?keys=%5B%5D&startkey=%22a%22")
+        XCTAssertEqual(none.status, 200)
+        XCTAssertEqual(none.json["rows"], [])
     }
 
     /// `_uuids`: 1 to 1000, GET only, never cached; `_all_dbs` with `_all_docs`' range parameters;

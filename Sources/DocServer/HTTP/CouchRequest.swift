@@ -171,15 +171,33 @@ struct CouchRequest: Sendable {
     /// `endkey_docid`/`end_key_doc_id`, ids as sent (not JSON).
     /// - Throws: ``CouchError`` 400 for a key that is not JSON.
     func idBounds() throws -> (start: String?, end: String?) {
-        func jsonKey(_ names: String...) throws -> JSON? {
-            for name in names { if let value = try json(name) { return value } }
-            return nil
+        // `key` sets both ends, and whichever of the spellings comes last in the query string wins.
+        let start = try lastJSON("key", "startkey", "start_key")
+        let end = try lastJSON("key", "endkey", "end_key")
+        return (start?.stringValue ?? lastParameter(["startkey_docid", "start_key_doc_id"]).flatMap { query[$0] },
+                end?.stringValue ?? lastParameter(["endkey_docid", "end_key_doc_id"]).flatMap { query[$0] })
+    }
+
+    /// Which of `names` — parameters that set the same thing — counts, as CouchDB reads them: the one
+    /// that comes last in the query string (one taken from a POST body only where the query string
+    /// has none of them).
+    func lastParameter(_ names: [String]) -> String? {
+        let present = names.filter { query[$0] != nil }
+        guard present.count > 1, let rawQuery else { return present.first }
+        var last: String?
+        for pair in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first
+                .flatMap { CouchRequest.percentDecoded($0, plusIsSpace: true) }
+            if let name, present.contains(name) { last = name }
         }
-        func id(_ names: String...) -> String? { names.lazy.compactMap { query[$0] }.first }
-        let key = try jsonKey("key")
-        let start = try key ?? jsonKey("startkey", "start_key")
-        let end = try key ?? jsonKey("endkey", "end_key")
-        return (start?.stringValue ?? id("startkey_docid", "start_key_doc_id"), end?.stringValue ?? id("endkey_docid", "end_key_doc_id"))
+        return last ?? present.first
+    }
+
+    /// The JSON value of whichever of `names` counts (``lastParameter(_:)``); every one given must be JSON.
+    func lastJSON(_ names: String...) throws -> JSON? {
+        var values: [String: JSON] = [:]
+        for name in names where query[name] != nil { values[name] = try json(name) }
+        return lastParameter(names).flatMap { values[$0] }
     }
 
     /// The request with a POST body's members as query parameters (JSON-encoded but for the document
@@ -244,6 +262,29 @@ struct CouchRequest: Sendable {
             throw CouchError(.badRequest, "query_parse_error", "Invalid value for integer parameter \"\(name)\": \"\(text)\"")
         }
         return value
+    }
+
+    /// The parameters of a view or `_all_docs` query, by how they are read.
+    static let viewJSONParameters: Set<String> = ["key", "keys", "startkey", "start_key", "endkey", "end_key"]
+    static let viewBooleanParameters: Set<String> = ["descending", "inclusive_end", "include_docs", "update_seq", "conflicts",
+                                                     "attachments", "att_encoding_info", "reduce", "group", "sorted"]
+    static let viewIntegerParameters: Set<String> = ["limit", "skip", "group_level"]
+
+    /// Reads the view parameters of the query string in their order, so that the first one that is
+    /// wrong is the one refused, as CouchDB reads them.
+    func checkViewParametersInOrder() throws {
+        guard let rawQuery, query.count > 1 else { return }
+        for pair in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
+            guard let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first
+                .flatMap({ CouchRequest.percentDecoded($0, plusIsSpace: true) }) else { continue }
+            if Self.viewJSONParameters.contains(name) {
+                _ = try json(name)
+            } else if Self.viewBooleanParameters.contains(name) {
+                _ = try bool(name)
+            } else if Self.viewIntegerParameters.contains(name) {
+                _ = try int(name)
+            }
+        }
     }
 
     /// A JSON query parameter (`key="a"`, `keys=[…]`).

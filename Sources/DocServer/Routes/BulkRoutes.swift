@@ -227,6 +227,7 @@ extension DocServer {
             }
             if request.query["limit"] == nil { request.query["limit"] = String(maximum) }
         }
+        try request.checkViewParametersInOrder()
         var query = AllDocumentsQuery()
         (query.startKey, query.endKey) = try request.idBounds()
         query.inclusiveEnd = try request.bool("inclusive_end", default: true)
@@ -245,11 +246,13 @@ extension DocServer {
             }
         }
         let includeDocuments = try request.bool("include_docs")
+        // Checked with or without `include_docs`, as CouchDB does.
+        _ = try DocumentOptions(includedDocuments: { try request.bool($0) })
         let keys: [JSON]? = try request.json("keys").map { list in
             guard let array = list.arrayValue else { throw CouchError.badRequest("`keys` parameter must be an array.") }
             return array
         }
-        try Self.refuseKeysWithKeyOrRange(request, hasKeys: keys != nil)
+        try Self.refuseKeysWithKeyOrRange(request, keys: keys)
         // A key that is not a string stands in the query as an id no document can have.
         var standIns: [String: JSON] = [:]
         if let keys {
@@ -345,20 +348,22 @@ extension DocServer {
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.
     func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
         let request = try request.withBodyParameters()
+        try request.checkViewParametersInOrder()
         var query = IndexQuery()
         query.includeOffset = true
         query.reduceFailuresAsValues = true
         query.key = try request.json("key")
         query.keys = try request.json("keys")?.arrayValue
-        query.startKey = try request.json("startkey") ?? request.json("start_key")
-        query.endKey = try request.json("endkey") ?? request.json("end_key")
-        query.startKeyDocID = request.query["startkey_docid"] ?? request.query["start_key_doc_id"]
-        query.endKeyDocID = request.query["endkey_docid"] ?? request.query["end_key_doc_id"]
+        query.startKey = try request.lastJSON("startkey", "start_key")
+        query.endKey = try request.lastJSON("endkey", "end_key")
+        query.startKeyDocID = request.lastParameter(["startkey_docid", "start_key_doc_id"]).flatMap { request.query[$0] }
+        query.endKeyDocID = request.lastParameter(["endkey_docid", "end_key_doc_id"]).flatMap { request.query[$0] }
         query.inclusiveEnd = try request.bool("inclusive_end", default: true)
         query.descending = try request.bool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
         query.includeDocuments = try request.bool("include_docs")
+        _ = try DocumentOptions(includedDocuments: { try request.bool($0) })
         if request.query["reduce"] != nil { query.reduce = try request.bool("reduce") }
         query.group = try request.bool("group")
         query.groupLevel = try request.int("group_level")
@@ -368,14 +373,15 @@ extension DocServer {
             guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
             query.keys = array
         }
-        try Self.refuseKeysWithKeyOrRange(request, hasKeys: query.keys != nil)
+        try Self.refuseKeysWithKeyOrRange(request, keys: query.keys)
         return query
     }
 
     /// CouchDB 3.3 answers `keys` together with `key` or a key range (any spelling) with 400
     /// `query_parse_error`, in views and in `_all_docs`.
-    static func refuseKeysWithKeyOrRange(_ request: CouchRequest, hasKeys: Bool) throws {
-        guard hasKeys, ["key", "startkey", "start_key", "endkey", "end_key"].contains(where: { request.query[$0] != nil }) else { return }
+    static func refuseKeysWithKeyOrRange(_ request: CouchRequest, keys: [JSON]?) throws {
+        // An empty `keys` goes with anything (and answers no rows).
+        guard let keys, !keys.isEmpty, ["key", "startkey", "start_key", "endkey", "end_key"].contains(where: { request.query[$0] != nil }) else { return }
         throw CouchError(.badRequest, "query_parse_error", "`keys` is incompatible with `key`, `start_key` and `end_key`")
     }
 
