@@ -63,7 +63,8 @@ extension Database {
             throw DocStoreError(.unknownQueryLanguage, design.language)
         }
         guard let source = design.filters[filter] else {
-            throw DocStoreError(.notFound, "missing json key: \(filter)")
+            // CouchDB names the member that is missing: `filters`, or the function.
+            throw DocStoreError(.notFound, "missing json key: \(design.body["filters"] == nil ? "filters" : filter)")
         }
         let reference = JavaScriptContext.FunctionReference(design: design, path: "filters.\(filter)", source: source)
         try await engine.run { context in _ = try context.function(reference) }

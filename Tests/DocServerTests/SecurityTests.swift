@@ -205,7 +205,7 @@ final class SecurityTests: XCTestCase {
             ("GET", "/db/_all_docs?startkey=notjson", nil, nil, 400),
             ("GET", "/db/_changes?since=abc", nil, nil, 400),
             ("GET", "/db/_changes?feed=bogus", nil, nil, 400),
-            ("GET", "/db/_changes?include_docs=maybe", nil, nil, 400),
+            ("GET", "/db/_changes?seq_interval=maybe", nil, nil, 400),
             ("GET", "/db/%ZZ", nil, nil, 404),  // URLSession sends %25ZZ: the id "%ZZ", which does not exist
             ("PUT", "/db/big", Data(repeating: 0x61, count: 2 * 1024 * 1024), "application/json", 413),
             ("PUT", "/db/_foo", Data("{}".utf8), "application/json", 400),

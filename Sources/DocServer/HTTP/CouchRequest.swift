@@ -293,7 +293,8 @@ struct CouchRequest: Sendable {
         do {
             return try JSON(parsing: text)
         } catch {
-            throw CouchError(.badRequest, "bad_request", "Invalid JSON in query parameter \"\(name)\"")
+            // CouchDB's words for JSON it cannot read, whatever the parameter.
+            throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
         }
     }
 

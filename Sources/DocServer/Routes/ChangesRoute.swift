@@ -40,7 +40,7 @@ struct ChangesRequest: Sendable {
     init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
         if let text = request.query["feed"] {
             // `live` is CouchDB's other name for `continuous`.
-            guard let feed = Feed(rawValue: text == "live" ? "continuous" : text) else { throw CouchError.badRequest("Invalid feed: \(text)") }
+            guard let feed = Feed(rawValue: text == "live" ? "continuous" : text) else { throw CouchError.badRequest("Supported `feed` types: normal, continuous, live, longpoll, eventsource") }
             self.feed = feed
         }
         let body = request.method == .post && !request.body.isEmpty ? try request.jsonObjectBody() : JSONObject()
@@ -54,8 +54,10 @@ struct ChangesRequest: Sendable {
             default: return nil
             }
         }
+        // As CouchDB: a descending feed starts at the end whatever `since` says (it is not even read).
+        let startsAtTheEnd = parameter("descending") == "true" && feed != .continuous && feed != .eventsource
         // A reconnecting EventSource names the last event it saw; CouchDB starts there, whatever `since` says.
-        switch request.header(HTTPField.Name("Last-Event-ID")!) ?? parameter("since") {
+        switch startsAtTheEnd ? nil : request.header(HTTPField.Name("Last-Event-ID")!) ?? parameter("since") {
         case nil, "0"?: since = 0
         case "now"?: since = currentSequence
         case let text?:
@@ -66,17 +68,16 @@ struct ChangesRequest: Sendable {
             since = value
         }
         if let text = parameter("limit") {
-            guard let value = Int(text), value >= 0 else { throw CouchError(.badRequest, "query_parse_error", "Invalid limit: \(text)") }
-            limit = value
+            // As CouchDB: a negative limit is none.
+            guard let value = Int(text) else { throw CouchError(.badRequest, "query_parse_error", "Invalid limit: \(text)") }
+            limit = value < 0 ? nil : value
         }
-        func flag(_ name: String) throws -> Bool {
-            guard let text = parameter(name) else { return false }
-            guard text == "true" || text == "false" else { throw CouchError(.badRequest, "query_parse_error", "Invalid boolean \(name)") }
-            return text == "true"
-        }
-        descending = try flag("descending")
-        includeDocuments = try flag("include_docs")
-        documentOptions = try DocumentOptions(includedDocuments: flag)
+        if let text = parameter("seq_interval") { try Self.checkSequenceInterval(text) }
+        // As CouchDB's `_changes` (unlike its views): `true` turns a flag on, any other value leaves it off.
+        func flag(_ name: String) -> Bool { parameter(name) == "true" }
+        descending = flag("descending")
+        includeDocuments = flag("include_docs")
+        documentOptions = DocumentOptions(includedDocuments: flag)
         switch parameter("style") {
         case nil, "main_only"?: allLeaves = false
         case "all_docs"?: allLeaves = true
@@ -103,12 +104,12 @@ struct ChangesRequest: Sendable {
         case "_doc_ids"?:
             let list: JSON? = try body["doc_ids"] ?? request.json("doc_ids")
             guard let ids = list?.arrayValue?.compactMap(\.stringValue) else {
-                throw CouchError.badRequest("filter=_doc_ids needs a doc_ids array")
+                throw CouchError.badRequest("`doc_ids` filter parameter is not a list of doc ids.")
             }
             documentIDs = ids
         case "_selector"?:
             guard let selector = try body["selector"] ?? request.json("selector") else {
-                throw CouchError.badRequest("filter=_selector needs a selector")
+                throw CouchError.badRequest("Selector must be specified in POST payload")
             }
             self.selector = try MangoSelector(selector).withoutText(for: "changes")
         case "_design"?:
@@ -123,16 +124,70 @@ struct ChangesRequest: Sendable {
             var parameters = request.query
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
             function = (filters[name]!, parameters)
-        case let name? where name == "_view" || (name.contains("/") && !name.hasPrefix("_")):
-            var parameters = request.query
-            for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
-            script = (name, parameters)
+        case let name? where Self.isScriptFilter(name):
+            script = (name, Self.scriptParameters(request, body: body))
         case let other? where !other.hasPrefix("_"):
             throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
         case let other?:
             throw CouchError.notFound("Unknown filter \(other); supported: _doc_ids, _selector, _design, _view, sync_gateway/bychannel, design document filters and the registered filters")
         }
         if feed == .continuous || feed == .eventsource { descending = false }
+    }
+
+    /// `seq_interval` (how often a clustered CouchDB computes a sequence; every sequence is exact here)
+    /// must be a positive integer.
+    static func checkSequenceInterval(_ text: String) throws {
+        guard let value = Int(text), value > 0 else { throw CouchError.badRequest("invalid_seq_interval") }
+    }
+
+    /// Whether `filter` names a design document's function (`design/name`) or `_view`.
+    static func isScriptFilter(_ name: String) -> Bool {
+        name == "_view" || (name.contains("/") && !name.hasPrefix("_") && name != "sync_gateway/bychannel")
+    }
+
+    /// What a design document's filter sees as `req.query`: the query string's parameters and a POST
+    /// body's string members.
+    static func scriptParameters(_ request: CouchRequest, body: JSONObject) -> [String: String] {
+        var parameters = request.query
+        for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
+        return parameters
+    }
+
+    /// The design document's filter the request names (from the query string or a POST body), if it
+    /// names one and no filter registered in Swift has that name, with its parameters.
+    static func scriptFilter(_ request: CouchRequest, filters: [String: ChangesFilterFunction]) throws -> (name: String, parameters: [String: String])? {
+        let body = request.method == .post && !request.body.isEmpty ? try request.jsonObjectBody() : JSONObject()
+        guard let name = request.query["filter"] ?? body["filter"]?.stringValue, filters[name] == nil, isScriptFilter(name) else { return nil }
+        return (name, scriptParameters(request, body: body))
+    }
+
+    /// Whether the feed judges each leaf revision on its own: with `style=all_docs`, CouchDB runs a
+    /// selector, a filter function or a view's map on every leaf and lists the revisions that pass (a
+    /// document whose winner fails but a conflict passes is listed with that conflict alone).
+    var judgesEachRevision: Bool { allLeaves && (selector != nil || function != nil || scriptPredicate != nil) }
+
+    /// The filters a revision must pass (``judgesEachRevision``): the selector, the Swift function, the
+    /// design document's function.
+    var revisionPredicate: @Sendable (Document) -> Bool {
+        let selector = selector
+        let function: ChangesFilterFunction? = self.function?.filter
+        let parameters = self.function?.parameters ?? [:]
+        let script = scriptPredicate
+        return { document in
+            if let selector, document.isDeleted || !selector.matches(document) { return false }
+            if let function, !function(document, parameters) { return false }
+            if let script, !script(document) { return false }
+            return true
+        }
+    }
+
+    /// These parameters without the filters ``revisionPredicate`` applies.
+    var withoutRevisionFilters: ChangesRequest {
+        var parameters = self
+        parameters.selector = nil
+        parameters.function = nil
+        parameters.scriptPredicate = nil
+        return parameters
     }
 
     /// The store's filter for these parameters, narrowed to what `principal` may read.
@@ -159,42 +214,62 @@ extension DocServer {
     func changes(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
         if request.method == .post { try request.requireJSONContentType() }
-        var parsed = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
-        if let script = parsed.script {
+        // As CouchDB, a design document's filter is looked up before the other parameters are read (but
+        // for `seq_interval`).
+        if let text = request.query["seq_interval"] { try ChangesRequest.checkSequenceInterval(text) }
+        var scriptPredicate: (@Sendable (Document) -> Bool)?
+        if let script = try ChangesRequest.scriptFilter(request, filters: filters) {
             guard let javaScript else { throw CouchError.notFound("JavaScript design documents are turned off on this server") }
             let req = try await scriptRequest(db, request, principal: principal, id: nil)
             do {
-                parsed.scriptPredicate = try await db.javaScriptFilter(named: script.name, parameters: script.parameters,
-                                                                           request: req, engine: javaScript).predicate
+                scriptPredicate = try await db.javaScriptFilter(named: script.name, parameters: script.parameters,
+                                                                request: req, engine: javaScript).predicate
             } catch let error as DocStoreError where error.code == .notFound {
                 throw CouchError.notFound(error.reason)
             }
         }
+        var parsed = try ChangesRequest(request, currentSequence: await db.updateSequence, filters: filters)
+        parsed.scriptPredicate = scriptPredicate
         let parameters = parsed
         switch parameters.feed {
         case .normal:
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
             return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized(nonFiniteAsNull: true))
         case .longpoll:
+            let seen = await db.updateSequence
             let (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
-            if !rows.isEmpty { return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized(nonFiniteAsNull: true)) }
+            // With `limit=0` there is nothing to wait for: CouchDB answers at once.
+            if !rows.isEmpty || parameters.limit == 0 {
+                return Response.json(serialized: try await changesAnswer(db, rows, last: last).serialized(nonFiniteAsNull: true))
+            }
             // Nothing yet: as CouchDB, the answer starts at once and waits for the first change, with a
-            // newline every heartbeat; without a heartbeat it ends after the timeout.
+            // newline every heartbeat; without a heartbeat it ends after the timeout, with one only after
+            // a timeout the request gave — however many commits that pass no filter come meanwhile.
             let body = ResponseBody { [self] writer in
                 try await writer.write(ByteBuffer(string: ChangesResponse.streamOpening))
                 var (rows, last) = (rows, last)
-                var waited: Duration = .zero
+                // Waiting after the sequence read before the rows: a commit in between is not missed,
+                // and one that adds no row (a filtered feed, a local document) is not waited for again.
+                var waitAfter = max(last, seen)
+                let clock = ContinuousClock()
+                let started = clock.now
+                let ends = parameters.heartbeat == nil || request.query["timeout"] != nil
                 while !Task.isCancelled, !db.isClosed {
-                    let wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
-                    // Waiting after the sequence read: a commit in between is not missed.
-                    guard let committed = await waitForNews(db, after: last, timeout: wait) else { break }
+                    var wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
+                    if ends {
+                        let left = parameters.timeout - (clock.now - started)
+                        guard left > .zero else { break }
+                        wait = min(wait, left)
+                    }
+                    guard let committed = await waitForNews(db, after: waitAfter, timeout: wait) else { break }
                     if committed {
+                        let seen = await db.updateSequence
                         (rows, last) = try await collectChanges(db, parameters, principal: principal, since: parameters.since)
                         if !rows.isEmpty { break }
+                        waitAfter = max(last, seen)
                         continue
                     }
-                    waited += wait
-                    guard parameters.heartbeat != nil, request.query["timeout"] == nil || waited < parameters.timeout else { break }
+                    if ends, clock.now - started >= parameters.timeout { break }
                     try await writer.write(ByteBuffer(string: "\n"))
                 }
                 try await writer.write(ByteBuffer(string: try await changesAnswer(db, rows, last: last).streamClosing))
@@ -258,6 +333,7 @@ extension DocServer {
     /// the sequence to continue from.
     func collectChanges(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
                         since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
+        if parameters.judgesEachRevision { return try await collectChangesByRevision(db, parameters, principal: principal, since: since) }
         let page = try await db.changes(since: since, limit: parameters.limit, filter: parameters.changesFilter(for: principal),
                                         includeDocuments: parameters.includeDocuments, descending: parameters.descending)
         var rows: [ChangesRow] = []
@@ -276,5 +352,46 @@ extension DocServer {
             rows.append(row)
         }
         return (rows, page.lastSequence)
+    }
+
+    /// ``collectChanges(_:_:principal:since:)`` where each leaf revision is judged on its own
+    /// (``ChangesRequest/judgesEachRevision``): the store passes the documents the user may read, and
+    /// each row keeps the leaves that pass the filters, read one by one where there are several. Pages
+    /// are read until the limit is met or the feed ends.
+    private func collectChangesByRevision(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
+                                          since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
+        let passes = parameters.revisionPredicate
+        let filter = parameters.withoutRevisionFilters.changesFilter(for: principal)
+        // A descending feed is read in one page (its pages would be read backwards), and cut after.
+        let pageLimit = parameters.descending ? nil : parameters.limit
+        var rows: [ChangesRow] = []
+        var cursor = since
+        while true {
+            let wanted = pageLimit.map { $0 - rows.count }
+            if let wanted, wanted <= 0 { break }
+            let page = try await db.changes(since: cursor, limit: wanted, filter: filter, includeDocuments: true,
+                                            descending: parameters.descending)
+            for change in page.changes {
+                var passing: [RevisionID] = []
+                for leaf in change.leafRevisions {
+                    let document = leaf == change.revision ? change.document : try await db.document(withID: change.id, revision: leaf)
+                    if let document, passes(document) { passing.append(leaf) }
+                }
+                guard !passing.isEmpty else { continue }
+                var document: JSON?
+                if parameters.includeDocuments {
+                    document = .null
+                    if let included = change.document { document = try await includedDocument(included, in: db, parameters.documentOptions) }
+                }
+                var row = ChangesRow(change, allLeaves: true, document: document)
+                row.revisions = passing
+                row.sequence = CouchSequence.json(change.sequence)
+                rows.append(row)
+                if let limit = parameters.limit, rows.count >= limit { return (rows, change.sequence) }
+            }
+            cursor = page.lastSequence
+            guard let wanted, page.changes.count >= wanted else { break }
+        }
+        return (rows, cursor)
     }
 }
