@@ -100,14 +100,27 @@ extension Database {
 
 /// The `req` object CouchDB gives filter, show, list and update functions.
 public enum JavaScriptRequest {
-    /// A request object with CouchDB's members: `query` (the URL's parameters), `userCtx`, `method`,
+    /// The parameters CouchDB gives functions parsed (`req.query.key` is the key, not its JSON text).
+    static let jsonQueryKeys: Set<String> = ["startkey", "endkey", "key", "descending"]
+
+    /// A request object with CouchDB's members: `query` (the URL's parameters; `startkey`, `endkey`, `key`
+    /// and `descending` parsed as JSON), `userCtx`, `method`,
     /// `path`, `headers`, `body` and the rest, as far as they are known.
     public static func make(database: String, method: String = "GET", path: [String] = [], query: [String: String] = [:],
                             headers: [String: String] = [:], body: String? = nil, id: String? = nil,
                             userContext: JSON? = nil, securityObject: JSON = [:], peer: String = "127.0.0.1",
                             info: JSON = [:], rawPath: String? = nil) -> JSON {
         var queryObject = JSONObject()
-        for name in query.keys.sorted() { queryObject[name] = .string(query[name]!) }
+        for name in query.keys.sorted() {
+            let value = query[name]!
+            // As CouchDB: `startkey`, `endkey`, `key` and `descending` arrive parsed, as JSON (one that
+            // is not JSON stays text, where CouchDB fails the request).
+            if jsonQueryKeys.contains(name), let parsed = try? JSON(parsing: value) {
+                queryObject[name] = parsed
+            } else {
+                queryObject[name] = .string(value)
+            }
+        }
         var headerObject = JSONObject()
         for name in headers.keys.sorted() { headerObject[name] = .string(headers[name]!) }
         var form = JSONObject()

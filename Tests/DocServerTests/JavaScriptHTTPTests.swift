@@ -17,6 +17,7 @@ final class JavaScriptHTTPTests: XCTestCase {
             "json": "function(doc, req) { return {json: {id: doc && doc._id, user: req.userCtx.name}, code: 202, headers: {'X-Mine': 'yes'}}; }",
             "fails": "function(doc, req) { throw new Error('boom'); }",
             "typed": "function(doc, req) { provides('json', function() { return {json: {t: 'json'}}; }); provides('html', function() { return '<b>html</b>'; }); }",
+            "query": "function(doc, req) { return {json: req.query}; }",
         ],
         "lists": [
             "csv": "function(head, req) { start({headers: {'Content-Type': 'text/csv'}}); var row; send('total:' + head.total_rows + '\\n'); while ((row = getRow())) { send(row.key[1] + ',' + row.id + '\\n'); } return 'end'; }",
@@ -143,6 +144,9 @@ final class JavaScriptHTTPTests: XCTestCase {
         XCTAssertEqual(hello.header("Content-Type"), "text/html; charset=utf-8")
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_show/hello").text, "hi none ")
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_show/hello/missing").text, "hi none ")
+        // CouchDB 3.3.3 parses `startkey`, `endkey`, `key` and `descending` for the function.
+        let query = try await server.request("GET", "/db/_design/app/_show/query?key=%22a%22&startkey=%5B1%5D&descending=true&limit=2&x=%22y%22&endkey=nope")
+        XCTAssertEqual(query.json, ["descending": true, "endkey": "nope", "key": "a", "limit": "2", "startkey": [1], "x": "\"y\""])
         let json = try await server.request("GET", "/db/_design/app/_show/json/b")
         XCTAssertEqual(json.status, 202)
         XCTAssertEqual(json.json, ["id": "b", "user": "admin"])

@@ -60,6 +60,7 @@ DESIGN = {
         "summary": "function(doc, req) { return doc ? (doc._id + ':' + doc.type + ':' + (req.query.x || '')) : 'none'; }",
         "as_json": "function(doc, req) { return {json: {id: doc && doc._id, n: doc && doc.n}, headers: {'X-Test': 'yes'}}; }",
         "code": "function(doc, req) { return {code: 418, body: 'teapot'}; }",
+        "query": "function(doc, req) { return {json: req.query}; }",
     },
     "lists": {
         "ids": "function(head, req) { var row, out = []; while ((row = getRow())) { out.push(row.id); } return out.join(',') + '|' + head.total_rows; }",
@@ -364,6 +365,7 @@ def main():
         renders = [("GET", "/%s/_design/app/_show/summary/d001?x=1" % DB), ("GET", "/%s/_design/app/_show/summary" % DB),
                    ("GET", "/%s/_design/app/_show/summary/nope" % DB), ("GET", "/%s/_design/app/_show/as_json/d002" % DB),
                    ("GET", "/%s/_design/app/_show/code" % DB), ("GET", "/%s/_design/app/_show/missing" % DB),
+                   ("GET", "/%s/_design/app/_show/query?key=%%22a%%22&startkey=%%5B1%%2C%%7B%%7D%%5D&endkey=null&descending=true&limit=2&x=%%22y%%22" % DB),
                    ("GET", "/%s/_design/app/_list/ids/by_type?reduce=false&limit=5" % DB),
                    ("GET", "/%s/_design/app/_list/csv/by_type?group=true" % DB),
                    ("POST", "/%s/_design/app/_update/bump/d003" % DB), ("POST", "/%s/_design/app/_update/bump/nope" % DB),
