@@ -101,7 +101,7 @@ extension Database {
 /// The `req` object CouchDB gives filter, show, list and update functions.
 public enum JavaScriptRequest {
     /// The parameters CouchDB gives functions parsed (`req.query.key` is the key, not its JSON text).
-    static let jsonQueryKeys: Set<String> = ["startkey", "endkey", "key", "descending"]
+    public static let jsonQueryKeys: Set<String> = ["startkey", "endkey", "key", "descending"]
 
     /// A request object with CouchDB's members: `query` (the URL's parameters; `startkey`, `endkey`, `key`
     /// and `descending` parsed as JSON), `userCtx`, `method`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`_all_docs`, `_all_dbs` and `_changes` read the same way by Apache CouchDB and by `docstore serve`.
+"""`_all_docs`, `_all_dbs`, `_changes` and documents read the same way by Apache CouchDB and by `docstore serve`.
 
 Usage: COUCHDB_URL=http://admin:admin@127.0.0.1:5984 read_parity.py PATH_TO_DOCSTORE_BINARY [--queries N] [--seed S]
 
@@ -16,7 +16,11 @@ parameters over a few databases of each server; then `_changes` (normal and long
 and `timeout`, valid and not: the rows (sequences aside; in id order, and only counted where a limit
 picks some, as a clustered CouchDB merges its shards' feeds) and the error names — where CouchDB fails
 with a 500 (an integer parameter that is not one, an unknown style), DocServer must refuse with a 400.
-A filter with `style=all_docs` is judged on each leaf of a conflicted document, as CouchDB does.
+A filter with `style=all_docs` is judged on each leaf of a conflicted document, as CouchDB does. Last,
+`GET /db/doc` of documents with conflicts, deleted branches and attachments with random `rev`, `revs`,
+`revs_info`, `conflicts`, `deleted_conflicts`, `meta`, `latest`, `local_seq`, `attachments`,
+`att_encoding_info`, `atts_since` and `open_revs`: the whole answer (`_local_seq` aside), or for a 400
+its error name (which of two wrong parameters CouchDB names first is not compared).
 It prints the figures and the first differences, and exits 1 if there is any difference.
 """
 import json
@@ -101,6 +105,34 @@ def changes_answer(status, data, query):
         # Which rows a limit takes follows the feed's order, which a clustered CouchDB does not keep.
         return status, len(rows), "pending" in answer
     return status, rows, "pending" in answer
+
+
+DOCS_DB = "dsi_doc_parity"
+DOC_PARAMETERS = [
+    ("rev", ["1-aaa", "2-bbb", "2-ccc", "3-ddd", "9-zzz", "bad", "2-y", "1-x"]), ("revs", ["true", "false", "x"]),
+    ("revs_info", ["true", "false"]), ("conflicts", ["true", "false"]), ("deleted_conflicts", ["true"]), ("meta", ["true", "x"]),
+    ("latest", ["true", "false"]), ("local_seq", ["true"]), ("attachments", ["true", "false"]), ("att_encoding_info", ["true"]),
+    ("atts_since", ['["1-x"]', '["2-y"]', "bad", "[]", '"x"']),
+    ("open_revs", ["all", '["1-aaa","2-bbb","9-z"]', '["2-ccc"]', "bad", '["bad"]', "[]", '"x"']),
+]
+
+
+def document_answer(status, data):
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return status, data[:100]
+    if status >= 400:
+        return status, answer.get("error"), answer.get("reason")
+
+    def clean(value):
+        if isinstance(value, dict):
+            value.pop("_local_seq", None)  # each server's own sequence
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+    return status, clean(answer)
 
 
 def normalised(status, data):
@@ -201,10 +233,40 @@ def main():
             else:
                 differences.append(("GET " + path, expected, actual))
         figures["_changes queries identical"] = "%d/%d" % (same, count)
+
+        same, count = 0, options["queries"] // 2
+        for server in (couch, docstore):
+            server.recreate(DOCS_DB)
+            # Replicated revisions, conflicts, a deleted branch; attachments of a type no server
+            # compresses (a replicated revision keeps its bytes here, CouchDB gzips compressible ones).
+            server.json("POST", "/%s/_bulk_docs" % DOCS_DB, {"new_edits": False, "docs": [
+                {"_id": "a", "_rev": "1-aaa", "v": 1},
+                {"_id": "a", "_rev": "2-bbb", "v": 2, "_revisions": {"start": 2, "ids": ["bbb", "aaa"]}},
+                {"_id": "a", "_rev": "2-ccc", "v": 3, "_revisions": {"start": 2, "ids": ["ccc", "aaa"]}},
+                {"_id": "a", "_rev": "3-ddd", "_deleted": True, "_revisions": {"start": 3, "ids": ["ddd", "ccc", "aaa"]}},
+                {"_id": "b", "_rev": "1-x", "v": 1, "_attachments": {"t.bin": {"content_type": "application/octet-stream", "data": "aGVsbG8="}}},
+                {"_id": "b", "_rev": "2-y", "v": 2, "_revisions": {"start": 2, "ids": ["y", "x"]}, "_attachments": {
+                    "t.bin": {"content_type": "application/octet-stream", "data": "aGVsbG8="},
+                    "u.bin": {"content_type": "application/octet-stream", "data": "d29ybGQ="}}},
+                {"_id": "c", "_rev": "1-c", "v": 1},
+                {"_id": "c", "_rev": "2-d", "_deleted": True, "_revisions": {"start": 2, "ids": ["d", "c"]}}]},
+                        expect=(201,))
+            server.json("PUT", "/%s/t" % DOCS_DB, {"_attachments": {"t.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+        for _ in range(count):
+            parameters = [(name, rng.choice(values)) for name, values in DOC_PARAMETERS if rng.random() < 0.2]
+            rng.shuffle(parameters)
+            path = "/%s/%s?%s" % (DOCS_DB, rng.choice(["a", "b", "c", "t", "zz"]), urllib.parse.urlencode(parameters))
+            expected = document_answer(*couch.request("GET", path)[:2])
+            actual = document_answer(*docstore.request("GET", path)[:2])
+            if expected == actual or (expected[0] == actual[0] == 400 and expected[1] == actual[1]):
+                same += 1
+            else:
+                differences.append(("GET " + path, expected, actual))
+        figures["document reads identical"] = "%d/%d" % (same, count)
     finally:
         stop_docstore(process)
         shutil.rmtree(folder, ignore_errors=True)
-        for name in [DB, CHANGES_DB] + databases:
+        for name in [DB, CHANGES_DB, DOCS_DB] + databases:
             couch.request("DELETE", "/" + name)
 
     for name, value in figures.items():

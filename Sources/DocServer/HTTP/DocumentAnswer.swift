@@ -16,6 +16,11 @@ struct DocumentOptions: Sendable {
     /// Revisions the client has: attachments no newer than the newest of them on a document's
     /// history are sent as stubs.
     var attsSince: [RevisionID] = []
+    /// A single read's `atts_since` was given (CouchDB's `GET /db/doc`): an attachment of revpos 0 is
+    /// then a stub unless the list names a revision of the document's history older than it — as
+    /// CouchDB 3.3.3 answers `atts_since=[]`. Elsewhere (`open_revs`, `_bulk_get`) every attachment the
+    /// list does not cover is sent, so that a leaf is always complete (DESIGN.md §5).
+    var attsSinceGiven = false
     var latest = false
     /// `encoding` and `encoded_length` in attachment stubs.
     var encodingInfo = false
@@ -23,19 +28,21 @@ struct DocumentOptions: Sendable {
     var localSequence = false
 
     init(_ request: CouchRequest) throws {
-        revs = try request.bool("revs")
-        revsInfo = try request.bool("revs_info")
-        conflicts = try request.bool("conflicts")
-        deletedConflicts = try request.bool("deleted_conflicts")
-        if try request.bool("meta") {
+        // As CouchDB reads a document request's options: `true` turns one on, any other value leaves it off.
+        func flag(_ name: String) -> Bool { request.query[name] == "true" }
+        revs = flag("revs")
+        revsInfo = flag("revs_info")
+        conflicts = flag("conflicts")
+        deletedConflicts = flag("deleted_conflicts")
+        if flag("meta") {
             (revsInfo, conflicts, deletedConflicts) = (true, true, true)
         }
-        attachments = try request.bool("attachments")
-        latest = try request.bool("latest")
-        encodingInfo = try request.bool("att_encoding_info")
-        localSequence = try request.bool("local_seq")
+        attachments = flag("attachments")
+        latest = flag("latest")
+        encodingInfo = flag("att_encoding_info")
+        localSequence = flag("local_seq")
         if let since = try request.json("atts_since") {
-            attsSince = try DocumentOptions.revisions(since, name: "atts_since")
+            attsSince = try DocumentOptions.revisions(since)
         }
     }
 
@@ -51,11 +58,12 @@ struct DocumentOptions: Sendable {
         guard conflicts || attachments || encodingInfo else { return nil }
     }
 
-    static func revisions(_ value: JSON, name: String) throws -> [RevisionID] {
-        guard let list = value.arrayValue else { throw CouchError.badRequest("\(name) must be a JSON array") }
+    static func revisions(_ value: JSON) throws -> [RevisionID] {
+        // CouchDB's words, whichever list it is.
+        guard let list = value.arrayValue else { throw CouchError.badRequest("Invalid list of revisions") }
         return try list.map { item in
             guard let text = item.stringValue, let revision = RevisionID(text) else {
-                throw CouchError.badRequest("Invalid rev in \(name)")
+                throw CouchError.badRequest("Invalid rev format")
             }
             return revision
         }
@@ -114,10 +122,13 @@ extension DocServer {
         // The newest revision the client has on this revision's history; without one every
         // attachment is sent (even those of revpos 0, which replicated writes without revpos get).
         let history = [document.revision].compactMap { $0 } + (document.revisionHistory ?? [])
-        let known = history.first(where: options.attsSince.contains)?.generation ?? -1
+        let known = history.first(where: options.attsSince.contains)?.generation ?? (options.attsSinceGiven ? 0 : -1)
         return try MultipartDocument(document, revisions: options.revs && document.revisionHistory != nil, members: members,
                                      encodingInfo: options.encodingInfo || multipart) { attachment in
-            guard withData, (attachment.revpos ?? Int.max) > known else { return .stub }
+            // A revpos of 0 (a replicated write that gave none) says nothing of when the attachment
+            // came: its bytes are sent, but where CouchDB's single read stubs it.
+            let revpos = attachment.revpos ?? Int.max
+            guard withData, revpos > known || (revpos == 0 && !options.attsSinceGiven) else { return .stub }
             return multipart ? .follows : .inline(try db.loadingContent(of: attachment))
         }
     }

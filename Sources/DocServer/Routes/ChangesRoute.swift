@@ -220,7 +220,19 @@ extension DocServer {
         var scriptPredicate: (@Sendable (Document) -> Bool)?
         if let script = try ChangesRequest.scriptFilter(request, filters: filters) {
             guard let javaScript else { throw CouchError.notFound("JavaScript design documents are turned off on this server") }
-            let req = try await scriptRequest(db, request, principal: principal, id: nil)
+            let req: JSON
+            do {
+                req = try await scriptRequest(db, request, principal: principal, id: nil)
+            } catch let invalid as CouchError {
+                // A parameter the function cannot get: but a filter that is not there is the answer first.
+                do {
+                    _ = try await db.javaScriptFilter(named: script.name, parameters: script.parameters,
+                                                      request: JavaScriptRequest.make(database: db.name), engine: javaScript)
+                } catch let error as DocStoreError where error.code == .notFound {
+                    throw CouchError.notFound(error.reason)
+                }
+                throw invalid
+            }
             do {
                 scriptPredicate = try await db.javaScriptFilter(named: script.name, parameters: script.parameters,
                                                                 request: req, engine: javaScript).predicate

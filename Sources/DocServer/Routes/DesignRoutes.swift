@@ -126,6 +126,9 @@ extension DocServer {
 
     /// CouchDB's `req` object for a request on database `name`.
     func scriptRequest(_ db: Database, _ request: CouchRequest, principal: Principal, id: String?) async throws -> JSON {
+        // The function gets `key`, `startkey`, `endkey` and `descending` parsed: CouchDB fails a request
+        // where one is not JSON.
+        for name in JavaScriptRequest.jsonQueryKeys where request.query[name] != nil { _ = try request.json(name) }
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.rawName] = field.value }
         // HTTP/1's Host travels as the request's authority, not as a header field.

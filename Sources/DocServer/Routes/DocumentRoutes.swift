@@ -197,15 +197,25 @@ extension DocServer {
     /// `atts_since`) as `multipart/related` when the client accepts it, attachments after the JSON.
     private func getDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         var options = try DocumentOptions(request)
-        if let openRevs = request.query["open_revs"] {
-            return try await openRevisions(db, id: id, openRevs, options, request, principal: principal)
-        }
-        // atts_since alone asks for attachments, as in CouchDB.
-        if !options.attsSince.isEmpty { options.attachments = true }
+        // As CouchDB, `rev` must be a revision even where `open_revs` makes it unused.
         var revision = try request.query["rev"].map(parseRevision)
-        if options.latest, let requested = revision, let tree = try await db.revisionTree(ofDocumentWithID: id),
-            !tree.isLeaf(requested) {
-            revision = leaves(descendingFrom: requested, in: tree).first
+        // `open_revs=[]` is CouchDB's plain read.
+        if let openRevs = request.query["open_revs"], openRevs.filter({ !$0.isWhitespace }) != "[]" {
+            // Revisions asked for come with `_revisions` and attachments, not the tree's members.
+            var revisionOptions = options
+            (revisionOptions.revsInfo, revisionOptions.conflicts, revisionOptions.deletedConflicts, revisionOptions.localSequence) =
+                (false, false, false, false)
+            return try await openRevisions(db, id: id, openRevs, revisionOptions, request, principal: principal)
+        }
+        // atts_since alone asks for attachments, as in CouchDB (an empty list for all of them).
+        if request.query["atts_since"] != nil { (options.attachments, options.attsSinceGiven) = (true, true) }
+        // CouchDB 3.3.3 answers a single read with `latest=true` with the winner, whatever `rev` says.
+        if options.latest { revision = nil }
+        if revision != nil {
+            // As CouchDB 3.3.3: a revision asked for by `rev` comes with `_revisions` (`revs`) and its
+            // attachments, not with the members of the tree (`revs_info`, `conflicts`,
+            // `deleted_conflicts`, `meta`) or `_local_seq`.
+            (options.revsInfo, options.conflicts, options.deletedConflicts, options.localSequence) = (false, false, false, false)
         }
         guard let document = try await db.document(withID: id, revision: revision,
                                                    includeRevisionHistory: options.revs || options.attachments) else {
@@ -248,22 +258,28 @@ extension DocServer {
     /// revision on that leaf's history) when the client accepts it, else as JSON.
     private func openRevisions(_ db: Database, id: String, _ openRevs: String, _ options: DocumentOptions,
                                _ request: CouchRequest, principal: Principal) async throws -> Response {
+        // As CouchDB 3.3.3: "all", or a JSON array of revisions; each revision asked for of a document
+        // that is not there is `missing`.
+        var requested: [(text: String, revision: RevisionID)] = []
+        if openRevs != "all" {
+            let parsed: JSON
+            do { parsed = try JSON(parsing: openRevs) } catch { throw CouchError.badRequest("invalid UTF-8 JSON") }
+            guard case .array(let list) = parsed else { throw CouchError.badRequest("Invalid list of revisions") }
+            for value in list {
+                guard let text = value.stringValue, let revision = RevisionID(text) else { throw CouchError.badRequest("Invalid rev format") }
+                requested.append((text, revision))
+            }
+        }
         guard let tree = try await db.revisionTree(ofDocumentWithID: id) else {
             if openRevs == "all" { throw CouchError.notFound() }
-            return try await openRevisionsResponse(db, [], missing: [], options, request)
+            return try await openRevisionsResponse(db, [], missing: requested.map(\.text), options, request)
         }
         var wanted: [RevisionID] = []
         var missing: [String] = []
         if openRevs == "all" {
             wanted = tree.leaves.map(\.revision)
         } else {
-            guard case .array(let list)? = try? JSON(parsing: openRevs) else {
-                throw CouchError.badRequest("open_revs must be \"all\" or a JSON array of revisions")
-            }
-            for value in list {
-                guard let text = value.stringValue, let revision = RevisionID(text) else {
-                    throw CouchError.badRequest("Invalid rev in open_revs")
-                }
+            for (text, revision) in requested {
                 if !tree.contains(revision) {
                     missing.append(text)
                 } else if options.latest && !tree.isLeaf(revision) {
