@@ -145,8 +145,11 @@ final class JavaScriptHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_show/hello").text, "hi none ")
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_show/hello/missing").text, "hi none ")
         // CouchDB 3.3.3 parses `startkey`, `endkey`, `key` and `descending` for the function.
-        let query = try await server.request("GET", "/db/_design/app/_show/query?key=%22a%22&startkey=%5B1%5D&descending=true&limit=2&x=%22y%22&endkey=nope")
-        XCTAssertEqual(query.json, ["descending": true, "endkey": "nope", "key": "a", "limit": "2", "startkey": [1], "x": "\"y\""])
+        let query = try await server.request("GET", "/db/_design/app/_show/query?key=%22a%22&startkey=%5B1%5D&descending=true&limit=2&x=%22y%22&endkey=null")
+        XCTAssertEqual(query.json, ["descending": true, "endkey": nil, "key": "a", "limit": "2", "startkey": [1], "x": "\"y\""])
+        // One that is not JSON fails the request (CouchDB: a 500).
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/app/_show/query?endkey=nope").json,
+                                  ["error": "bad_request", "reason": "invalid UTF-8 JSON"])
         let json = try await server.request("GET", "/db/_design/app/_show/json/b")
         XCTAssertEqual(json.status, 202)
         XCTAssertEqual(json.json, ["id": "b", "user": "admin"])
