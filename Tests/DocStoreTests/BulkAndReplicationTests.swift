@@ -166,14 +166,14 @@ final class ReplicatedInsertTests: XCTestCase {
     func testResolvingAConflictByDeletingTheLoser() async throws {
         let db = try await makeDatabase(self)
         let local = try await db.save(Document(id: "c", body: ["v": "mine"]))
-        var theirs = Document(id: "c", revision: RevisionID(generation: 2, digest: "ffff"), body: ["v": "theirs"])
+        var theirs = Document(id: "c", revision: RevisionID(generation: 2, digest: "ffffffffffffffffffffffffffffffff"), body: ["v": "theirs"])
         theirs.revisionHistory = [local.revision!]
         var mine = local
         mine["v"] = "mine2"
         let mine2 = try await db.save(mine)
         _ = try await db.insertRevisions([theirs])
         let current = try await db.document(withID: "c", includeConflicts: true)!
-        XCTAssertEqual(current.revision, RevisionID("2-ffff"), "higher hash wins among generation 2")
+        XCTAssertEqual(current.revision, RevisionID("2-ffffffffffffffffffffffffffffffff"), "higher hash wins among generation 2 (by its 16 bytes, as CouchDB)")
         XCTAssertEqual(current.conflicts, [mine2.revision!])
         // Keep "theirs" by deleting our leaf (updating a non-winning leaf is allowed).
         try await db.delete(id: "c", revision: mine2.revision!)

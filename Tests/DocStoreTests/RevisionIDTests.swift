@@ -31,8 +31,19 @@ import Testing
         #expect(RevisionID("2-a")! == RevisionID(generation: 2, digest: "a"))
     }
 
+    /// CouchDB 3.3.3 holds a 32-hex-digit hash as its 16 bytes and any other as text, and orders by
+    /// those bytes: of `1-b8f9…` and `1-bb` the first wins (`b8` > `62`), though its text sorts first.
+    @Test func mixedHashesOrderAsInCouchDB() throws {
+        let hex = try #require(RevisionID("1-b8f97323e7f26909d5e0c8d2764a765f"))
+        let text = try #require(RevisionID("1-bb"))
+        #expect(text < hex)
+        #expect(!(hex < text))
+        // The bytes 00 00 … sort before the text "0" (30), though the hex text "000…" sorts after it.
+        #expect(try #require(RevisionID("1-00000000000000000000000000000000")) < #require(RevisionID("1-0")))
+    }
+
     /// A 32-lowercase-hex hash is held as a number, anything else as text; the two forms must agree on
-    /// text, equality, hashing and order with each other and with the plain byte rules.
+    /// text, equality and hashing, and order by CouchDB's bytes (a hex hash's 16 bytes, a text's UTF-8).
     @Test func hexAndTextHashesBehaveAsTheirText() throws {
         let hex = "0123456789abcdef0123456789abcdef"
         let texts = [
@@ -53,10 +64,18 @@ import Testing
                 if ra == rb { #expect(ra.hashValue == rb.hashValue) }
                 let byBytes = ra.generation != rb.generation
                     ? ra.generation < rb.generation
-                    : ra.digest.utf8.lexicographicallyPrecedes(rb.digest.utf8)
+                    : Self.couchBytes(ra.digest).lexicographicallyPrecedes(Self.couchBytes(rb.digest))
                 #expect((ra < rb) == byBytes, "\(a) < \(b)")
             }
         }
         #expect(Set(revisions + revisions).count == texts.count)
+    }
+
+    /// The bytes CouchDB compares a hash by.
+    static func couchBytes(_ digest: String) -> [UInt8] {
+        let digits = Array(digest.utf8)
+        guard digits.count == 32, digits.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return digits }
+        func value(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
+        return stride(from: 0, to: 32, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
     }
 }

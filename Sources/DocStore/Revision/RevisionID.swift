@@ -143,13 +143,27 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         }
     }
 
+    /// CouchDB's order (the one that picks a document's winner): by generation, then by the hash as
+    /// CouchDB holds it — 32 hex digits as their 16 bytes, any other hash as its text's bytes — so a
+    /// hex hash and a text one (`1-b8f9…` and `1-bb`, the bytes `b8 f9 …` and `62 62`) rank as they
+    /// do in CouchDB, and replicas agree on the winner.
     public static func < (lhs: RevisionID, rhs: RevisionID) -> Bool {
         if lhs.generation != rhs.generation { return lhs.generation < rhs.generation }
         if case .hex(let lh, let ll) = lhs.storage, case .hex(let rh, let rl) = rhs.storage {
-            // Lowercase hex digits sort as bytes in the order of the numbers they spell.
             return lh != rh ? lh < rh : ll < rl
         }
-        return lhs.digest.utf8.lexicographicallyPrecedes(rhs.digest.utf8)
+        return lhs.withOrderBytes { left in rhs.withOrderBytes { right in left.lexicographicallyPrecedes(right) } }
+    }
+
+    /// The bytes CouchDB compares hashes by: a hex hash's 16 bytes, big-endian; a text hash's UTF-8.
+    private func withOrderBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        switch storage {
+        case .hex(let high, let low):
+            var bytes = (high.bigEndian, low.bigEndian)
+            return withUnsafeBytes(of: &bytes) { body($0) }
+        case .text(var text):
+            return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        }
     }
 
     public init(from decoder: any Decoder) throws {
