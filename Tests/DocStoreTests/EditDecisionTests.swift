@@ -52,7 +52,7 @@ final class EditDecisionTests: XCTestCase {
             ("live, an ancestor", liveStored, root, [conflict, conflict, conflict, conflict]),
             ("live, an unknown revision", liveStored, unknown, [conflict, conflict, conflict, conflict]),
             ("deleted, no revision", goneStored, nil, [.parent(tombstone), .parent(tombstone), .parent(tombstone), .notFound("deleted")]),
-            ("deleted, its leaf", goneStored, tombstone, [.parent(tombstone), .parent(tombstone), .parent(tombstone), .notFound("deleted")]),
+            ("deleted, its leaf", goneStored, tombstone, [conflict, conflict, conflict, .notFound("deleted")]),
             ("deleted, an ancestor", goneStored, root, [conflict, conflict, conflict, .notFound("deleted")]),
             ("deleted, an unknown revision", goneStored, unknown, [conflict, conflict, conflict, .notFound("deleted")]),
         ]
@@ -61,6 +61,12 @@ final class EditDecisionTests: XCTestCase {
                 XCTAssertEqual(self.outcome(stored, revision, policy), outcome, "\(label), \(policy)")
             }
         }
+        // A deletion: of a deleted document, a conflict even without a revision (CouchDB 3.3.3);
+        // otherwise as an edit.
+        for policy in [WritePolicy.put, .upsert, .add] {
+            XCTAssertThrowsError(try EditDecision.parent(stored: goneStored, named: nil, policy: policy, isDeletion: true), "\(policy)")
+        }
+        XCTAssertEqual(try EditDecision.parent(stored: liveStored, named: left, policy: .put, isDeletion: true), left)
     }
 
     /// The new revision's name depends on the parent, the deletion flag, the body and the attachments

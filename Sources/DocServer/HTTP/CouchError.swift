@@ -21,7 +21,9 @@ public struct CouchError: Error, Sendable {
 
     /// The CouchDB answer for a DocStore error.
     public init(_ error: DocStoreError) {
-        self.init(HTTPResponse.Status(code: error.httpStatus), error.couchDBError, error.reason)
+        // DocStore names the malformed revision; CouchDB's answer does not.
+        let reason = error.code == .invalidRevision && error.reason.hasPrefix("Invalid rev format") ? "Invalid rev format" : error.reason
+        self.init(HTTPResponse.Status(code: error.httpStatus), error.couchDBError, reason)
     }
 
     static func badRequest(_ reason: String) -> CouchError { CouchError(.badRequest, "bad_request", reason) }

@@ -88,11 +88,15 @@ extension DocServer: HTTPResponderBuilder {
     }
 
     /// Documents, local documents and attachments. An id that starts with `_` and names no endpoint is
-    /// CouchDB's `illegal_docid`.
+    /// CouchDB's `illegal_docid` to a PUT, and missing to the other methods.
     private func addDocumentRoutes(to group: RouterGroup<DocServerRequestContext>) {
         routeInDatabase(group, "/{db}/{docid}", "/{db}/{docid}/**") { request, db, scope in
             let rest = scope.rest
-            if rest[0].hasPrefix("_") { throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.") }
+            if rest[0].hasPrefix("_") {
+                // As CouchDB 3.3.3: there is no such document to read, copy or delete; writing one is refused.
+                guard request.method == .put else { throw CouchError.notFound("missing") }
+                throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+            }
             if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
             return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
         }

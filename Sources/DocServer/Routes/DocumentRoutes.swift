@@ -73,11 +73,12 @@ extension DocServer {
         case .get, .head: return try await getDocument(db, id: id, request, principal: principal)
         case .put: return try await putDocument(db, id: id, request, principal: principal)
         case .delete:
+            // As CouchDB: a missing or deleted document is 404 whatever the revision says; a live one
+            // without a revision 409.
+            if try await db.document(withID: id) == nil {
+                throw CouchError.notFound(try await db.revisionTree(ofDocumentWithID: id) == nil ? "missing" : "deleted")
+            }
             guard let text = request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) else {
-                // As CouchDB: without a revision, a missing or deleted document is 404, a live one 409.
-                if try await db.document(withID: id) == nil {
-                    throw CouchError.notFound(try await db.revisionTree(ofDocumentWithID: id) == nil ? "missing" : "deleted")
-                }
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
             let revision = try parseRevision(text)
@@ -117,7 +118,11 @@ extension DocServer {
             targetRevision = try query.query["rev"].map(parseRevision)
         }
         let revision = try request.query["rev"].map(parseRevision)
-        guard let source = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
+        guard let source = try await db.document(withID: id, revision: revision), revision != nil || !source.isDeleted else {
+            var deleted = false
+            if revision == nil { deleted = try await db.revisionTree(ofDocumentWithID: id) != nil }
+            throw CouchError.notFound(deleted ? "deleted" : "missing")
+        }
         try checkRead(source, principal)
         do {
             try DocumentValidation.validateID(target, allowDesign: true)
@@ -374,12 +379,13 @@ extension DocServer {
             }
             let result = try await db.insertRevisions([document])[0]
             if let error = result.error { throw CouchError(error) }
-            return Response.json(WriteResult(written: document).json, status: .created,
+            return Response.json(WriteResult(written: document).json, status: document.isDeleted ? .ok : .created,
                                  headers: [.eTag: "\"\(document.revision!)\""])
         }
         if let refusal = try await partitionOverflows([document], in: db)[0] { throw refusal }
         let saved = try await db.put(document)
-        return Response.json(WriteResult(written: saved).json, status: .created,
+        // As CouchDB, a deletion written by PUT is a 200.
+        return Response.json(WriteResult(written: saved).json, status: saved.isDeleted ? .ok : .created,
                              headers: [.eTag: "\"\(saved.revision!)\"", .location: request.location(db.name, id)])
     }
 

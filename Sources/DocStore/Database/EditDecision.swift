@@ -10,8 +10,10 @@
 /// | live document   | a leaf             | child of the leaf | child of the leaf   | conflict (exists)   | child of the leaf  |
 /// | live document   | not a leaf         | conflict          | conflict            | conflict            | conflict           |
 /// | deleted         | no revision        | child of winner   | child of winner     | child of winner     | not found          |
-/// | deleted         | a leaf             | child of the leaf | child of the leaf   | child of the leaf   | not found          |
-/// | deleted         | not a leaf         | conflict          | conflict            | conflict            | not found          |
+/// | deleted         | any revision       | conflict          | conflict            | conflict            | not found          |
+///
+/// A deleted document is made again only from the root, as CouchDB 3.3 allows it: an edit that names
+/// a revision (even the tombstone) is a conflict, and so is a deletion that names none.
 enum EditDecision {
     /// What the database holds for the id.
     struct Stored {
@@ -22,13 +24,14 @@ enum EditDecision {
 
     /// The parent of the new revision (`nil` for a new root).
     /// - Throws: ``DocStoreError/Code/conflict`` or ``DocStoreError/Code/notFound`` as the table says.
-    static func parent(stored: Stored?, named revision: RevisionID?, policy: WritePolicy) throws -> RevisionID? {
+    static func parent(stored: Stored?, named revision: RevisionID?, policy: WritePolicy, isDeletion: Bool = false) throws -> RevisionID? {
         guard let stored else {
             if policy == .update { throw DocStoreError.notFound("missing") }
             guard revision == nil else { throw DocStoreError.conflict() }
             return nil
         }
         if policy == .update && stored.isDeleted { throw DocStoreError.notFound("deleted") }
+        if stored.isDeleted && (revision != nil || isDeletion) { throw DocStoreError.conflict() }
         guard let revision else {
             guard stored.isDeleted || policy == .upsert || policy == .update else {
                 throw DocStoreError.conflict(policy == .add ? "Document already exists" : "Document update conflict.")

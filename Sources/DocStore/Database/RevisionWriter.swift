@@ -35,7 +35,7 @@ struct RevisionWriter {
         var tree = existing?.tree ?? RevisionTree()
         let parent = try EditDecision.parent(
             stored: existing.map { EditDecision.Stored(tree: $0.tree, winner: $0.winner, isDeleted: $0.isDeleted) },
-            named: document.revision, policy: policy)
+            named: document.revision, policy: policy, isDeletion: document.isDeleted)
         // As CouchDB: a document made again after its deletion, without naming a revision, is new to
         // validation functions (no old document).
         let recreated = document.revision == nil && (existing?.isDeleted ?? false)
