@@ -32,9 +32,8 @@ struct ChangesRequest: Sendable {
     var designOnly = false
     /// A filter function registered in Swift, with the request's parameters.
     var function: (filter: ChangesFilterFunction, parameters: [String: String])?
-    /// A design document's filter (`design/name`) or `_view`, with the request's parameters.
-    var script: (name: String, parameters: [String: String])?
-    /// The predicate of ``script``, once its design document was read.
+    /// The predicate of a design document's filter (`design/name`) or `_view` (``scriptFilter(_:filters:)``),
+    /// once its design document was read.
     var scriptPredicate: (@Sendable (Document) -> Bool)?
 
     init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
@@ -125,7 +124,8 @@ struct ChangesRequest: Sendable {
             for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
             function = (filters[name]!, parameters)
         case let name? where Self.isScriptFilter(name):
-            script = (name, Self.scriptParameters(request, body: body))
+            // Looked up by the route before these parameters are read (``scriptFilter(_:filters:)``).
+            break
         case let other? where !other.hasPrefix("_"):
             throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
         case let other?:
