@@ -38,12 +38,15 @@ final class DatabaseCRUDTests: XCTestCase {
         let error = await assertThrowsDocStoreError(.conflict) { try await db.save(stale) }
         XCTAssertEqual(error?.couchDBError, "conflict")
         XCTAssertEqual(error?.httpStatus, 409)
-        // With put, no revision for an existing document is a conflict as in CouchDB; a revision for a
-        // missing one is a conflict for both.
+        // With put, no revision for an existing document is a conflict as in CouchDB; a new document may
+        // name the revision it descends from, as in CouchDB 3.3.3 — recorded as an ancestor it never had.
         await assertThrowsDocStoreError(.conflict) { try await db.put(Document(id: "doc", body: ["n": 4])) }
-        await assertThrowsDocStoreError(.conflict) {
-            try await db.save(Document(id: "nope", revision: RevisionID("1-abc"), body: [:]))
-        }
+        let descendant = try await db.save(Document(id: "nope", revision: RevisionID("1-abc"), body: [:]))
+        XCTAssertEqual(descendant.revision?.generation, 2)
+        let tree = try await db.revisionTree(ofDocumentWithID: "nope")
+        XCTAssertEqual(tree?.contains(RevisionID("1-abc")!), true)
+        let ancestor = try await db.document(withID: "nope", revision: RevisionID("1-abc"))
+        XCTAssertNil(ancestor, "no body for an ancestor the database never had")
         let current = try await db.document(withID: "doc")
         XCTAssertEqual(current?.int(forKey: "n"), 2)
         XCTAssertEqual(current?.revision?.generation, 2)

@@ -45,7 +45,7 @@ final class EditDecisionTests: XCTestCase {
         // (stored, named revision) → outcome under .put, .upsert, .add, .update
         let table: [(String, EditDecision.Stored?, RevisionID?, [Outcome])] = [
             ("nothing, no revision", nil, nil, [.parent(nil), .parent(nil), .parent(nil), .notFound("missing")]),
-            ("nothing, a revision", nil, left, [conflict, conflict, conflict, .notFound("missing")]),
+            ("nothing, a revision", nil, left, [.parent(left), .parent(left), conflict, .notFound("missing")]),
             ("live, no revision", liveStored, nil, [conflict, .parent(right), exists, .parent(right)]),
             ("live, the winning leaf", liveStored, right, [.parent(right), .parent(right), exists, .parent(right)]),
             ("live, the other leaf", liveStored, left, [.parent(left), .parent(left), exists, .parent(left)]),

@@ -5,7 +5,7 @@
 /// | stored          | edit names         | `.put`            | `.upsert`           | `.add`              | `.update`          |
 /// |-----------------|--------------------|-------------------|---------------------|---------------------|--------------------|
 /// | nothing         | no revision        | new root          | new root            | new root            | not found          |
-/// | nothing         | a revision         | conflict          | conflict            | conflict            | not found          |
+/// | nothing         | a revision         | child of it ¹     | child of it ¹       | conflict            | not found          |
 /// | live document   | no revision        | conflict          | child of winner     | conflict (exists)   | child of winner    |
 /// | live document   | a leaf             | child of the leaf | child of the leaf   | conflict (exists)   | child of the leaf  |
 /// | live document   | not a leaf         | conflict          | conflict            | conflict            | conflict           |
@@ -14,6 +14,9 @@
 ///
 /// A deleted document is made again only from the root, as CouchDB 3.3 allows it: an edit that names
 /// a revision (even the tombstone) is a conflict, and so is a deletion that names none.
+///
+/// ¹ As CouchDB 3.3: a new document may name a revision it descends from; the database records it as
+/// an ancestor it does not have (`_revs_info` status `missing`).
 enum EditDecision {
     /// What the database holds for the id.
     struct Stored {
@@ -27,8 +30,8 @@ enum EditDecision {
     static func parent(stored: Stored?, named revision: RevisionID?, policy: WritePolicy, isDeletion: Bool = false) throws -> RevisionID? {
         guard let stored else {
             if policy == .update { throw DocStoreError.notFound("missing") }
-            guard revision == nil else { throw DocStoreError.conflict() }
-            return nil
+            if revision != nil && policy == .add { throw DocStoreError.conflict() }
+            return revision
         }
         if policy == .update && stored.isDeleted { throw DocStoreError.notFound("deleted") }
         if stored.isDeleted && (revision != nil || isDeletion) { throw DocStoreError.conflict() }

@@ -50,7 +50,13 @@ struct RevisionWriter {
         let digest = prepared?.revisionDigest(parent: parent, of: document)
             ?? RevisionHash.digest(parent: parent, isDeleted: document.isDeleted, body: document.body, attachments: document.attachments)
         let revision = RevisionID(generation: generation, digest16: digest)
-        tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
+        if let parent, !tree.contains(parent) {
+            // A new document naming the revision it descends from (``EditDecision``): an ancestor the
+            // database never had.
+            try tree.merge(history: [revision, parent], isDeleted: document.isDeleted)
+        } else {
+            tree.addRevision(revision, parent: parent, isDeleted: document.isDeleted)
+        }
         document.revision = revision
         document.revisionHistory = nil
         document.conflicts = []
