@@ -55,14 +55,28 @@ struct CouchRequest: Sendable {
         self.segments = CouchRequest.splittingDocumentPrefixes(segments)
         endsWithSlash = path.hasSuffix("/")
         var query: [String: String] = [:]
+        try CouchRequest.forEachQueryParameter(in: rawQuery) { name, value in query[name] = value }
+        self.query = query
+    }
+
+    /// Calls `body` with each parameter of a query string, in order, decoded (`+` as a space).
+    /// - Throws: ``CouchError`` 400 for a percent-encoding that does not decode.
+    static func forEachQueryParameter(in rawQuery: String?, _ body: (_ name: String, _ value: String) throws -> Void) throws {
         for pair in (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = CouchRequest.percentDecoded(parts[0], plusIsSpace: true)
             let value = parts.count > 1 ? CouchRequest.percentDecoded(parts[1], plusIsSpace: true) : ""
             guard let name, let value else { throw CouchError.badRequest("Invalid percent-encoding in the query string") }
-            query[name] = value
+            try body(name, value)
         }
-        self.query = query
+    }
+
+    /// The query string's parameters in order (``query`` keeps the last of each name).
+    var queryParameters: [(name: String, value: String)] {
+        var parameters: [(name: String, value: String)] = []
+        // The query string was decoded when the request was made: it cannot fail here.
+        try? CouchRequest.forEachQueryParameter(in: rawQuery) { parameters.append(($0, $1)) }
+        return parameters
     }
 
     func header(_ name: HTTPField.Name) -> String? {
@@ -79,14 +93,15 @@ struct CouchRequest: Sendable {
     /// The path the router matches: each decoded segment percent-encoded on its own (so `a/b` in one
     /// segment stays one), with the query string as it came.
     var routingPath: String {
-        let path = "/" + segments.map(CouchRequest.percentEncoded).joined(separator: "/")
+        let path = "/" + segments.map { CouchRequest.percentEncoded($0) }.joined(separator: "/")
         return rawQuery.map { path + "?" + $0 } ?? path
     }
 
     /// `text` with every byte of its UTF-8 but RFC 3986's unreserved characters (`A-Z a-z 0-9 - _ . ~`)
     /// percent-encoded, in capitals (as Foundation's `addingPercentEncoding` does, at a fraction of
-    /// its cost: this runs for every segment of every request).
-    static func percentEncoded(_ text: String) -> String {
+    /// its cost: this runs for every segment of every request); with `spaceAsPlus`, a space as `+`
+    /// (a form value, as CouchDB's rewrites write query strings).
+    static func percentEncoded(_ text: String, spaceAsPlus: Bool = false) -> String {
         func isUnreserved(_ byte: UInt8) -> Bool {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
@@ -103,6 +118,8 @@ struct CouchRequest: Sendable {
         for byte in text.utf8 {
             if isUnreserved(byte) {
                 bytes.append(byte)
+            } else if spaceAsPlus && byte == UInt8(ascii: " ") {
+                bytes.append(UInt8(ascii: "+"))
             } else {
                 bytes.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
             }
@@ -183,14 +200,8 @@ struct CouchRequest: Sendable {
     /// has none of them).
     func lastParameter(_ names: [String]) -> String? {
         let present = names.filter { query[$0] != nil }
-        guard present.count > 1, let rawQuery else { return present.first }
-        var last: String?
-        for pair in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
-            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first
-                .flatMap { CouchRequest.percentDecoded($0, plusIsSpace: true) }
-            if let name, present.contains(name) { last = name }
-        }
-        return last ?? present.first
+        guard present.count > 1 else { return present.first }
+        return queryParameters.last { present.contains($0.name) }?.name ?? present.first
     }
 
     /// The JSON value of whichever of `names` counts (``lastParameter(_:)``); every one given must be JSON.
@@ -273,10 +284,8 @@ struct CouchRequest: Sendable {
     /// Reads the view parameters of the query string in their order, so that the first one that is
     /// wrong is the one refused, as CouchDB reads them.
     func checkViewParametersInOrder() throws {
-        guard let rawQuery, query.count > 1 else { return }
-        for pair in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
-            guard let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first
-                .flatMap({ CouchRequest.percentDecoded($0, plusIsSpace: true) }) else { continue }
+        guard query.count > 1 else { return }
+        for (name, _) in queryParameters {
             if Self.viewJSONParameters.contains(name) {
                 _ = try json(name)
             } else if Self.viewBooleanParameters.contains(name) {

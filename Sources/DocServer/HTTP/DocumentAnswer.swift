@@ -48,6 +48,15 @@ struct DocumentOptions: Sendable {
 
     init() {}
 
+    /// These options for a revision asked for by `rev` or `open_revs`: as CouchDB 3.3.3 answers one, with
+    /// `_revisions` and attachments but not the tree's members (`_revs_info`, `_conflicts`,
+    /// `_deleted_conflicts`) or `_local_seq`.
+    var forARevision: DocumentOptions {
+        var options = self
+        (options.revsInfo, options.conflicts, options.deletedConflicts, options.localSequence) = (false, false, false, false)
+        return options
+    }
+
     /// What CouchDB 3.3 applies to the documents `include_docs=true` adds to the rows of `_all_docs`,
     /// views and `_changes`: `conflicts`, `attachments` (inline base64 data) and `att_encoding_info`;
     /// `nil` without any of them.

@@ -351,19 +351,20 @@ extension DocServer {
         var rows: [ChangesRow] = []
         rows.reserveCapacity(page.changes.count)
         for change in page.changes {
-            var document: JSON?
-            if parameters.includeDocuments {
-                if let included = change.document {
-                    document = try await includedDocument(included, in: db, parameters.documentOptions)
-                } else {
-                    document = .null
-                }
-            }
+            let document = try await includedDocument(of: change, in: db, parameters)
             var row = ChangesRow(change, allLeaves: parameters.allLeaves, document: document)
             row.sequence = CouchSequence.json(change.sequence)
             rows.append(row)
         }
         return (rows, page.lastSequence)
+    }
+
+    /// A row's `doc` (`include_docs=true`): the winner as the feed's options show it, `null` for a
+    /// change whose document was not read; `nil` without `include_docs`.
+    private func includedDocument(of change: ChangesFeedRow, in db: Database, _ parameters: ChangesRequest) async throws -> JSON? {
+        guard parameters.includeDocuments else { return nil }
+        guard let included = change.document else { return .null }
+        return try await includedDocument(included, in: db, parameters.documentOptions)
     }
 
     /// ``collectChanges(_:_:principal:since:)`` where each leaf revision is judged on its own
@@ -390,12 +391,7 @@ extension DocServer {
                     if let document, passes(document) { passing.append(leaf) }
                 }
                 guard !passing.isEmpty else { continue }
-                var document: JSON?
-                if parameters.includeDocuments {
-                    document = .null
-                    if let included = change.document { document = try await includedDocument(included, in: db, parameters.documentOptions) }
-                }
-                var row = ChangesRow(change, allLeaves: true, document: document)
+                var row = ChangesRow(change, allLeaves: true, document: try await includedDocument(of: change, in: db, parameters))
                 row.revisions = passing
                 row.sequence = CouchSequence.json(change.sequence)
                 rows.append(row)

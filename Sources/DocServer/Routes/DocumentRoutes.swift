@@ -206,22 +206,13 @@ extension DocServer {
         var revision = try request.query["rev"].map(parseRevision)
         // `open_revs=[]` is CouchDB's plain read.
         if let openRevs = request.query["open_revs"], openRevs.filter({ !$0.isWhitespace }) != "[]" {
-            // Revisions asked for come with `_revisions` and attachments, not the tree's members.
-            var revisionOptions = options
-            (revisionOptions.revsInfo, revisionOptions.conflicts, revisionOptions.deletedConflicts, revisionOptions.localSequence) =
-                (false, false, false, false)
-            return try await openRevisions(db, id: id, openRevs, revisionOptions, request, principal: principal)
+            return try await openRevisions(db, id: id, openRevs, options.forARevision, request, principal: principal)
         }
         // atts_since alone asks for attachments, as in CouchDB (an empty list for all of them).
         if request.query["atts_since"] != nil { (options.attachments, options.attsSinceGiven) = (true, true) }
         // CouchDB 3.3.3 answers a single read with `latest=true` with the winner, whatever `rev` says.
         if options.latest { revision = nil }
-        if revision != nil {
-            // As CouchDB 3.3.3: a revision asked for by `rev` comes with `_revisions` (`revs`) and its
-            // attachments, not with the members of the tree (`revs_info`, `conflicts`,
-            // `deleted_conflicts`, `meta`) or `_local_seq`.
-            (options.revsInfo, options.conflicts, options.deletedConflicts, options.localSequence) = (false, false, false, false)
-        }
+        if revision != nil { options = options.forARevision }
         guard let document = try await db.document(withID: id, revision: revision,
                                                    includeRevisionHistory: options.revs || options.attachments) else {
             let tree = try await db.revisionTree(ofDocumentWithID: id)

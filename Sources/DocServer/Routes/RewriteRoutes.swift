@@ -35,7 +35,7 @@ extension DocServer {
         switch document.body["rewrites"] {
         case .array(let rules)?:
             let rules = try RewriteRules(rules, secure: nodeConfiguration.bool("chttpd", "secure_rewrites", default: true))
-            let query = try RewriteRules.bindings(ofQuery: Self.queryPairs(request.rawQuery))
+            let query = try RewriteRules.bindings(ofQuery: request.queryParameters)
             guard let rewritten = rules.rewrite(method: request.method.rawValue, path: path, query: query) else {
                 throw CouchError.notFound("missing")
             }
@@ -141,18 +141,6 @@ extension DocServer {
             }
         }
         return fields
-    }
-
-    /// The query string's parameters, in order, decoded as CouchDB decodes them.
-    static func queryPairs(_ rawQuery: String?) throws -> [(name: String, value: String)] {
-        try (rawQuery ?? "").split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = CouchRequest.percentDecoded(parts[0], plusIsSpace: true),
-                let value = parts.count > 1 ? CouchRequest.percentDecoded(parts[1], plusIsSpace: true) : "" else {
-                throw CouchError.badRequest("Invalid percent-encoding in the query string")
-            }
-            return (name, value)
-        }
     }
 
     /// The responder a rewritten request goes through: the request middleware and the router (not the

@@ -188,24 +188,8 @@ struct RewriteRules {
         }
     }
 
-    /// `text` encoded as a form value: letters, digits and `-_.~` as they are, a space as `+`, every
-    /// other byte `%XX`.
-    static func quotePlus(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        let hex = Array("0123456789ABCDEF".utf8)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                bytes.append(byte)
-            case UInt8(ascii: " "):
-                bytes.append(UInt8(ascii: "+"))
-            default:
-                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    /// `text` encoded as a form value, as CouchDB's rewrites write paths and query strings.
+    static func quotePlus(_ text: String) -> String { CouchRequest.percentEncoded(text, spaceAsPlus: true) }
 
     /// `path` with empty, `.` and `..` segments resolved (a `..` at the top stays), from the root.
     static func normalize(_ path: String) -> String {
