@@ -103,6 +103,17 @@ def start_comparison(prefix, defaults):
     return couch, docstore, process, folder, options
 
 
+def report_comparison(figures, differences):
+    """The end of a comparison script: each figure ("name": "same/asked"), the first differences (what,
+    CouchDB's answer, DocStore's), the "N passed, M failed" line; the exit status, 1 if any differed."""
+    for name, value in figures.items():
+        print("%s: %s" % (name, value))
+    for what, expected, actual in differences[:15]:
+        print("DIFFERENCE %s\n  CouchDB:  %s\n  DocStore: %s" % (what, json.dumps(expected)[:600], json.dumps(actual)[:600]))
+    print("%d passed, %d failed" % (sum(int(v.split("/")[0]) for v in figures.values()), len(differences)))
+    return 1 if differences else 0
+
+
 def stop_docstore(process):
     """Stops `docstore serve` as Ctrl-C does, or kills it after 15 s."""
     process.send_signal(signal.SIGINT)

@@ -27,7 +27,7 @@ import pathlib
 import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
+from couchdb_replication_interop import report_comparison, start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_js_parity"
 TYPES = ["fruit", "veg", "grain", "nut", None]
@@ -370,18 +370,22 @@ def main():
                    ("GET", "/%s/_design/app/_list/csv/by_type?group=true" % DB),
                    ("POST", "/%s/_design/app/_update/bump/d003" % DB), ("POST", "/%s/_design/app/_update/bump/nope" % DB),
                    ("GET", "/%s/_design/app/_update/bump/d003" % DB)]
-        same = 0
-        for method, path in renders:
-            answers = []
-            for server in (couch, docstore):
-                status, data, headers = server.request(method, path, b"" if method == "POST" else None)
-                type_ = {k.lower(): v for k, v in headers.items()}.get("content-type")
-                answers.append((status, type_, normalised(data)))
-            if answers[0] != answers[1]:
-                differ("render %s %s" % (method, path), answers[0], answers[1])
-            else:
-                same += 1
-        figures["shows, lists and updates identical"] = "%d/%d" % (same, len(renders))
+        def compare_rendered(label, requests, adjust=lambda path, answer: answer):
+            """Asks both servers each request; compares status, content type and body (as `adjust` leaves it)."""
+            same = 0
+            for method, path in requests:
+                answers = []
+                for server in (couch, docstore):
+                    status, data, headers = server.request(method, path, b"" if method == "POST" else None)
+                    type_ = {k.lower(): v for k, v in headers.items()}.get("content-type")
+                    answers.append((status, type_, adjust(path, normalised(data))))
+                if answers[0] != answers[1]:
+                    differ("%s %s %s" % (label, method, path), answers[0], answers[1])
+                else:
+                    same += 1
+            return "%d/%d" % (same, len(requests))
+
+        figures["shows, lists and updates identical"] = compare_rendered("render", renders)
 
         # 6. Rewrites.
         for server in (couch, docstore):
@@ -397,32 +401,18 @@ def main():
                     ("GET", function + "/early?z=1"), ("POST", function + "/early"), ("GET", function + "/num"),
                     ("GET", function + "/nopath"), ("GET", function + "/badcode"), ("GET", function + "/badquery"),
                     ("GET", function + "/other")]
-        same = 0
-        for method, path in rewrites:
-            answers = []
-            for server in (couch, docstore):
-                status, data, headers = server.request(method, path, b"" if method == "POST" else None)
-                type_ = {k.lower(): v for k, v in headers.items()}.get("content-type")
-                answer = normalised(data)
-                if path.endswith("/post") and isinstance(answer, dict):
-                    answer.pop("offset", None)  # a multi-key query's: CouchDB's is a per-shard figure (see 1.)
-                answers.append((status, type_, answer))
-            if answers[0] != answers[1]:
-                differ("rewrite %s %s" % (method, path), answers[0], answers[1])
-            else:
-                same += 1
-        figures["rewrites identical"] = "%d/%d" % (same, len(rewrites))
+        def without_multikey_offset(path, answer):
+            if path.endswith("/post") and isinstance(answer, dict):
+                answer.pop("offset", None)  # a multi-key query's: CouchDB's is a per-shard figure (see 1.)
+            return answer
+
+        figures["rewrites identical"] = compare_rendered("rewrite", rewrites, without_multikey_offset)
     finally:
         stop_docstore(process)
         shutil.rmtree(folder, ignore_errors=True)
         couch.request("DELETE", "/" + DB)
 
-    for name, value in figures.items():
-        print("%s: %s" % (name, value))
-    for what, expected, actual in differences[:15]:
-        print("DIFFERENCE %s\n  CouchDB:  %s\n  DocStore: %s" % (what, json.dumps(expected)[:600], json.dumps(actual)[:600]))
-    print("%d passed, %d failed" % (sum(int(v.split("/")[0]) for v in figures.values()), len(differences)))
-    return 1 if differences else 0
+    return report_comparison(figures, differences)
 
 
 if __name__ == "__main__":

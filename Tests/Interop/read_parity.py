@@ -31,7 +31,7 @@ import pathlib
 import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
+from couchdb_replication_interop import report_comparison, start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_all_docs_parity"
 IDS = ["a", "b", "B", "c", "d-1", "d_2", "e", "\u00e9", "z", "_design/x", "_design/y", "0", "10", "9"]
@@ -269,12 +269,7 @@ def main():
         for name in [DB, CHANGES_DB, DOCS_DB] + databases:
             couch.request("DELETE", "/" + name)
 
-    for name, value in figures.items():
-        print("%s: %s" % (name, value))
-    for what, expected, actual in differences[:15]:
-        print("DIFFERENCE %s\n  CouchDB:  %s\n  DocStore: %s" % (what, json.dumps(expected)[:600], json.dumps(actual)[:600]))
-    print("%d passed, %d failed" % (sum(int(v.split("/")[0]) for v in figures.values()), len(differences)))
-    return 1 if differences else 0
+    return report_comparison(figures, differences)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import pathlib
 import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from couchdb_replication_interop import start_comparison, stop_docstore  # noqa: E402
+from couchdb_replication_interop import report_comparison, start_comparison, stop_docstore  # noqa: E402
 
 DB = "dsi_write_parity"
 ATTACHMENT = {"content_type": "application/octet-stream", "data": "aGk="}
@@ -163,11 +163,7 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
         couch.request("DELETE", "/" + DB)
 
-    print("writes identical: %d/%d" % (same, options["cases"]))
-    for what, expected, actual in differences[:15]:
-        print("DIFFERENCE %s\n  CouchDB:  %s\n  DocStore: %s" % (what, json.dumps(expected)[:600], json.dumps(actual)[:600]))
-    print("%d passed, %d failed" % (same, len(differences)))
-    return 1 if differences else 0
+    return report_comparison({"writes identical": "%d/%d" % (same, options["cases"])}, differences)
 
 
 if __name__ == "__main__":
