@@ -120,9 +120,7 @@ struct ChangesRequest: Sendable {
             // No channel named: every document the user may see (as an empty `limitToChannels`).
             channels = names.isEmpty ? nil : names
         case let name? where filters[name] != nil:
-            var parameters = request.query
-            for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
-            function = (filters[name]!, parameters)
+            function = (filters[name]!, Self.filterParameters(request, body: body))
         case let name? where Self.isScriptFilter(name):
             // Looked up by the route before these parameters are read (``scriptFilter(_:filters:)``).
             break
@@ -145,9 +143,9 @@ struct ChangesRequest: Sendable {
         name == "_view" || (name.contains("/") && !name.hasPrefix("_") && name != "sync_gateway/bychannel")
     }
 
-    /// What a design document's filter sees as `req.query`: the query string's parameters and a POST
-    /// body's string members.
-    static func scriptParameters(_ request: CouchRequest, body: JSONObject) -> [String: String] {
+    /// What a filter sees as its parameters (a design document's as `req.query`): the query string's
+    /// parameters and a POST body's string members.
+    static func filterParameters(_ request: CouchRequest, body: JSONObject) -> [String: String] {
         var parameters = request.query
         for (key, value) in body { if let text = value.stringValue { parameters[key] = text } }
         return parameters
@@ -156,9 +154,12 @@ struct ChangesRequest: Sendable {
     /// The design document's filter the request names (from the query string or a POST body), if it
     /// names one and no filter registered in Swift has that name, with its parameters.
     static func scriptFilter(_ request: CouchRequest, filters: [String: ChangesFilterFunction]) throws -> (name: String, parameters: [String: String])? {
+        // The body is read only where it may name the filter or give it parameters.
+        let named = request.query["filter"]
+        if let named, filters[named] != nil || !isScriptFilter(named) { return nil }
         let body = request.method == .post && !request.body.isEmpty ? try request.jsonObjectBody() : JSONObject()
-        guard let name = request.query["filter"] ?? body["filter"]?.stringValue, filters[name] == nil, isScriptFilter(name) else { return nil }
-        return (name, scriptParameters(request, body: body))
+        guard let name = named ?? body["filter"]?.stringValue, filters[name] == nil, isScriptFilter(name) else { return nil }
+        return (name, filterParameters(request, body: body))
     }
 
     /// Whether the feed judges each leaf revision on its own: with `style=all_docs`, CouchDB runs a
