@@ -75,9 +75,8 @@ extension DocServer {
         case .delete:
             // As CouchDB: a missing or deleted document is 404 whatever the revision says; a live one
             // without a revision 409.
-            if try await db.document(withID: id) == nil {
-                throw CouchError.notFound(try await db.revisionTree(ofDocumentWithID: id) == nil ? "missing" : "deleted")
-            }
+            guard let tree = try await db.revisionTree(ofDocumentWithID: id) else { throw CouchError.notFound("missing") }
+            if tree.winner?.isDeleted ?? true { throw CouchError.notFound("deleted") }
             guard let text = request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) else {
                 throw CouchError(.conflict, "conflict", "Document update conflict.")
             }
