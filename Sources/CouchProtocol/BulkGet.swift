@@ -7,19 +7,71 @@ package enum BulkGet {
         package var items: [Item]
 
         package struct Item: Sendable, Hashable {
-            /// `nil` for an entry without a string `id` (answered with a `bad_request` row).
+            /// `nil` for an entry without a string `id` (answered with a ``refusal``).
             package var id: String?
-            /// The revision as sent (an invalid one is answered with a `bad_request` row); `nil` for
-            /// the winner.
+            /// The revision as sent; `nil` for every leaf (CouchDB's `open_revs=all`).
             package var revision: String?
             /// Revisions the client has: attachments no newer than the newest of them on the
             /// document's history come as stubs, the others with their content.
             package var attachmentsSince: [RevisionID]
+            /// Why CouchDB 3.3 answers this entry with an error row without reading anything: an
+            /// entry that is no object, has no valid `id`, or a malformed `rev` or `atts_since`.
+            package var refusal: Failure?
 
-            package init(id: String?, revision: String? = nil, attachmentsSince: [RevisionID] = []) {
+            package init(id: String?, revision: String? = nil, attachmentsSince: [RevisionID] = [], refusal: Failure? = nil) {
                 self.id = id
                 self.revision = revision
                 self.attachmentsSince = attachmentsSince
+                self.refusal = refusal
+            }
+
+            /// An entry of a request body, checked as CouchDB 3.3 checks it: the id (as a document id
+            /// to write; `_local/` ids pass), then `rev`, then `atts_since`; the first fault becomes
+            /// the entry's ``refusal``, whose `rev` is the faulty value (`null` for the id's faults).
+            /// A revision is kept as CouchDB writes it back (`+2-a` as `2-a`); one CouchDB reads but no
+            /// database holds (`0-a`) as text (it is missing); such an `atts_since` revision is left out.
+            static func parse(_ entry: JSON) -> Item {
+                func refused(_ id: String?, _ revision: JSON, _ error: String, _ reason: String) -> Item {
+                    Item(id: id, refusal: Failure(id: id, revision: revision.stringValue, error: ErrorBody(error: error, reason: reason)))
+                }
+                guard case .object(let spec) = entry, !spec.isEmpty else {
+                    return refused(nil, .null, "bad_request", "document must be a JSON object")
+                }
+                guard let idValue = spec[Keys.id] else { return refused(nil, .null, "bad_request", "document id missed") }
+                guard let id = idValue.stringValue else { return refused(nil, .null, "illegal_docid", "Document id must be a string") }
+                if let reason = Item.idFault(id) { return refused(id, .null, "illegal_docid", reason) }
+                var item = Item(id: id)
+                if let rev = spec[Keys.rev] {
+                    guard let text = rev.stringValue, RevisionID.isReadableByCouchDB(text) else {
+                        return refused(id, rev, "bad_request", "Invalid rev format")
+                    }
+                    item.revision = RevisionID.readAsCouchDB(text)?.description ?? text
+                }
+                switch spec[Keys.attsSince] {
+                case nil, .array([])?:
+                    break
+                case .array(let list)?:
+                    for value in list {
+                        guard let text = value.stringValue, RevisionID.isReadableByCouchDB(text) else {
+                            return refused(id, value, "bad_request", "Invalid rev format")
+                        }
+                        if let since = RevisionID.readAsCouchDB(text) { item.attachmentsSince.append(since) }
+                    }
+                case let other?:
+                    return refused(id, other, "bad_request", "att_since value must be array of revs.")
+                }
+                return item
+            }
+
+            /// CouchDB's reason for refusing `id` as a document id, or `nil`.
+            static func idFault(_ id: String) -> String? {
+                switch id {
+                case "": return "Document id must not be empty"
+                case "_design/", "_local/": return "Illegal document id `\(id)`"
+                default:
+                    guard id.utf8.first == UInt8(ascii: "_"), !id.hasPrefix("_design/"), !id.hasPrefix("_local/") else { return nil }
+                    return "Only reserved document ids may start with underscore."
+                }
             }
         }
 
@@ -27,20 +79,7 @@ package enum BulkGet {
 
         package init(json: JSON) throws {
             guard case .array(let entries)? = json[Keys.docs] else { throw DocStoreError(.badRequest, "Missing JSON list of 'docs'.") }
-            items = try entries.map { entry in
-                guard case .object(let spec) = entry, let id = spec[Keys.id]?.stringValue else { return Item(id: nil) }
-                var item = Item(id: id, revision: spec[Keys.rev]?.stringValue)
-                if let since = spec[Keys.attsSince] {
-                    guard let list = since.arrayValue else { throw DocStoreError(.badRequest, "atts_since must be a JSON array") }
-                    item.attachmentsSince = try list.map { value in
-                        guard let text = value.stringValue, let revision = RevisionID(text) else {
-                            throw DocStoreError(.badRequest, "Invalid rev in atts_since")
-                        }
-                        return revision
-                    }
-                }
-                return item
-            }
+            items = entries.map(Item.parse)
         }
 
         package var json: JSON {

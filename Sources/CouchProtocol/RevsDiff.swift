@@ -23,7 +23,7 @@ package enum RevsDiff {
             offered = try object.map { id, value in
                 guard let list = value.arrayValue else { throw DocStoreError(.badRequest, "Revisions of \(id) must be an array") }
                 return Offer(id: id, revisions: try list.map { item in
-                    guard let text = item.stringValue, let revision = RevisionID(text) else {
+                    guard let text = item.stringValue, let revision = RevisionID.readAsCouchDB(text) else {
                         throw DocStoreError(.badRequest, "Invalid rev format")
                     }
                     return revision
@@ -74,10 +74,18 @@ package enum RevsDiff {
             }
             return .object(object)
         }
+
+        /// The answer of `_missing_revs`: `{"missing_revs": {"id": ["rev", …]}}`.
+        package var missingRevisionsJSON: JSON {
+            var object = JSONObject()
+            for difference in differences { object[difference.id] = JSON(difference.missing.map(\.description)) }
+            return [Keys.missingRevs: .object(object)]
+        }
     }
 
     enum Keys {
         static let missing = "missing"
+        static let missingRevs = "missing_revs"
         static let possibleAncestors = "possible_ancestors"
     }
 }

@@ -211,9 +211,10 @@ final class ServerAPITests: XCTestCase {
             ["id": "c", "rev": "1-aaa"], ["id": "c", "rev": "2-bbb"], ["id": "c", "rev": "bad"], ["id": "c"], ["id": "c", "rev": "1-zzz"],
         ]])
         let latestResults = try XCTUnwrap(bulkLatest.json["results"]?.arrayValue)
+        // (Several leaves in CouchDB's walk of the tree; an entry without `rev` asks for every leaf.)
         XCTAssertEqual(latestResults.map { $0["docs"]?.arrayValue?.map { $0["ok"]?["_rev"] ?? $0["error"]?["error"] ?? .null } },
-                       [["2-ccc", "2-bbb"], ["2-bbb"], ["bad_request"], ["2-ccc"], ["not_found"]])
-        XCTAssertEqual(latestResults[0]["docs"]?[1]?["ok"]?["_revisions"], ["start": 2, "ids": ["bbb", "aaa"]])
+                       [["2-bbb", "2-ccc"], ["2-bbb"], ["bad_request"], ["2-bbb", "2-ccc"], ["not_found"]])
+        XCTAssertEqual(latestResults[0]["docs"]?[1]?["ok"]?["_revisions"], ["start": 2, "ids": ["ccc", "aaa"]])
         let withoutLatest = try await server.request("POST", "/db/_bulk_get", json: ["docs": [["id": "c", "rev": "1-aaa"]]])
         XCTAssertEqual(withoutLatest.json["results"]?[0]?["docs"]?[0]?["error"]?["error"], "not_found",
                        "without latest, an ancestor whose body is not stored is missing")

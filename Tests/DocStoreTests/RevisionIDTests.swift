@@ -24,6 +24,30 @@ import Testing
         #expect(throws: DocStoreError.self) { try RevisionID.parse(text) }
     }
 
+    /// What CouchDB 3.3.3's `couch_doc:parse_rev` reads (checked against one): an Erlang integer before
+    /// the first `-`, then any hash, 32 characters only if hex. Some of it names no revision DocStore holds.
+    @Test(arguments: [
+        ("1-abc", "1-abc"), ("+2-abc", "2-abc"), ("02-abc", "2-abc"), ("0-abc", nil), ("1-", "1-"), ("+0-a", nil),
+        ("1-" + String(repeating: "A", count: 32), "1-" + String(repeating: "A", count: 32)), ("1-a b", nil),
+    ] as [(String, String?)])
+    func readsWhatCouchDBReads(text: String, held: String?) {
+        #expect(RevisionID.isReadableByCouchDB(text))
+        #expect(RevisionID.readAsCouchDB(text)?.description == held)
+    }
+
+    @Test(arguments: ["", "abc", "-1-abc", "a-abc", "1.5-a", "1-" + String(repeating: "z", count: 32), " 1-a"])
+    func refusesWhatCouchDBRefuses(text: String) {
+        #expect(!RevisionID.isReadableByCouchDB(text))
+        #expect(RevisionID.readAsCouchDB(text) == nil)
+    }
+
+    /// CouchDB's `open_revs` list of missing revisions: each once as it writes it back, in its order.
+    @Test func ordersTextsAsCouchDBWritesThemBack() {
+        let hex = "8b2bc181373a348640d43d7830d6abbc"
+        #expect(RevisionID.couchDBOrdered(["3-a", "1-zzz", "+1-b", "0-x", "1-\(hex.uppercased())", "1-b", "bad", "10-a", "1-"])
+                == ["0-x", "1-", "1-b", "1-zzz", "1-\(hex)", "3-a", "10-a"])
+    }
+
     @Test func ordersByGenerationThenBytes() throws {
         #expect(RevisionID("2-zzz")! < RevisionID("10-aaa")!)
         #expect(RevisionID("2-abc")! < RevisionID("2-abd")!)

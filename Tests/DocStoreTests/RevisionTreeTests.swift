@@ -14,6 +14,16 @@ final class RevisionTreeTests: XCTestCase {
         return tree
     }
 
+    /// The order of CouchDB 3.3.3's `_bulk_get` answers (`couch_key_tree`), read off one: roots from the
+    /// greatest (generation, then hash bytes) down, each root's leaves depth first, children ascending.
+    func testLeavesInCouchDBsWalkOrder() throws {
+        let t = try tree((history("1-zzz"), false), (history("3-aaa", "2-b", "1-a"), false), (history("2-mmm", "1-a"), false),
+                         (history("2-c", "1-a"), true), (history("1-8b2bc181373a348640d43d7830d6abbc"), false), (history("1-b"), false),
+                         (history("4-d", "3-s"), false))
+        XCTAssertEqual(t.leavesInWalkOrder, history("4-d", "1-8b2bc181373a348640d43d7830d6abbc", "1-zzz", "1-b", "3-aaa", "2-c", "2-mmm"))
+        XCTAssertEqual(RevisionTree().leavesInWalkOrder, [])
+    }
+
     func testLinearHistory() throws {
         var t = RevisionTree()
         t.addRevision(rev("1-a"), parent: nil, isDeleted: false)

@@ -101,8 +101,8 @@ extension DocServer {
         return Response.json(BulkDocsRequest.answer(rows.compactMap { $0 }, newEdits: newEdits), status: .created)
     }
 
-    /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`,
-    /// answered as JSON, or as `multipart/mixed` to a client that accepts that and not JSON (each
+    /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`
+    /// — an entry without `rev` asks for every leaf, as CouchDB's — answered as JSON, or as `multipart/mixed` to a client that accepts that and not JSON (each
     /// document complete: its attachments' bytes follow it). A document's `atts_since` asks for its
     /// attachments, stubs for those no newer than the newest of those revisions on its history.
     func bulkGet(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
@@ -129,8 +129,9 @@ extension DocServer {
                 item.options.attsSince = entry.attachmentsSince
                 item.options.attachments = true
             }
-            let revision = entry.revision.flatMap(RevisionID.init)
-            if let id = entry.id, entry.revision == nil || revision != nil {
+            // A revision CouchDB reads but no database holds (`0-a`) is missing without a read.
+            let revision = entry.revision.flatMap { RevisionID($0) }
+            if entry.refusal == nil, let id = entry.id, entry.revision == nil || revision != nil {
                 item.read = reads.count
                 reads.append((id, revision))
             }
@@ -150,8 +151,8 @@ extension DocServer {
                 return .failure(BulkGet.Failure(id: id, revision: revision, error: ErrorBody(error: error, reason: reason)))
             }
             var entries: [BulkGet.Entry] = []
-            if id == nil {
-                entries.append(failure("bad_request", "Missing id"))
+            if let refusal = item.request.refusal {
+                entries.append(.failure(refusal))
             } else if let id, Partition.current, let error = Partition.error(of: id) {
                 entries.append(.failure(BulkGet.Failure(id: id, revision: nil, error: error.body)))
             } else if let read = item.read {
@@ -178,7 +179,7 @@ extension DocServer {
                     }
                 }
             } else {
-                entries.append(failure("bad_request", "Invalid rev format"))
+                entries.append(failure("not_found", "missing"))
             }
             if multipart {
                 for case .failure(let failure) in entries { appendBulkGetError(failure, to: &parts, boundary: boundary) }
@@ -319,6 +320,16 @@ extension DocServer {
         let body = try RevsDiff.Request(json: .object(try request.jsonObjectBody()))
         let differences = try await db.missingRevisions(body.offered.map { ($0.id, $0.revisions) })
         return Response.json(RevsDiff.Response(differences).json)
+    }
+
+    /// `POST /{db}/_missing_revs`: `{"id": ["rev", …]}` → `{"missing_revs": {"id": [missing, …]}}`, the
+    /// older form of `_revs_diff` (without possible ancestors) that CouchDB 3.3 still answers.
+    func missingRevisions(_ db: Database, _ request: CouchRequest) async throws -> Response {
+        guard request.method == .post else { throw CouchError.methodNotAllowed }
+        try request.requireJSONContentType()
+        let body = try RevsDiff.Request(json: .object(try request.jsonObjectBody()))
+        let differences = try await db.missingRevisions(body.offered.map { ($0.id, $0.revisions) })
+        return Response.json(RevsDiff.Response(differences).missingRevisionsJSON)
     }
 
     /// `GET|POST /{db}/_design/{a}/_view/{b}`: the natively registered index `a/b`, else view `b` of the

@@ -155,6 +155,7 @@ extension DocServer: HTTPResponderBuilder {
             try await self.changes(db, request, principal: scope.member)
         }
         routeInDatabase(group, "/{db}/_revs_diff", "/{db}/_revs_diff/**") { request, db, scope in try await self.revisionsDiff(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_missing_revs", "/{db}/_missing_revs/**") { request, db, _ in try await self.missingRevisions(db, request) }
         routeInDatabase(group, "/{db}/_bulk_get", "/{db}/_bulk_get/**") { request, db, scope in try await self.bulkGet(db, request, principal: scope.member) }
         routeInDatabase(group, "/{db}/_ensure_full_commit", "/{db}/_ensure_full_commit/**") { request, _, _ in
             guard request.method == .post else { throw CouchError.methodNotAllowed }

@@ -190,8 +190,15 @@ extension DocServer {
         return Response.json(["ok": true, "id": .string(id)], status: .accepted)
     }
 
+    /// A `rev` to read: `nil` for one CouchDB reads but no database holds (`0-a`, missing), else as
+    /// ``parseRevision(_:)``.
+    func revisionToRead(_ text: String) throws -> RevisionID? {
+        if !RevisionID.isReadableByCouchDB(text) { throw CouchError.badRequest("Invalid rev format") }
+        return RevisionID.readAsCouchDB(text)
+    }
+
     func parseRevision(_ text: String) throws -> RevisionID {
-        guard let revision = RevisionID(text) else {
+        guard let revision = RevisionID.readAsCouchDB(text) else {
             throw CouchError.badRequest("Invalid rev format")
         }
         return revision
@@ -201,8 +208,10 @@ extension DocServer {
     /// `atts_since`) as `multipart/related` when the client accepts it, attachments after the JSON.
     private func getDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         var options = try DocumentOptions(request)
-        // As CouchDB, `rev` must be a revision even where `open_revs` makes it unused.
-        var revision = try request.query["rev"].map(parseRevision)
+        // As CouchDB, `rev` must be a revision even where `open_revs` makes it unused; one that no
+        // database holds (`0-a`) is missing.
+        let revisionText = request.query["rev"]
+        var revision = try revisionText.flatMap(revisionToRead)
         // `open_revs=[]` is CouchDB's plain read.
         if let openRevs = request.query["open_revs"], openRevs.filter({ !$0.isWhitespace }) != "[]" {
             return try await openRevisions(db, id: id, openRevs, options.forARevision, request, principal: principal)
@@ -210,7 +219,11 @@ extension DocServer {
         // atts_since alone asks for attachments, as in CouchDB (an empty list for all of them).
         if request.query["atts_since"] != nil { (options.attachments, options.attsSinceGiven) = (true, true) }
         // CouchDB 3.3.3 answers a single read with `latest=true` with the winner, whatever `rev` says.
-        if options.latest { revision = nil }
+        if options.latest {
+            revision = nil
+        } else if revisionText != nil && revision == nil {
+            throw CouchError.notFound("missing")
+        }
         if revision != nil { options = options.forARevision }
         guard let document = try await db.document(withID: id, revision: revision,
                                                    includeRevisionHistory: options.revs || options.attachments) else {
@@ -243,7 +256,7 @@ extension DocServer {
         return Response(status: .ok, headers: headers, body: request.method == .head ? ResponseBody() : body.responseBody(db))
     }
 
-    /// The leaves of `tree` whose history contains `revision`, best first.
+    /// The leaves of `tree` whose history contains `revision`, best first (CouchDB's rank).
     func leaves(descendingFrom revision: RevisionID, in tree: RevisionTree) -> [RevisionID] {
         tree.rankedLeaves.map(\.revision).filter { tree.history(of: $0).contains(revision) }
     }
@@ -254,20 +267,20 @@ extension DocServer {
     private func openRevisions(_ db: Database, id: String, _ openRevs: String, _ options: DocumentOptions,
                                _ request: CouchRequest, principal: Principal) async throws -> Response {
         // As CouchDB 3.3.3: "all", or a JSON array of revisions; each revision asked for of a document
-        // that is not there is `missing`.
-        var requested: [(text: String, revision: RevisionID)] = []
+        // that is not there is `missing`, as is one CouchDB reads but no database holds (`0-a`).
+        var requested: [(text: String, revision: RevisionID?)] = []
         if openRevs != "all" {
             let parsed: JSON
             do { parsed = try JSON(parsing: openRevs) } catch { throw CouchError.badRequest("invalid UTF-8 JSON") }
             guard case .array(let list) = parsed else { throw CouchError.badRequest("Invalid list of revisions") }
             for value in list {
-                guard let text = value.stringValue, let revision = RevisionID(text) else { throw CouchError.badRequest("Invalid rev format") }
-                requested.append((text, revision))
+                guard let text = value.stringValue, RevisionID.isReadableByCouchDB(text) else { throw CouchError.badRequest("Invalid rev format") }
+                requested.append((text, RevisionID.readAsCouchDB(text)))
             }
         }
         guard let tree = try await db.revisionTree(ofDocumentWithID: id) else {
             if openRevs == "all" { throw CouchError.notFound() }
-            return try await openRevisionsResponse(db, [], missing: requested.map(\.text), options, request)
+            return try await openRevisionsResponse(db, [], missing: RevisionID.couchDBOrdered(requested.map(\.text)), options, request)
         }
         var wanted: [RevisionID] = []
         var missing: [String] = []
@@ -275,18 +288,21 @@ extension DocServer {
             wanted = tree.leaves.map(\.revision)
         } else {
             for (text, revision) in requested {
-                if !tree.contains(revision) {
+                guard let revision, tree.contains(revision) else {
                     missing.append(text)
-                } else if options.latest && !tree.isLeaf(revision) {
+                    continue
+                }
+                if options.latest && !tree.isLeaf(revision) {
                     wanted += leaves(descendingFrom: revision, in: tree)
                 } else {
                     wanted.append(revision)
                 }
             }
         }
+        // As CouchDB 3.3.3: each revision once, in ascending order (generation, then hash), then the
+        // missing ones, ordered alike.
         var found: [Document] = []
-        var seen = Set<RevisionID>()
-        for revision in wanted where seen.insert(revision).inserted {
+        for revision in Set(wanted).sorted() {
             guard let document = try await db.document(withID: id, revision: revision, includeRevisionHistory: true) else {
                 missing.append(revision.description)
                 continue
@@ -294,7 +310,7 @@ extension DocServer {
             guard principal.canRead(document.channels) else { continue }
             found.append(document)
         }
-        return try await openRevisionsResponse(db, found, missing: missing, options, request)
+        return try await openRevisionsResponse(db, found, missing: RevisionID.couchDBOrdered(missing), options, request)
     }
 
     private func openRevisionsResponse(_ db: Database, _ found: [Document], missing: [String], _ options: DocumentOptions,

@@ -191,10 +191,11 @@ extension Database {
         return positions.map { $0.isEmpty ? nil : documents[$0.lowerBound] }
     }
 
-    /// For each request, the revision asked for (the current one for `nil`, unless deleted) with its
-    /// revision history — or with `latest`, for a revision that is no longer a leaf, every leaf that
-    /// descends from it, winner first, as CouchDB's `latest=true` — all read in one snapshot. An entry is empty when the document, the revision or its
-    /// body is not there.
+    /// For each request, the revision asked for (for `nil` every leaf, deleted ones too, as CouchDB's
+    /// `open_revs=all`) with its revision history — or with `latest`, for a revision that is no longer
+    /// a leaf, every leaf that descends from it, as CouchDB's `latest=true` — all read in one snapshot;
+    /// several leaves come in CouchDB's order (``RevisionTree/leavesInWalkOrder``). An entry is empty
+    /// when the document, the revision or its body is not there.
     /// - Complexity: O(total size of the revisions' bodies and trees).
     package func revisionsWithHistory(_ requests: [(id: String, revision: RevisionID?)], latest: Bool) async throws -> [[Document]] {
         let (documents, positions) = try await readRevisions(requests, latest: latest)
@@ -214,10 +215,9 @@ extension Database {
                 let first = stored.count
                 defer { positions.append(first..<stored.count) }
                 guard let record = try records.fetch(id: id) else { continue }
-                if requested == nil && record.isDeleted { continue }
-                var revisions = [requested ?? record.winner]
+                var revisions = requested.map { [$0] } ?? record.tree.leavesInWalkOrder
                 if latest, let requested, record.tree.contains(requested), !record.tree.isLeaf(requested) {
-                    revisions = record.tree.rankedLeaves.map(\.revision).filter { record.tree.history(of: $0).contains(requested) }
+                    revisions = record.tree.leavesInWalkOrder.filter { record.tree.history(of: $0).contains(requested) }
                 }
                 for revision in revisions {
                     let body: [UInt8], isDeleted: Bool

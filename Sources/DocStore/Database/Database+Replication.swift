@@ -25,19 +25,26 @@ extension Database {
         return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: false, source: source) }
     }
 
-    /// For each document, which of the given revisions this database lacks.
-    /// Documents with nothing missing are left out, as in CouchDB.
+    /// For each document, which of the given revisions this database lacks, as CouchDB 3.3 answers:
+    /// for a document it does not have, all of them as given; else in ascending order (generation,
+    /// then hash), each revision it has taking out one offer of it (one offered twice is answered
+    /// missing once). Documents with nothing missing are left out, as in CouchDB.
     public func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
         try await read(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var differences: [RevisionDifference] = []
             for (id, revisions) in offered {
-                let tree = try records.fetch(id: id)?.tree ?? RevisionTree()
-                var seen = Set<RevisionID>()
-                let missing = revisions.filter { !tree.contains($0) && seen.insert($0).inserted }
+                guard let tree = try records.fetch(id: id)?.tree else {
+                    if !revisions.isEmpty { differences.append(RevisionDifference(id: id, missing: revisions, possibleAncestors: [])) }
+                    continue
+                }
+                // As CouchDB 3.3 (`couch_key_tree:find_missing`): in ascending order, each revision the
+                // tree holds taking out one of the offers of it.
+                var found = Set<RevisionID>()
+                let missing = revisions.sorted().filter { !(tree.contains($0) && found.insert($0).inserted) }
                 guard !missing.isEmpty else { continue }
                 let highest = missing.map(\.generation).max() ?? 0
-                let ancestors = tree.leaves.map(\.revision).filter { $0.generation < highest }
+                let ancestors = tree.rankedLeaves.map(\.revision).filter { $0.generation < highest }
                 differences.append(RevisionDifference(id: id, missing: missing, possibleAncestors: ancestors))
             }
             return differences

@@ -90,6 +90,56 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         self.init(generation: generation, digestBytes: digest)
     }
 
+    /// Whether CouchDB 3.3 reads `text` as a revision: an integer (Erlang's, with an optional sign)
+    /// before the first `-`, then anything — 32 characters only if they are hex. Such a text that
+    /// ``init(_:)`` refuses (`0-a`, `1-`, `+2-a`, a hash with a space) names a revision no database
+    /// holds: CouchDB answers it as missing where it reads, rather than as a malformed request.
+    package static func isReadableByCouchDB(_ text: String) -> Bool {
+        guard let dash = text.utf8.firstIndex(of: UInt8(ascii: "-")) else { return false }
+        var number = text.utf8[..<dash]
+        if let sign = number.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { number = number.dropFirst() }
+        guard !number.isEmpty, number.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
+        let hash = text.utf8[text.utf8.index(after: dash)...]
+        return hash.count != 32 || hash.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) }
+    }
+
+    /// `text` read as CouchDB 3.3 reads a revision: as ``init(_:)``, but the generation may also have a
+    /// sign or leading zeros (`+2-a` and `02-a` are `2-a`); `nil` where CouchDB refuses the text
+    /// (``isReadableByCouchDB(_:)``) or reads a revision no database holds (`0-a`, `1-`).
+    package static func readAsCouchDB(_ text: String) -> RevisionID? {
+        guard isReadableByCouchDB(text) else { return nil }
+        if let exact = RevisionID(text) { return exact }
+        guard let dash = text.firstIndex(of: "-"), let generation = Int(text[..<dash]), generation >= 1 else {
+            return nil
+        }
+        return RevisionID("\(generation)\(text[dash...])")
+    }
+
+    /// Revisions CouchDB 3.3 reads (``isReadableByCouchDB(_:)``) as it writes them back — each once, in
+    /// its order (generation, then the hash's bytes, 32 hex digits as 16 bytes), the generation without
+    /// sign or leading zeros and a hex hash in small letters — as its `open_revs` answers list them.
+    package static func couchDBOrdered(_ texts: [String]) -> [String] {
+        var keyed: [String: (generation: Int, hash: [UInt8])] = [:]
+        for text in texts {
+            guard isReadableByCouchDB(text), let dash = text.firstIndex(of: "-"), let generation = Int(text[..<dash]) else { continue }
+            var hash = String(text[text.index(after: dash)...])
+            var bytes = Array(hash.utf8)
+            if bytes.count == 32 {
+                hash = hash.lowercased()
+                bytes = stride(from: 0, to: 32, by: 2).map { UInt8(hash.utf8.dropFirst($0).prefix(2).reduce(0) { $0 << 4 | hexValue($1) }) }
+            }
+            keyed["\(generation)-\(hash)"] = (generation, bytes)
+        }
+        return keyed.sorted { a, b in
+            a.value.generation != b.value.generation ? a.value.generation < b.value.generation
+                : a.value.hash.lexicographicallyPrecedes(b.value.hash)
+        }.map(\.key)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> Int {
+        digit <= 57 ? Int(digit) - 48 : Int(digit | 0x20) - 87
+    }
+
     /// Parses a revision id, throwing ``DocStoreError/Code/invalidRevision`` if it is malformed.
     public static func parse(_ text: String) throws -> RevisionID {
         guard let revision = RevisionID(text) else {

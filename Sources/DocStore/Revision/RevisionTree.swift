@@ -63,6 +63,29 @@ public struct RevisionTree: Sendable, Hashable {
         return b.revision < a.revision
     }
 
+    /// The leaves in the order CouchDB 3.3 walks its revision tree (`couch_key_tree`), the order of its
+    /// `_bulk_get` answers: roots from the greatest (generation, then hash) down, and under each root
+    /// its leaves depth first, children in ascending order.
+    /// - Complexity: O(n log n).
+    public var leavesInWalkOrder: [RevisionID] {
+        var children = [[Int]](repeating: [], count: nodes.count)
+        var roots: [Int] = []
+        for (index, node) in nodes.enumerated() {
+            if let parent = node.parent { children[parent].append(index) } else { roots.append(index) }
+        }
+        var leaves: [RevisionID] = []
+        // Depth first without recursion: the next node to visit is on top.
+        var stack = roots.sorted { nodes[$0].revision < nodes[$1].revision }
+        while let index = stack.popLast() {
+            if children[index].isEmpty {
+                leaves.append(nodes[index].revision)
+            } else {
+                stack += children[index].sorted { nodes[$1].revision < nodes[$0].revision }
+            }
+        }
+        return leaves
+    }
+
     /// The leaves ordered as CouchDB ranks them, winner first.
     public var rankedLeaves: [Node] { leaves.sorted(by: RevisionTree.ranksAbove) }
 
