@@ -181,6 +181,26 @@ final class ServerAPITests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_all_dbs").json, ["_replicator", "_users", "a", "a/b/c", "x/y"])
     }
 
+    /// As CouchDB: HEAD is GET without the body on every endpoint — the GET's status and headers, its
+    /// length among them — and a feed is never started.
+    func testHeadIsGetWithoutTheBody() async throws {
+        let server = try await TestServer.withDatabase(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/a", json: ["v": 1]).status, 201)
+        for path in ["/db/_changes", "/db/_security", "/_active_tasks", "/db/_revs_limit", "/db/_index", "/db/a", "/db"] {
+            let get = try await server.request("GET", path)
+            let head = try await server.request("HEAD", path)
+            XCTAssertEqual(get.status, 200, path)
+            XCTAssertEqual(head.status, get.status, path)
+            XCTAssertTrue(head.body.isEmpty, path)
+            XCTAssertEqual(head.header("Content-Length"), String(get.body.count), path)
+            XCTAssertEqual(head.header("Content-Type"), get.header("Content-Type"), path)
+        }
+        let feed = try await server.request("HEAD", "/db/_changes?feed=continuous&heartbeat=1000")
+        XCTAssertEqual(feed.status, 200)
+        XCTAssertTrue(feed.body.isEmpty)
+        await XCTAssertEqualAsync(try await server.request("HEAD", "/db/nope").status, 404)
+    }
+
     func testConflictsOpenRevsAndMultipart() async throws {
         let server = try await TestServer.withDatabase(self)
         let docs: JSON = ["new_edits": false, "docs": [

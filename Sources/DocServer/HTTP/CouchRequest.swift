@@ -8,7 +8,10 @@ import NIOCore
 /// headers, and the body — collected, or for uploads that may be large (attachments, multipart
 /// documents) a stream the route reads in pieces.
 struct CouchRequest: Sendable {
-    let method: HTTPRequest.Method
+    var method: HTTPRequest.Method
+    /// Whether the request came as HEAD, which is routed and answered as GET (``method`` is GET), as
+    /// CouchDB does; the answer's headers are sent without its body.
+    var isHead = false
     /// Path segments, percent-decoded; `/db/a%2Fb` is `["db", "a/b"]`.
     let segments: [String]
     /// Whether the path ended with `/` (which ``segments`` do not show): `/_utils` and `/_utils/` differ.
@@ -219,13 +222,37 @@ struct CouchRequest: Sendable {
         try requireJSONContentType()
         var request = self
         for (name, value) in try jsonObjectBody() where name == "keys" || query[name] == nil {
-            switch value {
-            case .string(let text) where name.hasSuffix("docid") || name.hasSuffix("doc_id") || name == "stale" || name == "update":
-                request.query[name] = text
-            default:
-                request.query[name] = try value.serializedString()
-            }
+            request.query[name] = try CouchRequest.parameterText(name, value)
         }
+        return request
+    }
+
+    /// A parameter given as JSON (a POST body's member) as the query string would give it.
+    private static func parameterText(_ name: String, _ value: JSON) throws -> String {
+        switch value {
+        case .string(let text) where name.hasSuffix("docid") || name.hasSuffix("doc_id") || name == "stale" || name == "update":
+            return text
+        default:
+            return try value.serializedString()
+        }
+    }
+
+    /// The GET that one query of a multi-query POST (`…/queries`) stands for: the query string's
+    /// parameters, each of `members` (JSON, as a POST body gives them) over them, and no body.
+    func withParameters(_ members: JSONObject) throws -> CouchRequest {
+        var request = self
+        request.method = .get
+        request.body = []
+        var kept = queryParameters.filter { members[$0.name] == nil }.map {
+            "\(CouchRequest.percentEncoded($0.name))=\(CouchRequest.percentEncoded($0.value))"
+        }
+        for (name, value) in members {
+            let text = try CouchRequest.parameterText(name, value)
+            request.query[name] = text
+            kept.append("\(CouchRequest.percentEncoded(name))=\(CouchRequest.percentEncoded(text))")
+        }
+        // The raw query decides which of two spellings came last (`startkey`, `start_key`).
+        request.rawQuery = kept.joined(separator: "&")
         return request
     }
 

@@ -98,9 +98,12 @@ struct CouchRequestMiddleware: RouterMiddleware {
                 let overridden = HTTPRequest.Method(override.trimmingCharacters(in: .whitespaces).uppercased()) {
                 method = overridden
             }
+            // As CouchDB: HEAD is GET without the body, on every endpoint.
+            if method == .head { method = .get }
             var couch = try CouchRequest(method: method, path: request.uri.path, rawQuery: request.uri.query,
                                          headers: request.headers, body: [],
                                          plusIsSpace: node.bool("chttpd", "decode_plus_to_space", default: true))
+            couch.isHead = request.method == .head
             couch.forwardedHost = HTTPField.Name(node.value("chttpd", "x_forwarded_host") ?? "X-Forwarded-Host")
             couch.authority = request.head.authority
             var routed = request
@@ -133,6 +136,12 @@ struct CouchRequestMiddleware: RouterMiddleware {
         }
         if response.status == .unauthorized, let challenge = node.value("chttpd", "WWW-Authenticate") {
             response.headers[.wwwAuthenticate] = challenge
+        }
+        if request.method == .head {
+            // The GET's headers, its length among them; no body is made (a feed is never started).
+            let length = response.headers[.contentLength] ?? response.body.contentLength.map(String.init)
+            response.body = ResponseBody()
+            response.headers[.contentLength] = length
         }
         return response
     }

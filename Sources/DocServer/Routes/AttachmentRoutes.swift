@@ -13,9 +13,11 @@ extension DocServer {
         case .get, .head:
             return try await getAttachment(db, id: id, name: name, request, principal: principal)
         case .put, .delete:
+            // As CouchDB, the name is checked before the document is read.
+            do { try Attachment.checkName(name) } catch let error as DocStoreError { throw CouchError.badRequest(error.reason) }
             return try await changeAttachment(db, id: id, name: name, request, principal: principal)
         default:
-            throw CouchError.methodNotAllowed
+            throw CouchError.only("DELETE,GET,HEAD,PUT")
         }
     }
 
@@ -47,13 +49,13 @@ extension DocServer {
         if let rangeHeader = request.header(.range),
             let ranges = try ByteRanges(rangeHeader, length: sendsEncoded ? attachment.encodedLength : attachment.length),
             attachment.encoding == .identity {
-            return try rangeResponse(db, attachment, ranges, headers: headers, head: request.method == .head)
+            return try rangeResponse(db, attachment, ranges, headers: headers, head: request.isHead)
         }
         if sendsEncoded { headers[.contentEncoding] = "gzip" }
         if attachment.encoding == .identity || sendsEncoded { headers[HTTPField.Name("Content-MD5")!] = md5 }
         let content = try db.attachmentContent(attachment, encoded: sendsEncoded)
         headers[.contentLength] = String(content.byteCount)
-        if request.method == .head { return Response(status: .ok, headers: headers) }
+        if request.isHead { return Response(status: .ok, headers: headers) }
         return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: content.byteCount) { writer in
             for try await piece in content { try await writer.write(ByteBuffer(bytes: piece)) }
             try await writer.finish(nil)

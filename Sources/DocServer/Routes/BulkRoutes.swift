@@ -198,6 +198,10 @@ extension DocServer {
 
     /// `GET|POST /{db}/_all_docs` with CouchDB's options (JSON-encoded keys).
     func allDocuments(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        if request.segments.count == 3, request.segments[2] == "queries" {
+            return try await multiQuery(request) { try await allDocumentsAnswer(db, $0, principal: principal).serialized(nonFiniteAsNull: true) }
+        }
+        guard request.segments.count == 2 else { throw CouchError.notFound() }
         guard request.method == .get || request.method == .post || request.method == .head else { throw CouchError.methodNotAllowed }
         return Response.json(serialized: try await allDocumentsAnswer(db, request, principal: principal).serialized(nonFiniteAsNull: true))
     }
@@ -340,11 +344,19 @@ extension DocServer {
         if let fullText = request.query["full_text"] {
             return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
         }
+        if request.method == .post, try request.jsonObjectBody()["queries"] != nil {
+            throw CouchError.badRequest("The `queries` parameter is no longer supported at this endpoint")
+        }
+        return Response.json(serialized: try await serializedView(db, name: name, request, principal: principal))
+    }
+
+    /// A view's answer to a request, serialized.
+    func serializedView(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> [UInt8] {
         let query = try viewQuery(request)
         if let partitioned = try await partitionedView(db, name: name, request, query, principal: principal) {
             var answer = partitioned
             if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
-            return Response.json(serialized: try answer.serialized(nonFiniteAsNull: true))
+            return try answer.serialized(nonFiniteAsNull: true)
         }
         var answer = try await viewAnswer(db, name: name, query, principal: principal)
         if query.includeDocuments { try await refineIncludedDocuments(of: &answer, db, request) }
@@ -353,7 +365,7 @@ extension DocServer {
             answer.totalRows = nil
             answer.offset = nil
         }
-        return Response.json(serialized: try answer.serialized(nonFiniteAsNull: true))
+        return try answer.serialized(nonFiniteAsNull: true)
     }
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.

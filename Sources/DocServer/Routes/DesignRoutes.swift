@@ -20,6 +20,8 @@ extension DocServer {
         switch rest[0] {
         case "_view" where rest.count == 2:
             return try await view(db, name: "\(design)/\(rest[1])", request, principal: principal)
+        case "_view" where rest.count == 3 && rest[2] == "queries":
+            return try await multiQuery(request) { try await serializedView(db, name: "\(design)/\(rest[1])", $0, principal: principal) }
         case "_info" where rest.count == 1:
             return try await designInfo(db, design: design, request)
         case "_show" where rest.count >= 2:
@@ -34,11 +36,10 @@ extension DocServer {
             return try await update(db, design: design, name: rest[1], id: id, request, principal: principal)
         case "_show", "_list", "_update":
             throw CouchError.notFound("Invalid path.")
-        case let name where !name.hasPrefix("_"):
+        default:
+            // Anything else names an attachment, as in CouchDB (`_x` one that cannot be written).
             return try await attachmentRoute(db, id: "_design/\(design)", name: rest.joined(separator: "/"), request,
                                              principal: principal)
-        default:
-            throw CouchError.notFound()
         }
     }
 
@@ -116,8 +117,7 @@ extension DocServer {
     /// document or view is gone.
     func viewCleanup(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard principal.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }
-        guard request.method == .post else { throw CouchError.methodNotAllowed }
-        try request.requireJSONContentType()
+        // CouchDB 3.3.3 takes any method and body here.
         try await db.dropStaleJavaScriptViews()
         return Response.json(["ok": true], status: .accepted)
     }
@@ -194,6 +194,7 @@ extension DocServer {
     /// take every view option; `{v}` `_all_docs` lists `_all_docs`.
     private func list(_ db: Database, design name: String, name list: String, view: String, _ request: CouchRequest,
                       principal: Principal) async throws -> Response {
+        guard [.get, .post, .options].contains(request.method) else { throw CouchError.only("GET,POST,HEAD") }
         let (engine, design) = try await designFunction(db, name, "lists", list)
         // As CouchDB, `_list/{l}/_all_docs` lists the rows of `_all_docs`.
         let json = view == "\(name)/_all_docs"

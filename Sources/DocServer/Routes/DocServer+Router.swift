@@ -67,6 +67,7 @@ extension DocServer: HTTPResponderBuilder {
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
             return Response.json(JSON(try self.allDatabaseNames(request)))
         }
+        group.route("/_dbs_info") { request, context in try await self.databasesInfo(request, principal: context.principal) }
         group.route("/_active_tasks") { request, context in try self.activeTasks(request, principal: try self.requireUser(request, context)) }
     }
 
@@ -76,7 +77,8 @@ extension DocServer: HTTPResponderBuilder {
             let principal = try self.requireUser(request, context)
             // Creating and deleting a database are the server admins'; the rest is its members'.
             if [.put, .delete].contains(request.method) {
-                try self.refuseUnknownEndpoint(request)
+                // As CouchDB: creating `_x` is an illegal name, deleting it an unknown endpoint.
+                if request.method == .delete { try self.refuseUnknownEndpoint(request) }
                 return try await self.databaseRoute(name: request.segments[0], request, principal: principal)
             }
             return try await self.inDatabase(request, context) { _, scope in
@@ -93,9 +95,14 @@ extension DocServer: HTTPResponderBuilder {
         routeInDatabase(group, "/{db}/{docid}", "/{db}/{docid}/**") { request, db, scope in
             let rest = scope.rest
             if rest[0].hasPrefix("_") {
-                // As CouchDB 3.3.3: there is no such document to read, copy or delete; writing one is refused.
-                guard request.method == .put else { throw CouchError.notFound("missing") }
-                throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+                // As CouchDB 3.3.3: there is no such document to read, copy or delete; writing one is
+                // refused (a POST is a form upload, which needs a `Referer` first).
+                switch request.method {
+                case .get, .delete, HTTPRequest.Method("COPY")!: throw CouchError.notFound("missing")
+                case .post where request.header(HTTPField.Name("Referer")!) == nil: throw CouchError.badRequest("Referer header required.")
+                case .put, .post: throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+                default: throw CouchError.only("DELETE,GET,HEAD,POST,PUT,COPY")
+                }
             }
             if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
             return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
@@ -107,9 +114,11 @@ extension DocServer: HTTPResponderBuilder {
             guard rest.count == 2 else { throw CouchError.badRequest("_local documents do not accept attachments.") }
             return try await self.localDocument(db, id: rest[1], request, principal: scope.member)
         }
-        routeInDatabase(group, "/{db}/_local_docs") { request, db, scope in
+        routeInDatabase(group, "/{db}/_local_docs", "/{db}/_local_docs/queries") { request, db, scope in
             guard scope.member.readsEverything else { throw CouchError.forbidden("You are not allowed to list local documents.") }
-            return try await self.localDocumentList(db, request)
+            if request.segments.count == 3 { return try await self.multiQuery(request) { try await self.localDocumentList(db, $0).serialized() } }
+            guard [.get, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
+            return Response.json(try await self.localDocumentList(db, request))
         }
         routeInDatabase(group, "/{db}/_all_docs", "/{db}/_all_docs/**", readsMany: { _ in true }) { request, db, scope in
             try await self.allDocuments(db, request, principal: scope.member)
@@ -137,10 +146,14 @@ extension DocServer: HTTPResponderBuilder {
                 }
             }
         }
-        routeInDatabase(group, "/{db}/_design_docs") { request, db, scope in
-            guard [.get, .head, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
-            return Response.json(serialized: try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"),
-                                                                               designOnly: true).serialized(nonFiniteAsNull: true))
+        routeInDatabase(group, "/{db}/_design_docs", "/{db}/_design_docs/queries") { request, db, scope in
+            let answer: (CouchRequest) async throws -> [UInt8] = { request in
+                try await self.allDocumentsAnswer(db, request, principal: scope.member, idRange: ("_design/", "_design0"), designOnly: true)
+                    .serialized(nonFiniteAsNull: true)
+            }
+            if request.segments.count == 3 { return try await self.multiQuery(request, answer) }
+            guard [.get, .post].contains(request.method) else { throw CouchError.only("GET,HEAD,POST") }
+            return Response.json(serialized: try await answer(request))
         }
         routeInDatabase(group, "/{db}/_temp_view") { request, _, _ in throw CouchError(.gone, "gone", "Temporary views are not supported in CouchDB") }
     }

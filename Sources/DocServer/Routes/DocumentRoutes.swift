@@ -253,7 +253,7 @@ extension DocServer {
         var body = MultipartBody()
         answer.appendRelated(to: &body, boundary: boundary)
         headers[.contentType] = "multipart/related; boundary=\"\(boundary)\""
-        return Response(status: .ok, headers: headers, body: request.method == .head ? ResponseBody() : body.responseBody(db))
+        return Response(status: .ok, headers: headers, body: request.isHead ? ResponseBody() : body.responseBody(db))
     }
 
     /// The leaves of `tree` whose history contains `revision`, best first (CouchDB's rank).

@@ -114,8 +114,7 @@ extension DocServer {
     /// `keys` (a missing one is a `not_found` row), `startkey`/`endkey`, `inclusive_end`, `descending`,
     /// `skip`, `limit`, `include_docs` and `update_seq`; `total_rows`, `offset` and `update_seq` are
     /// `null`, as CouchDB 3.3.3 answers.
-    func localDocumentList(_ db: Database, _ original: CouchRequest) async throws -> Response {
-        guard original.method == .get || original.method == .head || original.method == .post else { throw CouchError.only("GET,HEAD,POST") }
+    func localDocumentList(_ db: Database, _ original: CouchRequest) async throws -> JSON {
         let request = try original.withBodyParameters()
         func key(_ names: String...) throws -> String? {
             guard let value = try names.lazy.compactMap({ try request.json($0) }).first else { return nil }
@@ -156,7 +155,7 @@ extension DocServer {
         var answer: JSONObject = ["total_rows": .null, "offset": .null]
         if try request.bool("update_seq") { answer["update_seq"] = .null }
         answer["rows"] = .array(rows.map(\.json))
-        return Response.json(.object(answer))
+        return .object(answer)
     }
 }
 

@@ -91,6 +91,55 @@ extension DocServer {
         return Array(names.dropFirst(skip).prefix(limit))
     }
 
+    /// `GET /{db}`'s answer: the database's information.
+    func databaseInfo(_ name: String) async throws -> JSON {
+        let db = try await registry.database(named: name)
+        var info = try await db.info().serverJSON
+        if try await registry.isPartitioned(name, db) {
+            // A partitioned database's figures, as its partitions' add up to them.
+            let figures = try await db.figures(ofIDsFrom: "", below: "\u{10FFFF}\u{10FFFF}")
+            info["sizes"]?["external"] = .integer(figures.bodyBytes)
+            info["sizes"]?["active"] = .integer(figures.bodyBytes)
+            info["props"] = ["partitioned": true]
+        } else {
+            info["props"] = [:]
+        }
+        return info
+    }
+
+    /// `/_dbs_info` (server admins, as CouchDB's default `admin_only_all_dbs`): `GET` takes `_all_dbs`'
+    /// parameters and answers `[{"key": name, "info": {…}}]` for the names `_all_dbs` would list; `POST`
+    /// `{"keys": [name, …]}` (at most `chttpd/max_db_number_for_dbs_info_req`, 100) answers one entry per
+    /// key, `{"key": name, "error": "not_found"}` for a name that is no database.
+    func databasesInfo(_ request: CouchRequest, principal: Principal?) async throws -> Response {
+        guard let principal, principal.isAdmin else { throw CouchError.adminRequired }
+        var keys: [JSON]
+        switch request.method {
+        case .get:
+            keys = try allDatabaseNames(request).map(JSON.string)
+        case .post:
+            try request.requireJSONContentType()
+            guard let given = try request.jsonObjectBody()["keys"] else { throw CouchError.badRequest("`keys` member must exist.") }
+            guard let list = given.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
+            guard list.count <= nodeConfiguration.integer("chttpd", "max_db_number_for_dbs_info_req", default: 100) else {
+                throw CouchError.badRequest("too_many_keys")
+            }
+            keys = list
+        default:
+            throw CouchError.only("GET,HEAD,POST")
+        }
+        var entries: [JSON] = []
+        for key in keys {
+            if let name = key.stringValue, (try? DatabaseRegistry.validate(name)) != nil, registry.exists(name),
+                let info = try? await databaseInfo(name) {
+                entries.append(["key": key, "info": info])
+            } else if request.method == .post {
+                entries.append(["key": key, "error": "not_found"])
+            }
+        }
+        return Response.json(.array(entries))
+    }
+
     /// `/{db}`: create (PUT, admins), info (GET/HEAD), delete (DELETE, admins), new document (POST).
     func databaseRoute(name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         switch request.method {
@@ -120,18 +169,7 @@ extension DocServer {
             try await registry.delete(name)
             return Response.json(["ok": true])
         case .get, .head:
-            let db = try await registry.database(named: name)
-            var info = try await db.info().serverJSON
-            if try await registry.isPartitioned(name, db) {
-                // A partitioned database's figures, as its partitions' add up to them.
-                let figures = try await db.figures(ofIDsFrom: "", below: "\u{10FFFF}\u{10FFFF}")
-                info["sizes"]?["external"] = .integer(figures.bodyBytes)
-                info["sizes"]?["active"] = .integer(figures.bodyBytes)
-                info["props"] = ["partitioned": true]
-            } else {
-                info["props"] = [:]
-            }
-            return Response.json(info)
+            return Response.json(try await databaseInfo(name))
         case .post:
             let db = try await registry.database(named: name)
             return try await Partition.$current.withValue(try await registry.isPartitioned(name, db)) {

@@ -64,7 +64,7 @@ struct UtilsFile: Sendable {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentLength] = String(bytes.count)
-        let body = request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
+        let body = request.isHead ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
         return Response(status: .ok, headers: headers, body: body)
     }
 }

@@ -1,0 +1,96 @@
+import DocStore
+import Foundation
+import XCTest
+
+/// Endpoints and methods as CouchDB 3.3.3 answers them (each expectation read off one): several
+/// queries in one request, `_dbs_info`, and the methods and names each endpoint refuses.
+final class CouchDBEndpointsTests: XCTestCase {
+    private func seeded() async throws -> TestServer {
+        let server = try await TestServer.withDatabase(self)
+        let docs: JSON = ["docs": [["_id": "a", "n": 1], ["_id": "b", "n": 2], ["_id": "c", "n": 3],
+                                   ["_id": "_design/d", "views": ["v": ["map": "function(doc) { if (doc.n) emit(doc.n, doc._id); }"]],
+                                    "lists": ["l": "function(head, req) { return 'x'; }"]]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: docs).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_local/l", json: ["v": 1]).status, 201)
+        return server
+    }
+
+    private func ids(_ answer: JSON?) -> [String] {
+        (answer?["rows"]?.arrayValue ?? []).map { $0["id"]?.stringValue ?? $0["key"]?.stringValue ?? "?" }
+    }
+
+    func testSeveralQueriesInOneRequest() async throws {
+        let server = try await seeded()
+        // Each query's members (JSON values) over the query string's parameters.
+        let all = try await server.request("POST", "/db/_all_docs/queries?limit=2", json: ["queries": [
+            ["keys": ["c", "nope"]], [:], ["startkey": "b", "limit": 5, "include_docs": true], ["descending": true, "skip": 1],
+        ]])
+        XCTAssertEqual(all.status, 200, all.text)
+        let results = try XCTUnwrap(all.json["results"]?.arrayValue)
+        XCTAssertEqual(results.map(ids), [["c", "nope"], ["_design/d", "a"], ["b", "c"], ["b", "a"]])
+        XCTAssertEqual(results[0]["rows"]?[1], ["key": "nope", "error": "not_found"])
+        XCTAssertEqual(results[2]["rows"]?[0]?["doc"]?["n"], 2)
+        XCTAssertEqual(results[1]["total_rows"], 4)
+
+        let view = try await server.request("POST", "/db/_design/d/_view/v/queries", json: ["queries": [["key": 2], ["startkey": 2, "descending": false]]])
+        XCTAssertEqual(try XCTUnwrap(view.json["results"]?.arrayValue).map(ids), [["b"], ["b", "c"]])
+        let design = try await server.request("POST", "/db/_design_docs/queries", json: ["queries": [[:]]])
+        XCTAssertEqual(ids(design.json["results"]?[0]), ["_design/d"])
+        let local = try await server.request("POST", "/db/_local_docs/queries", json: ["queries": [["include_docs": true]]])
+        XCTAssertEqual(local.json["results"]?[0]?["rows"]?[0]?["doc"]?["v"], 1)
+
+        // CouchDB's refusals: no `queries`, another method, a faulty query (the whole request), and
+        // `queries` sent to the view itself.
+        let missing = try await server.request("POST", "/db/_all_docs/queries", json: [:])
+        XCTAssertEqual(missing.json, ["error": "bad_request", "reason": "POST body must include `queries` parameter."])
+        let get = try await server.request("GET", "/db/_all_docs/queries")
+        XCTAssertEqual(get.status, 405)
+        XCTAssertEqual(get.json, ["error": "method_not_allowed", "reason": "Only POST allowed"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_all_docs/queries", json: ["queries": [[:], ["limit": -1]]]).status, 400)
+        let old = try await server.request("POST", "/db/_design/d/_view/v", json: ["queries": [[:]]])
+        XCTAssertEqual(old.json["reason"], "The `queries` parameter is no longer supported at this endpoint")
+    }
+
+    func testDatabasesInfo() async throws {
+        let server = try await seeded()
+        await XCTAssertEqualAsync(try await server.request("PUT", "/other").status, 201)
+        let listed = try await server.request("GET", "/_dbs_info?startkey=%22db%22")
+        XCTAssertEqual(listed.json.arrayValue?.map { $0["key"] }, ["db", "other"])
+        XCTAssertEqual(listed.json[0]?["info"]?["doc_count"], 4)
+        XCTAssertEqual(listed.json[0]?["info"]?["db_name"], "db")
+        let asked = try await server.request("POST", "/_dbs_info", json: ["keys": ["other", "nope", 3]])
+        XCTAssertEqual(asked.json.arrayValue?.map { $0["key"] }, ["other", "nope", 3])
+        XCTAssertEqual(asked.json[1], ["key": "nope", "error": "not_found"])
+        XCTAssertEqual(asked.json[0]?["info"]?["doc_count"], 0)
+        let noKeys = try await server.request("POST", "/_dbs_info", json: [:])
+        XCTAssertEqual(noKeys.json, ["error": "bad_request", "reason": "`keys` member must exist."])
+        let tooMany = try await server.request("POST", "/_dbs_info", json: ["keys": JSON((0...100).map { "db\($0)" })])
+        XCTAssertEqual(tooMany.json, ["error": "bad_request", "reason": "too_many_keys"])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_dbs_info").status, 405)
+    }
+
+    func testMethodsAndNamesRefusedAsCouchDBRefusesThem() async throws {
+        let server = try await seeded()
+        // An attachment name is checked before the document's revision.
+        let reserved = try await server.request("PUT", "/db/a/_x", body: Data("x".utf8), contentType: "text/plain")
+        XCTAssertEqual(reserved.status, 400)
+        XCTAssertEqual(reserved.json, ["error": "bad_request", "reason": "Attachment name '_x' starts with prohibited character '_'"])
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/d/_x", body: Data("x".utf8), contentType: "text/plain").status, 400)
+        let post = try await server.request("POST", "/db/a/f.txt", body: Data("x".utf8), contentType: "text/plain")
+        XCTAssertEqual(post.json, ["error": "method_not_allowed", "reason": "Only DELETE,GET,HEAD,PUT allowed"])
+        // A design document's unknown `_x` is an attachment it does not have.
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_design/d/_x").json,
+                                  ["error": "not_found", "reason": "Document is missing attachment"])
+        // A database named `_x` cannot be made; `/db/_x` is no document.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_x").json["error"], "illegal_database_name")
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_x", json: [:]).json,
+                                  ["error": "bad_request", "reason": "Referer header required."])
+        await XCTAssertEqualAsync(try await server.request("PATCH", "/db/_x").status, 405)
+        // A list takes GET and POST; `_view_cleanup` any method.
+        let list = try await server.request("PUT", "/db/_design/d/_list/l/v")
+        XCTAssertEqual(list.json, ["error": "method_not_allowed", "reason": "Only GET,POST,HEAD allowed"])
+        let cleanup = try await server.request("GET", "/db/_view_cleanup")
+        XCTAssertEqual(cleanup.status, 202)
+        XCTAssertEqual(cleanup.json, ["ok": true])
+    }
+}
