@@ -86,6 +86,11 @@ final class CouchDBEndpointsTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/db/_x", json: [:]).json,
                                   ["error": "bad_request", "reason": "Referer header required."])
         await XCTAssertEqualAsync(try await server.request("PATCH", "/db/_x").status, 405)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design", json: [:]).json["error"], "illegal_docid")
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_local/l", json: [:]).json["reason"], "Referer header required.")
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/_index").json,
+                                  ["error": "method_not_allowed", "reason": "Only GET,POST allowed"])
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/_node/_local").json["name"], "nonode@nohost")
         // A list takes GET and POST; `_view_cleanup` any method.
         let list = try await server.request("PUT", "/db/_design/d/_list/l/v")
         XCTAssertEqual(list.json, ["error": "method_not_allowed", "reason": "Only GET,POST,HEAD allowed"])

@@ -94,16 +94,7 @@ extension DocServer: HTTPResponderBuilder {
     private func addDocumentRoutes(to group: RouterGroup<DocServerRequestContext>) {
         routeInDatabase(group, "/{db}/{docid}", "/{db}/{docid}/**") { request, db, scope in
             let rest = scope.rest
-            if rest[0].hasPrefix("_") {
-                // As CouchDB 3.3.3: there is no such document to read, copy or delete; writing one is
-                // refused (a POST is a form upload, which needs a `Referer` first).
-                switch request.method {
-                case .get, .delete, HTTPRequest.Method("COPY")!: throw CouchError.notFound("missing")
-                case .post where request.header(HTTPField.Name("Referer")!) == nil: throw CouchError.badRequest("Referer header required.")
-                case .put, .post: throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
-                default: throw CouchError.only("DELETE,GET,HEAD,POST,PUT,COPY")
-                }
-            }
+            if rest[0].hasPrefix("_") { try self.refuseReservedID(request) }
             if rest.count == 1 { return try await self.documentRoute(db, id: rest[0], request, principal: scope.member) }
             return try await self.attachmentRoute(db, id: rest[0], name: rest[1...].joined(separator: "/"), request, principal: scope.member)
         }
@@ -132,7 +123,7 @@ extension DocServer: HTTPResponderBuilder {
         let isView: @Sendable (CouchRequest) -> Bool = { $0.segments.count >= 5 && $0.segments[3] == "_view" }
         routeInDatabase(group, "/{db}/_design", "/{db}/_design/{ddoc}", "/{db}/_design/{ddoc}/**", readsMany: isView) { request, db, scope in
             let rest = scope.rest
-            guard rest.count >= 2 else { throw CouchError.notFound() }
+            guard rest.count >= 2 else { try self.refuseReservedID(request) }
             if rest.count == 2 { return try await self.documentRoute(db, id: "_design/\(rest[1])", request, principal: scope.member) }
             return try await self.designRoute(db, design: rest[1], Array(rest.dropFirst(2)), request, principal: scope.member)
         }
@@ -249,6 +240,18 @@ extension DocServer: HTTPResponderBuilder {
     }
 
     /// 404 for a first segment that starts with `_` and names neither an endpoint nor a system database.
+    /// `/{db}/_x` that names no endpoint, as CouchDB 3.3.3 answers it: there is no such document to
+    /// read, copy or delete; writing one is refused (a POST is a form upload, which needs a `Referer`
+    /// first); other methods are 405.
+    private func refuseReservedID(_ request: CouchRequest) throws -> Never {
+        switch request.method {
+        case .get, .delete, HTTPRequest.Method("COPY")!: throw CouchError.notFound("missing")
+        case .post where request.header(HTTPField.Name("Referer")!) == nil: throw CouchError.badRequest("Referer header required.")
+        case .put, .post: throw CouchError(.badRequest, "illegal_docid", "Only reserved document ids may start with underscore.")
+        default: throw CouchError.only("DELETE,GET,HEAD,POST,PUT,COPY")
+        }
+    }
+
     private func refuseUnknownEndpoint(_ request: CouchRequest) throws {
         let name = request.segments[0]
         if name.hasPrefix("_"), !DatabaseRegistry.systemDatabases.contains(name) {

@@ -1,6 +1,7 @@
 import CouchProtocol
 import Foundation
 import DocStore
+import HTTPTypes
 import Hummingbird
 
 /// A `_local` document write as CouchDB 3.3 takes it over HTTP (`PUT /db/_local/id`, `POST /db`,
@@ -103,8 +104,12 @@ extension DocServer {
         case .delete:
             guard try await db.removeLocalDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }
             return Response.json(WriteResult(id: "_local/\(id)", revision: "0-0").json)
-        default:
+        case .post:
+            // CouchDB 3.3.3 reads it as a form upload to the document, and wants a `Referer` first.
+            guard request.header(HTTPField.Name("Referer")!) != nil else { throw CouchError.badRequest("Referer header required.") }
             throw CouchError.methodNotAllowed
+        default:
+            throw CouchError.only("DELETE,GET,HEAD,POST,PUT,COPY")
         }
     }
 }

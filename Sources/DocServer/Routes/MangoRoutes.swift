@@ -98,6 +98,8 @@ extension DocServer {
                     throw CouchError.notFound()
                 }
                 return Response.json(["ok": true])
+            case (_, 1):
+                throw CouchError.only("GET,POST")
             case (.get, _), (.post, _), (.delete, _):
                 throw CouchError.notFound()
             default:

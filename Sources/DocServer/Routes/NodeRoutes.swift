@@ -74,10 +74,8 @@ extension DocServer {
         guard segments.count >= 2 else { throw CouchError.badRequest("Incomplete path to _node request") }
         guard segments[1] == "_local" || segments[1] == Self.nodeName else { throw CouchError.notFound("no such node: \(segments[1])") }
         let rest = Array(segments.dropFirst(2))
-        guard let first = rest.first else {
-            guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
-            return Response.json(["name": .string(Self.nodeName)])
-        }
+        // The node's name, to any method (as CouchDB 3.3.3).
+        guard let first = rest.first else { return Response.json(["name": .string(Self.nodeName)]) }
         switch first {
         case "_config": return try configRoute(Array(rest.dropFirst()), request)
         case "_versions":
