@@ -219,6 +219,10 @@ extension DatabaseInfo {
         var json = couchDBJSON
         json["update_seq"] = CouchSequence.json(updateSequence)
         json["purge_seq"] = CouchSequence.json(Int64(purgeCount))
+        // What a CouchDB 3.3 node says of its databases' layout: one copy in one "shard" (the SQLite
+        // file), and its current file format, which clients may read as "a CouchDB 3 database".
+        json["cluster"] = ["q": 1, "n": 1, "w": 1, "r": 1]
+        json["disk_format_version"] = 8
         return json
     }
 

@@ -58,6 +58,8 @@ final class CouchDBEndpointsTests: XCTestCase {
         XCTAssertEqual(listed.json.arrayValue?.map { $0["key"] }, ["db", "other"])
         XCTAssertEqual(listed.json[0]?["info"]?["doc_count"], 4)
         XCTAssertEqual(listed.json[0]?["info"]?["db_name"], "db")
+        // As a single CouchDB 3.3 node describes a database: one copy, one "shard".
+        XCTAssertEqual(listed.json[0]?["info"]?["cluster"], ["q": 1, "n": 1, "w": 1, "r": 1])
         let asked = try await server.request("POST", "/_dbs_info", json: ["keys": ["other", "nope", 3]])
         XCTAssertEqual(asked.json.arrayValue?.map { $0["key"] }, ["other", "nope", 3])
         XCTAssertEqual(asked.json[1], ["key": "nope", "error": "not_found"])

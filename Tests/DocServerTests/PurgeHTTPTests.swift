@@ -18,7 +18,8 @@ final class PurgeHTTPTests: XCTestCase {
         let nonLeaf = try await server.request("POST", "/db/_purge", json: ["a": [.string(first)]])
         XCTAssertEqual(nonLeaf.status, 201)
         XCTAssertEqual(nonLeaf.json, ["purge_seq": nil, "purged": ["a": []]])
-        let leaf = try await server.request("POST", "/db/_purge", json: ["a": ["2-bbbb"], "zz": ["1-abc"]])
+        // A revision named twice is purged and answered once, as CouchDB 3.3.3 does.
+        let leaf = try await server.request("POST", "/db/_purge", json: ["a": ["2-bbbb", "2-bbbb"], "zz": ["1-abc"]])
         XCTAssertEqual(leaf.status, 201)
         XCTAssertEqual(leaf.json, ["purge_seq": nil, "purged": ["a": ["2-bbbb"], "zz": []]])
         let document = try await server.request("GET", "/db/a?conflicts=true")

@@ -313,7 +313,7 @@ extension DocServer {
         return try await openRevisionsResponse(db, found, missing: RevisionID.couchDBOrdered(missing), options, request)
     }
 
-    private func openRevisionsResponse(_ db: Database, _ found: [Document], missing: [String], _ options: DocumentOptions,
+    func openRevisionsResponse(_ db: Database, _ found: [Document], missing: [String], _ options: DocumentOptions,
                                        _ request: CouchRequest) async throws -> Response {
         guard request.accepts("multipart/mixed") else {
             var rows: [OpenRevsEntry] = []

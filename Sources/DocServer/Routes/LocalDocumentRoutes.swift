@@ -76,11 +76,25 @@ extension DocServer {
     }
 
     /// `GET|PUT|DELETE /{db}/_local/{id}`, as CouchDB 3.3 (see ``LocalDocumentWrite``): `revs=true`
-    /// adds `_revisions`; `DELETE` removes the document whatever revision it names (404 when there is
-    /// none).
+    /// adds `_revisions`; a revision asked for (`rev` without `latest=true`, `open_revs`) is missing, as
+    /// CouchDB 3.3.3 finds none of a local document's; a deletion by PUT is a 200; `DELETE` removes the
+    /// document whatever revision it names (404 when there is none).
     func localDocument(_ db: Database, id: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
         switch request.method {
         case .get, .head:
+            if let openRevs = request.query["open_revs"] {
+                let parsed = openRevs == "all" ? nil : try? JSON(parsing: openRevs)
+                guard let list = parsed?.arrayValue else { throw CouchError.notFound() }
+                let texts = try list.map { value in
+                    guard let text = value.stringValue, RevisionID.isReadableByCouchDB(text) else { throw CouchError.badRequest("Invalid rev format") }
+                    return text
+                }
+                return try await openRevisionsResponse(db, [], missing: RevisionID.couchDBOrdered(texts), DocumentOptions(request), request)
+            }
+            if let revision = request.query["rev"], try !request.bool("latest") {
+                guard RevisionID.isReadableByCouchDB(revision) else { throw CouchError.badRequest("Invalid rev format") }
+                throw CouchError.notFound("missing")
+            }
             guard let local = try await db.localDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }
             var json = JSONObject()
             json["_id"] = .string("_local/\(id)")
@@ -91,7 +105,7 @@ extension DocServer {
             }
             return Response.json(.object(json))
         case .put:
-            var body = try request.jsonObjectBody()
+            guard case .object(var body) = try request.jsonBody() else { throw CouchError.badRequest("Document must be a JSON object") }
             if let query = request.query["rev"] {
                 if let given = body["_rev"], given != .string(query) {
                     throw CouchError.badRequest("Document rev from request body and query string have different values")
@@ -99,7 +113,7 @@ extension DocServer {
                 body["_rev"] = .string(query)
             }
             let write = try LocalDocumentWrite(id: id, json: body)
-            return Response.json(try await self.write(write, in: db, for: principal).json, status: .created,
+            return Response.json(try await self.write(write, in: db, for: principal).json, status: write.deleted ? .ok : .created,
                                  headers: [.location: request.location(db.name, write.id)])
         case .delete:
             guard try await db.removeLocalDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }

@@ -32,7 +32,9 @@ extension DocServer {
         }
         var purged = JSONObject()
         for (id, revisions) in try await db.purge(revisions: requests) {
-            purged[id] = .array(revisions.map { .string($0.description) })
+            // Each revision once, as CouchDB answers a list that names one twice.
+            var seen = Set<RevisionID>()
+            purged[id] = .array(revisions.filter { seen.insert($0).inserted }.map { .string($0.description) })
         }
         return Response.json(["purge_seq": .null, "purged": .object(purged)], status: .created)
     }
