@@ -83,7 +83,22 @@ final class SecurityTests: XCTestCase {
         let form = try await server.request("POST", "/_session", body: Data("name=bob&password=bob-pw".utf8),
                                             contentType: "application/x-www-form-urlencoded", as: .none)
         XCTAssertEqual(form.status, 200)
-        await XCTAssertEqualAsync(try await server.request("POST", "/_session", json: ["name": "alice", "password": "bad"], as: .none).status, 401)
+        // As CouchDB 3.3.3: a failed sign-in ends the client's session; a missing password is a wrong one;
+        // the name may come as `username`; a body neither JSON nor a form is 415.
+        let failed = try await server.request("POST", "/_session", json: ["name": "alice", "password": "bad"], as: .none)
+        XCTAssertEqual(failed.status, 401)
+        XCTAssertEqual(failed.json, ["error": "unauthorized", "reason": "Name or password is incorrect."])
+        XCTAssertTrue(failed.header("Set-Cookie")?.hasPrefix("AuthSession=;") == true)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_session", json: ["name": "alice"], as: .none).status, 401)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_session", json: ["username": "alice", "password": "alice-pw"], as: .none).status, 200)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_session", json: ["password": "alice-pw"], as: .none).json["reason"],
+                                  "request body must contain a username")
+        await XCTAssertEqualAsync(try await server.request("POST", "/_session", json: ["name": "alice", "username": "bob", "password": "x"],
+                                                           as: .none).json["reason"], "request body contains different usernames")
+        let plain = try await server.request("POST", "/_session", body: Data("name=bob&password=bob-pw".utf8), contentType: "text/plain", as: .none)
+        XCTAssertEqual(plain.status, 415)
+        XCTAssertEqual(plain.json["error"], "bad_content_type")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/_session", json: [:], as: .none).json["reason"], "Only GET,HEAD,POST,DELETE allowed")
         let logout = try await server.request("DELETE", "/_session", as: .cookie(cookie))
         XCTAssertTrue(logout.header("Set-Cookie")?.contains("Max-Age=0") == true)
 

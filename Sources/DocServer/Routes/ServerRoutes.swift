@@ -24,10 +24,13 @@ extension DocServer {
             let (name, password) = try sessionCredentials(request)
             guard let principal = try await authenticator.check(name: name, password: password) else {
                 // As CouchDB: `?fail=` sends a form's browser on with the error.
+                // A failed sign-in ends the session the client had, as in CouchDB.
+                var headers: HTTPFields = [.setCookie: DocServer.endedSessionCookie]
                 if let fail = request.query["fail"].flatMap(DocServer.localPath) {
-                    return Response.json(CouchError.unauthorized.body.json, status: .found, headers: [.location: request.absoluteURL(fail)])
+                    headers[.location] = request.absoluteURL(fail)
+                    return Response.json(CouchError.unauthorized.body.json, status: .found, headers: headers)
                 }
-                throw CouchError.unauthorized
+                return Response.json(CouchError.unauthorized.body.json, status: .unauthorized, headers: headers)
             }
             var headers: HTTPFields = [.setCookie: authenticator.sessionCookie(try await authenticator.makeSessionToken(for: principal))]
             let next = request.query["next"].flatMap(DocServer.localPath)
@@ -35,11 +38,14 @@ extension DocServer {
             return Response.json(["ok": true, "name": .string(name), "roles": JSON(principal.roles)],
                                  status: next == nil ? .ok : .found, headers: headers)
         case .delete:
-            return Response.json(["ok": true], headers: [.setCookie: "AuthSession=; Version=1; Path=/; Max-Age=0; HttpOnly"])
+            return Response.json(["ok": true], headers: [.setCookie: DocServer.endedSessionCookie])
         default:
-            throw CouchError.methodNotAllowed
+            throw CouchError.only("GET,HEAD,POST,DELETE")
         }
     }
+
+    /// The cookie that ends a session.
+    static let endedSessionCookie = "AuthSession=; Version=1; Path=/; Max-Age=0; HttpOnly"
 
     /// A `next`/`fail` target of `_session` if it is a path of this server (`/…`, not `//host`): a
     /// sign-in form is never sent on to another site.
@@ -47,22 +53,32 @@ extension DocServer {
         target.hasPrefix("/") && !target.hasPrefix("//") ? target : nil
     }
 
-    /// Name and password from a JSON or form-encoded body.
+    /// Name and password from a JSON or form-encoded body, read as CouchDB 3.3.3 reads them: `name` or
+    /// `username` (both only if equal), a missing password empty (so the sign-in fails with 401).
     private func sessionCredentials(_ request: CouchRequest) throws -> (String, String) {
         let type = request.header(.contentType)?.lowercased() ?? ""
+        var fields: [String: String] = [:]
         if type.hasPrefix("application/x-www-form-urlencoded") {
-            let form = try CouchRequest(method: .post, path: "/", rawQuery: String(decoding: request.body, as: UTF8.self),
-                                        headers: [:], body: [])
-            guard let name = form.query["name"] ?? form.query["username"], let password = form.query["password"] else {
-                throw CouchError.badRequest("name and password are required")
+            fields = try CouchRequest(method: .post, path: "/", rawQuery: String(decoding: request.body, as: UTF8.self),
+                                      headers: [:], body: []).query
+        } else if type.hasPrefix("application/json") {
+            for (key, value) in try request.jsonObjectBody() {
+                guard let text = value.stringValue else { throw CouchError.badRequest("\(key) must be a string") }
+                fields[key] = text
             }
-            return (name, password)
+        } else {
+            throw CouchError(.unsupportedMediaType, "bad_content_type",
+                             "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
         }
-        let body = try request.jsonObjectBody()
-        guard let name = (body["name"] ?? body["username"])?.stringValue, let password = body["password"]?.stringValue else {
-            throw CouchError.badRequest("name and password are required")
+        let name: String
+        switch (fields["name"], fields["username"]) {
+        case (nil, nil): throw CouchError.badRequest("request body must contain a username")
+        case (let given?, nil), (nil, let given?): name = given
+        case (let one?, let other?):
+            guard one == other else { throw CouchError.badRequest("request body contains different usernames") }
+            name = one
         }
-        return (name, password)
+        return (name, fields["password"] ?? "")
     }
 
     /// `GET /_all_dbs` with CouchDB's `_all_docs`-like parameters over the sorted names: `startkey`/
