@@ -163,6 +163,28 @@ final class ChangesFeedTests: XCTestCase {
         XCTAssertEqual(sequences, Array(1...11))
         await db.close()
     }
+
+    /// A filter that judges each leaf (`style=all_docs` with a filter in CouchDB): a conflicted
+    /// document is on the feed with the leaves that pass, also when its winner fails.
+    func testAFilterThatJudgesEachLeaf() async throws {
+        let db = try await makeDatabase(self)
+        _ = try await db.insertRevisions([
+            try Document(json: ["_id": "c", "_rev": "1-x", "kind": "a"]),
+            try Document(json: ["_id": "c", "_rev": "2-y", "_revisions": ["start": 2, "ids": ["y", "w"]], "kind": "b"]),
+            try Document(json: ["_id": "e", "_rev": "1-e", "kind": "a"]),
+            try Document(json: ["_id": "f", "_rev": "1-f", "kind": "b"]),
+        ])
+        var filter = ChangesFilter(selector: try MangoSelector(["kind": "a"]))
+        await XCTAssertEqualAsync(try await db.changes(filter: filter).changes.map(\.id), ["e"], "the winner alone decides by default")
+        filter.judgesEachLeaf = true
+        for descending in [false, true] {
+            let page = try await db.changes(filter: filter, includeDocuments: true, descending: descending)
+            let rows = Dictionary(uniqueKeysWithValues: page.changes.map { ($0.id, $0.leafRevisions) })
+            XCTAssertEqual(rows, ["c": [RevisionID("1-x")!], "e": [RevisionID("1-e")!]])
+            XCTAssertEqual(page.changes.first { $0.id == "c" }?.document?["kind"], "b", "the document is still the winner's")
+        }
+        await XCTAssertEqualAsync(try await db.changes(limit: 1, filter: filter).changes.map(\.id), ["c"])
+    }
 }
 
 final class ChangeNotificationTests: XCTestCase {

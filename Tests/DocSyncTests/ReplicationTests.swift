@@ -124,6 +124,30 @@ final class ReplicationTests: XCTestCase {
         await XCTAssertEqualAsync(try await pullTarget.changes().changes.map(\.id).sorted(), ["blue", "both", "red"])
     }
 
+    /// As a CouchDB source answers the replicator (`style=all_docs` with a filter), a local source judges
+    /// each leaf of a conflicted document on its own: the leaf that passes moves even where the winner
+    /// fails, and the one that fails stays.
+    func testALocalSourceJudgesEachLeafOfAConflict() async throws {
+        let source = try await makeDatabase("leaves-source")
+        let results = try await source.insertRevisions([
+            try Document(json: ["_id": "c", "_rev": "1-x", "kind": "a"]),
+            try Document(json: ["_id": "c", "_rev": "2-y", "_revisions": ["start": 2, "ids": ["y", "w"]], "kind": "b"]),
+            try Document(json: ["_id": "d", "_rev": "1-d", "kind": "b"]),
+        ])
+        XCTAssertTrue(results.allSatisfy(\.isSuccess))
+        for (name, configure) in [("selector", { (c: inout ReplicationConfiguration) in c.selector = ["kind": "a"] }),
+                                  ("push filter", { (c: inout ReplicationConfiguration) in
+                                      c.pushFilter = { document, _ in document["kind"] == "a" } })] {
+            let target = try await makeDatabase("leaves-target-\(name.replacingOccurrences(of: " ", with: "-"))")
+            var configuration = ReplicationConfiguration(source: .local(source), target: .local(target))
+            configure(&configuration)
+            try await Replicator(configuration: configuration).run()
+            let tree = try await target.revisionTree(ofDocumentWithID: "c")
+            XCTAssertEqual(tree?.leaves.map(\.revision), [RevisionID("1-x")!], name)
+            await XCTAssertEqualAsync(try await target.document(withID: "d"), nil, name)
+        }
+    }
+
     /// The delegate is an adapter over the status stream: one sending call per batch that the stream
     /// shows starting, then the completion, all made before `run()` or `stop()` returns; a second run
     /// of the same replicator is told again.

@@ -59,8 +59,11 @@ public struct ChangesFeedRow: Sendable, Hashable {
         self.documentBox = document.map(DocumentBox.init)
     }
 
-    /// All leaf revisions, the winner first (CouchDB's `style=all_docs`).
-    public var leafRevisions: [RevisionID] { [revision] + otherLeaves }
+    /// All leaf revisions, the winner first (CouchDB's `style=all_docs`) — or, from a filter that
+    /// judges each leaf (``ChangesFilter/judgesEachLeaf``), those that pass it.
+    public var leafRevisions: [RevisionID] { passingLeaves ?? ([revision] + otherLeaves) }
+    /// The leaves a filter that judges each leaf passed, when one did.
+    var passingLeaves: [RevisionID]?
 }
 
 /// A feed row's document, held by reference; equal and hashed as the document.

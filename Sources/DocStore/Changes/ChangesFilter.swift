@@ -19,6 +19,11 @@ public struct ChangesFilter: Sendable {
     /// Only documents for which this returns `true`; it sees each changed document, tombstones
     /// included.
     public var predicate: (@Sendable (Document) -> Bool)?
+    /// Whether `channels`, `selector` and `predicate` judge each leaf revision of a change on its own,
+    /// as CouchDB judges them with `style=all_docs`: a change passes when one of its leaves does, and
+    /// its row's ``ChangesFeedRow/leafRevisions`` are the leaves that pass. A conflicted document whose
+    /// winner fails them but another leaf passes is then on the feed with that leaf alone.
+    public var judgesEachLeaf = false
 
     private var exactIDs: Set<ExactString>?
 
@@ -42,10 +47,21 @@ public struct ChangesFilter: Sendable {
 
     /// Whether `change` passes; a filter that needs documents expects `change.document` to be loaded.
     func passes(_ change: ChangesFeedRow) -> Bool {
-        if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
-        if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
+        guard passesByID(change) else { return false }
         guard needsDocuments else { return true }
         guard let document = change.document else { return false }
+        return passes(document)
+    }
+
+    /// Whether a change passes `documentIDs` and `designDocumentsOnly`.
+    func passesByID(_ change: ChangesFeedRow) -> Bool {
+        if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
+        if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
+        return true
+    }
+
+    /// Whether a revision passes `channels`, `selector` and `predicate`.
+    func passes(_ document: Document) -> Bool {
         if let channels, !document.channels.contains(where: channels.contains) { return false }
         if let selector, document.isDeleted || !selector.matches(document) { return false }
         if let predicate, !predicate(document) { return false }

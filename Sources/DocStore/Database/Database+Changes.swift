@@ -52,12 +52,20 @@ extension Database {
     private func filteredChanges(since: Int64, limit: Int?, filter: ChangesFilter,
                                  includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
         let wanted = limit ?? Int.max
+        let eachLeaf = filter.judgesEachLeaf && filter.needsDocuments
         if descending {
             // One read: a filter is applied to the rows of the whole range.
             let page = try await changesPage(since: since, limit: filter.passesEverything ? limit : nil,
                                              includeDocuments: includeDocuments || filter.needsDocuments, descending: true)
-            let changes = page.changes.lazy.filter(filter.passes).prefix(wanted).map { $0.keepingDocument(includeDocuments) }
-            return ChangesPage(changes: Array(changes), lastSequence: page.changes.first?.sequence ?? since)
+            var changes: [ChangesFeedRow] = []
+            for change in page.changes where changes.count < wanted {
+                if eachLeaf {
+                    if let judged = try await judgingEachLeaf(change, filter) { changes.append(judged.keepingDocument(includeDocuments)) }
+                } else if filter.passes(change) {
+                    changes.append(change.keepingDocument(includeDocuments))
+                }
+            }
+            return ChangesPage(changes: changes, lastSequence: page.changes.first?.sequence ?? since)
         }
         if wanted == 0 { return ChangesPage(changes: [], lastSequence: since) }
         // Read before the pages: a commit after them stays above the sequence answered.
@@ -77,14 +85,34 @@ extension Database {
             let page = try await changesPage(since: cursor, limit: pageSize, includeDocuments: true, descending: false)
             for change in page.changes {
                 cursor = change.sequence
-                guard filter.passes(change) else { continue }
-                changes.append(change.keepingDocument(includeDocuments))
+                if eachLeaf {
+                    guard let judged = try await judgingEachLeaf(change, filter) else { continue }
+                    changes.append(judged.keepingDocument(includeDocuments))
+                } else {
+                    guard filter.passes(change) else { continue }
+                    changes.append(change.keepingDocument(includeDocuments))
+                }
                 if changes.count >= wanted { break pages }
             }
             if page.changes.count < pageSize { break }
         }
         if changes.count < wanted { cursor = max(cursor, committed) }
         return ChangesPage(changes: changes, lastSequence: cursor)
+    }
+
+    /// `change` with the leaves that pass `filter`'s document tests each on its own (the winner's
+    /// document is the change's, the others read one by one), or `nil` when none does.
+    private func judgingEachLeaf(_ change: ChangesFeedRow, _ filter: ChangesFilter) async throws -> ChangesFeedRow? {
+        guard filter.passesByID(change) else { return nil }
+        var passing: [RevisionID] = []
+        for leaf in [change.revision] + change.otherLeaves {
+            let document = leaf == change.revision ? change.document : try await document(withID: change.id, revision: leaf)
+            if let document, filter.passes(document) { passing.append(leaf) }
+        }
+        guard !passing.isEmpty else { return nil }
+        var judged = change
+        judged.passingLeaves = passing
+        return judged
     }
 
     /// The range of sequences past which a whole-range read of the changes log is read in two halves

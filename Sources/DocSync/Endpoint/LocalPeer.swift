@@ -17,6 +17,8 @@ struct LocalPeer: ReplicationPeer {
     func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON, pending: Int?) {
         let start = sequenceNumber(since) ?? 0
         var changesFilter = filter.changesFilter
+        // Each leaf judged on its own, as a CouchDB source judges them for the replicator (`style=all_docs`).
+        changesFilter.judgesEachLeaf = true
         if let named = filter.named {
             // The database's own filter functions (its JavaScript design documents, when enabled).
             do {
