@@ -144,16 +144,23 @@ final class AttachmentHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/r?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["digest"],
                                   .string(Attachment.digest(of: text)), "a replicated revision keeps its peer's bytes")
 
-        // Streamed in alone: compressed as it arrives (but where a Content-MD5 vouches for the bytes as sent).
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db/s/notes.txt", body: text, contentType: "text/plain").status, 201)
+        // Streamed in alone: compressed as it arrives, also where a Content-MD5 vouches for the bytes as
+        // sent (checked against them), as CouchDB 3.3.3: the same stored form, digest and revision.
+        let alone = try await server.request("PUT", "/db/s/notes.txt", body: text, contentType: "text/plain")
+        XCTAssertEqual(alone.status, 201)
         let streamed = try await server.request("GET", "/db/s?att_encoding_info=true").json["_attachments"]?["notes.txt"]
         XCTAssertEqual(streamed?["encoding"], "gzip")
         XCTAssertEqual(streamed?["length"], .integer(text.count))
         await XCTAssertEqualAsync(try await server.request("GET", "/db/s/notes.txt", headers: ["Accept-Encoding": "identity"]).body, text)
         let md5 = String(Attachment.digest(of: text).dropFirst(4))
-        await XCTAssertEqualAsync(try await server.request("PUT", "/db/m/notes.txt", body: text, contentType: "text/plain",
-                                                           headers: ["Content-MD5": md5]).status, 201)
-        await XCTAssertEqualAsync(try await server.request("GET", "/db/m?att_encoding_info=true").json["_attachments"]?["notes.txt"]?["encoding"], nil)
+        let vouched = try await server.request("PUT", "/db/m/notes.txt", body: text, contentType: "text/plain", headers: ["Content-MD5": md5])
+        XCTAssertEqual(vouched.status, 201)
+        XCTAssertEqual(vouched.json["rev"], alone.json["rev"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/m?att_encoding_info=true").json["_attachments"]?["notes.txt"], streamed)
+        let mismatch = try await server.request("PUT", "/db/m2/notes.txt", body: text, contentType: "text/plain",
+                                                headers: ["Content-MD5": String(Attachment.digest(of: Data("x".utf8)).dropFirst(4))])
+        XCTAssertEqual(mismatch.status, 400)
+        XCTAssertEqual(mismatch.json["error"], "content_md5_mismatch")
 
         _ = try await server.request("PUT", "/_node/_local/_config/attachments/compression_level", json: "0", headers: ["X-Couch-Persist": "false"])
         _ = try await server.request("PUT", "/db/plain", json: ["_attachments": ["notes.txt": ["content_type": "text/plain", "data": .string(text.base64EncodedString())]]])
@@ -396,5 +403,40 @@ final class AttachmentHTTPTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/db/m").status, 404, "nothing was written")
         let ok = try await put(#""content_type":"a/b","length":100,"digest":"\#(Attachment.digest(of: bytes))""#, bytes)
         XCTAssertEqual(ok.status, 201, ok.text)
+    }
+
+    /// As CouchDB 3.3.3 (write_parity.py compares them): an attachment written or deleted on another leaf
+    /// than the winner (a conflict, a deleted branch) extends that leaf; a deletion without `rev` first
+    /// looks for the attachment.
+    func testAttachmentsOnAnyLeaf() async throws {
+        let server = try await server()
+        let docs: JSON = ["new_edits": false, "docs": [
+            ["_id": "c", "_rev": "1-aaa", "v": 1], ["_id": "c", "_rev": "1-ccc", "v": 3],
+            ["_id": "c", "_rev": "2-bbb", "_deleted": true, "_revisions": ["start": 2, "ids": ["bbb", "aaa"]]],
+        ]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: docs).status, 201)
+        let upload = try await server.request("PUT", "/db/d/a.bin", body: Data("x".utf8), contentType: "application/octet-stream")
+        XCTAssertEqual(upload.status, 201)
+        let branch: JSON = ["new_edits": false, "docs": [["_id": "d", "_rev": "1-zzz", "v": 9]]]
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: branch).status, 201)
+        let loser = try XCTUnwrap(upload.json["rev"]?.stringValue)
+        // `d`: two leaves, the upload's and a replicated one; the upload's takes another attachment, whichever wins.
+        let conflicted = try await server.request("PUT", "/db/d/b.bin?rev=\(loser)", body: Data("y".utf8), contentType: "application/octet-stream")
+        XCTAssertEqual(conflicted.status, 201, conflicted.text)
+        let leaves = try await server.request("GET", "/db/d?open_revs=all")
+        let withB = leaves.json.arrayValue?.compactMap { $0["ok"] }.first { $0["_attachments"]?["b.bin"] != nil }
+        XCTAssertEqual(withB?["_rev"], conflicted.json["rev"])
+        XCTAssertEqual(withB?["_attachments"]?["a.bin"]?["revpos"], 1)
+        // On the deleted branch of `c`: a new revision that is still deleted.
+        let onTombstone = try await server.request("PUT", "/db/c/a.bin?rev=2-bbb", body: Data("z".utf8), contentType: "application/octet-stream")
+        XCTAssertEqual(onTombstone.status, 201, onTombstone.text)
+        let c = try await server.request("GET", "/db/c?deleted_conflicts=true")
+        XCTAssertEqual(c.json["_rev"], "1-ccc")
+        XCTAssertEqual(c.json["_deleted_conflicts"], [onTombstone.json["rev"] ?? .null])
+        // An older revision conflicts; without `rev`, a missing attachment is 404 before the conflict.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/c/x.bin?rev=1-aaa", body: Data("w".utf8),
+                                                           contentType: "application/octet-stream").status, 409)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/db/c/nope.bin").json,
+                                  ["error": "not_found", "reason": "Document is missing attachment"])
     }
 }

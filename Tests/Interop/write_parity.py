@@ -7,14 +7,18 @@ Does nothing (and says so) when COUCHDB_URL is not set. Each case writes a fresh
 state on both servers — none, live, deleted, with a conflict, with a deleted branch, with an attachment —
 then makes one random write: PUT (naming the winner, the tombstone, another leaf, an ancestor, an unknown
 or a malformed revision, or none; a deletion; an attachment or a stub), POST, DELETE, `_bulk_docs` (also
-`new_edits=false` with `_revisions`) or COPY; then reads the document with its conflicts. It compares every
+`new_edits=false` with `_revisions`), COPY, or a standalone attachment's PUT (compressible or not, with or
+without `Content-MD5`) or DELETE; then reads the document with its conflicts. It compares every
 answer's status and JSON (revision ids included: both servers make them as CouchDB does). Left out, as
 Docs/Server.md lists them: compressible attachments in replicated revisions, `_local` documents, attachment
 data or stubs written to a document that is deleted or not there (CouchDB's revision ids and revpos for a
 recreated document with attachments, its 500 or conflict there), COPY of a document with attachments over
-another revision (revpos), and a replicated revision id already in the tree on another branch. It prints
+another revision (revpos), a replicated revision id already in the tree on another branch, and uploads
+sent `Content-Encoding: gzip` (CouchDB gives them their encoded length as `length`). It prints
 the figures and the first differences, and exits 1 if there is any difference.
 """
+import base64
+import hashlib
 import json
 import random
 import shutil
@@ -80,7 +84,9 @@ def random_body(rng, attachments):
 def operation(rng, state, doc_id, leaves, ancestors):
     quoted = urllib.parse.quote(doc_id, safe="")
     named = rng.choice([None, None] + leaves + leaves + ancestors + ["1-unknown", "bad"])
-    kind = rng.choice(["put", "put", "post", "delete", "bulk", "bulk", "replicated", "copy"])
+    kind = rng.choice(["put", "put", "post", "delete", "bulk", "bulk", "replicated", "copy", "attachment"])
+    if kind == "attachment" and state in ("none", "deleted"):
+        kind = "put"
     body = random_body(rng, attachments=state not in ("none", "deleted"))
     if named == "bad":
         body.pop("_foo", None)  # one fault a body (which CouchDB names first follows the member order)
@@ -100,6 +106,18 @@ def operation(rng, state, doc_id, leaves, ancestors):
         if named:
             body["_rev"] = named
         return "POST", "/%s/_bulk_docs" % DB, {"docs": [body, {"_id": doc_id + "-other", "v": 1}]}, {}
+    if kind == "attachment":
+        # A standalone attachment: deleted, or uploaded (a compressible type is stored gzip; a Content-MD5
+        # vouches for the bytes as sent).
+        name = rng.choice(["a.bin", "n.txt"])
+        where = "/%s/%s/%s%s" % (DB, quoted, name, "?rev=" + named if named else "")
+        if rng.random() < 0.25:
+            return "DELETE", where, None, {}
+        content = rng.choice([b"", b"hello", b"hello world " * 30])
+        headers = {"Content-Type": rng.choice(["text/plain", "application/octet-stream", "application/json"])}
+        if rng.random() < 0.3:
+            headers["Content-MD5"] = base64.b64encode(hashlib.md5(content).digest()).decode()
+        return "PUT", where, content, headers
     if kind == "replicated":
         body.pop("_foo", None)
         body.pop("_attachments", None)
@@ -157,7 +175,8 @@ def main():
             if results[0] == results[1]:
                 same += 1
             else:
-                differences.append(("%s (%s) %s %s %s" % (doc_id, state, method, path, json.dumps(body or headers)), results[0], results[1]))
+                shown = body.decode(errors="replace")[:40] if isinstance(body, bytes) else json.dumps(body)
+                differences.append(("%s (%s) %s %s %s %s" % (doc_id, state, method, path, shown, json.dumps(headers)), results[0], results[1]))
     finally:
         stop_docstore(process)
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,4 +1,5 @@
 import CouchProtocol
+import Crypto
 import DocStore
 import Foundation
 import HTTPTypes
@@ -116,25 +117,31 @@ extension DocServer {
     }
 
     /// `PUT /db/doc/name` (the body streamed into the database, then a new revision with it) and
-    /// `DELETE /db/doc/name` (a new revision without it), on the current revision given as `rev`.
+    /// `DELETE /db/doc/name` (a new revision without it), on the leaf revision given as `rev`.
     private func changeAttachment(_ db: Database, id: String, name: String, _ request: CouchRequest,
                                   principal: Principal) async throws -> Response {
         let revision = try (request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
             .map(parseRevision)
         var document: Document
         if let current = try await db.document(withID: id) {
-            guard let revision else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
+            guard let revision else {
+                // As CouchDB, a deletion first looks for the attachment on the current revision.
+                if request.method == .delete, current.attachments[name] == nil { throw CouchError.notFound("Document is missing attachment") }
+                throw CouchError(.conflict, "conflict", "Document update conflict.")
+            }
             if revision != current.revision {
                 // As CouchDB, the revision named is opened first: one the document never had is
-                // `missing_rev`, one without the attachment to delete 404; then it conflicts.
-                // (CouchDB 3.3.3 answers that one 409 with a `not_found` body.)
+                // `missing_rev` (CouchDB 3.3.3 answers it 409 with a `not_found` body), one without the
+                // attachment to delete 404; another leaf (a conflict, a deleted branch) is edited as any
+                // write may edit it, and an older revision conflicts.
                 guard let named = try await db.document(withID: id, revision: revision) else {
                     throw CouchError(.conflict, "not_found", "missing_rev")
                 }
                 if request.method == .delete, named.attachments[name] == nil { throw CouchError.notFound("Document is missing attachment") }
-                throw CouchError(.conflict, "conflict", "Document update conflict.")
+                document = named
+            } else {
+                document = current
             }
-            document = current
         } else {
             guard revision == nil else { throw CouchError(.conflict, "conflict", "Document update conflict.") }
             guard request.method == .put else { throw CouchError.notFound() }
@@ -170,25 +177,33 @@ extension DocServer {
         }
         let digest = request.header(HTTPField.Name("Content-MD5")!).map { "md5-" + $0.trimmingCharacters(in: .whitespaces) }
         let contentType = request.header(.contentType) ?? "application/octet-stream"
-        // A compressible type sent as it is is compressed as it streams in, and stored gzip, as CouchDB
-        // stores it (not when a Content-MD5 vouches for the bytes as sent).
-        let deflater = try (encoding == .identity && digest == nil ? compressionLevel(for: contentType) : nil)
-            .map { try GzipStream(.deflate, level: $0) }
+        // A compressible type sent as it is is compressed as it streams in, and stored gzip with the
+        // digest of those bytes, as CouchDB stores it; a Content-MD5 is then checked against the bytes
+        // as sent.
+        let deflater = try (encoding == .identity ? compressionLevel(for: contentType) : nil).map { try GzipStream(.deflate, level: $0) }
+        var sent = digest != nil && deflater != nil ? Insecure.MD5() : nil
         do {
-            let writer = try db.attachmentWriter(contentType: contentType, encoding: deflater == nil ? encoding : .gzip, digest: digest,
+            let writer = try db.attachmentWriter(contentType: contentType, encoding: deflater == nil ? encoding : .gzip,
+                                                 digest: deflater == nil ? digest : nil,
                                                  encodedLength: deflater == nil ? request.header(.contentLength).flatMap(Int.init) : nil,
                                                  maximumLength: configuration.maximumAttachmentSize)
             do {
                 try await request.readBody { chunk in
                     guard let deflater else { return try await writer.write(chunk) }
                     var compressed: [UInt8] = []
-                    try Array(chunk).withUnsafeBytes { try deflater.update($0) { compressed += $0 } }
+                    try Array(chunk).withUnsafeBytes { bytes in
+                        sent?.update(bufferPointer: bytes)
+                        try deflater.update(bytes) { compressed += $0 }
+                    }
                     if !compressed.isEmpty { try await writer.write(compressed) }
                 }
                 if let deflater {
                     var tail: [UInt8] = []
                     try deflater.finish { tail += $0 }
                     try await writer.write(tail)
+                }
+                if let digest, let sent, "md5-" + Data(sent.finalize()).base64EncodedString() != digest {
+                    throw DocStoreError(.digestMismatch, "The attachment's bytes do not match its digest \(digest)")
                 }
                 return try await writer.finish()
             } catch {
