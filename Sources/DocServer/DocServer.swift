@@ -278,7 +278,8 @@ public final class DocServer: Sendable {
         guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
         var count = 1
         if let text = request.query["count"] {
-            guard let value = Int(text), value > 0 else { throw CouchError.badRequest("count must be a positive integer") }
+            // As CouchDB 3.3.3: 0 is an empty list, a negative count is not "positive".
+            guard let value = Int(text), value >= 0 else { throw CouchError.badRequest("count must be a positive integer") }
             count = value
         }
         guard count <= nodeConfiguration.integer("uuids", "max_count", default: 1000) else { throw CouchError.badRequest("count parameter too large") }

@@ -178,6 +178,7 @@ final class CouchDBShapesTests: XCTestCase {
         XCTAssertEqual(tooMany.status, 400)
         XCTAssertEqual(tooMany.json, ["error": "bad_request", "reason": "count parameter too large"])
         await XCTAssertEqualAsync(try await server.request("GET", "/_uuids?count=-1").json["reason"], "count must be a positive integer")
+        await XCTAssertEqualAsync(try await server.request("GET", "/_uuids?count=0").json, ["uuids": []])
         let post = try await server.request("POST", "/_uuids", json: [:])
         XCTAssertEqual(post.status, 405)
         XCTAssertEqual(post.json, ["error": "method_not_allowed", "reason": "Only GET allowed"])
