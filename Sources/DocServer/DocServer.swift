@@ -316,6 +316,8 @@ final class DatabaseRegistry: Sendable {
     private let usersRules = Locked<(node: NodeConfiguration, iterations: Int)?>(nil)
     /// Told when the replicator database is opened (with it) and when it is deleted (with `nil`).
     private let replicatorObserver = Locked<(@Sendable (Database?) async -> Void)?>(nil)
+    /// The databases' creations, updates and deletions, for `/_db_updates`.
+    let events: DatabaseEvents
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], javaScript: JavaScriptEngine?,
          metrics: ServerMetrics, logger: Logger, lockTimeout: Duration = .seconds(10)) {
@@ -325,6 +327,7 @@ final class DatabaseRegistry: Sendable {
         self.javaScript = javaScript
         self.metrics = metrics
         self.logger = logger
+        events = DatabaseEvents(systemDirectory: DocServer.systemDirectory(for: directory), logger: logger)
         let uuidFile = DocServer.systemDirectory(for: directory).appendingPathComponent("server-uuid")
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing
@@ -373,6 +376,7 @@ final class DatabaseRegistry: Sendable {
     func delete(_ name: String) async throws {
         await forget(name)
         try await Database.delete(name: name, directory: directory)
+        events.record("deleted", name)
     }
 
     func database(named name: String) async throws -> Database {
@@ -416,10 +420,17 @@ final class DatabaseRegistry: Sendable {
             // user documents with `_design/_auth`.
             if UsersDatabase.isNamedUsers(name) { try await UserStore.ensureDesignDocument(in: database) }
             metrics.databasesOpen(count)
-            // Every revision the database stores, from any route or replication, counts as a write.
+            if !existed { events.record("created", name) }
+            // Every revision the database stores, from any route or replication, counts as a write,
+            // and is an update of the database for `/_db_updates`.
             let batches = database.changeBatches()
-            let metrics = self.metrics
-            Task { for await batch in batches { metrics.documentsWritten(batch.count) } }
+            let (metrics, events) = (self.metrics, self.events)
+            Task {
+                for await batch in batches {
+                    metrics.documentsWritten(batch.count)
+                    events.record("updated", name)
+                }
+            }
             if isReplicator, let observer = replicatorObserver.withLock({ $0 }) {
                 await observer(database)
             }
@@ -482,5 +493,6 @@ final class DatabaseRegistry: Sendable {
         }
         metrics.databasesOpen(0)
         for database in all { await database.close() }
+        await events.close()
     }
 }

@@ -100,4 +100,49 @@ final class CouchDBEndpointsTests: XCTestCase {
         XCTAssertEqual(cleanup.status, 202)
         XCTAssertEqual(cleanup.json, ["ok": true])
     }
+
+    /// `/_db_updates` as CouchDB 3.3 answers it: each database's latest events in the order they came,
+    /// kept across a restart; `longpoll` and `continuous` wait for the next; admins only.
+    func testDatabaseUpdates() async throws {
+        let server = try await TestServer.withDatabase(self)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/a", json: ["v": 1]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/gone").status, 201)
+        await XCTAssertEqualAsync(try await server.request("DELETE", "/gone").status, 200)
+        // Events are written as they come, after the request that made them: read until all are there.
+        func read(_ query: String = "") async throws -> (events: [String], last: String) {
+            let answer = try await server.request("GET", "/_db_updates" + query)
+            let events = (answer.json["results"]?.arrayValue ?? []).compactMap { row -> String? in
+                guard let name = row["db_name"]?.stringValue, let type = row["type"]?.stringValue else { return nil }
+                return "\(type):\(name)"
+            }
+            return (events, answer.json["last_seq"]?.stringValue ?? "0")
+        }
+        func events(_ query: String = "") async throws -> [String] { try await read(query).events }
+        var (listed, last) = try await read()
+        while !listed.contains("deleted:gone") {
+            // Not all there yet: a longpoll after the last one read answers when the next comes.
+            _ = try await server.request("GET", "/_db_updates?feed=longpoll&timeout=30000&since=\(last)")
+            (listed, last) = try await read()
+        }
+        XCTAssertEqual(listed.filter { !$0.hasSuffix(":_users") && !$0.hasSuffix(":_replicator") },
+                       ["created:db", "updated:db", "created:gone", "deleted:gone"])
+        await XCTAssertEqualAsync(try await events("?descending=true&limit=1"), ["deleted:gone"])
+        let current = try await server.request("GET", "/_db_updates")
+        let now = try XCTUnwrap(current.json["last_seq"]?.stringValue)
+
+        // A longpoll waits for the next event.
+        async let waited = server.request("GET", "/_db_updates?feed=longpoll&timeout=30000&since=\(now)")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/later").status, 201)
+        let next = try await waited
+        XCTAssertEqual(next.json["results"]?[0]?["db_name"], "later")
+        XCTAssertEqual(next.json["results"]?[0]?["type"], "created")
+        // A continuous feed: one line per event, the last sequence at its end.
+        let feed = try await server.request("GET", "/_db_updates?feed=continuous&limit=2")
+        let lines = feed.text.split(separator: "\n").map { (try? JSON(parsing: Array($0.utf8))) ?? .null }
+        XCTAssertEqual(lines.count, 3, feed.text)
+        XCTAssertNotNil(lines.last?["last_seq"])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_db_updates?feed=x").status, 400)
+        await XCTAssertEqualAsync(try await server.request("POST", "/_db_updates", json: [:]).status, 405)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_db_updates", as: .none).status, 401)
+    }
 }

@@ -21,7 +21,7 @@ from couchdb_replication_interop import report_comparison, start_comparison, sto
 
 DB = "dsi_endpoint_parity"
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "COPY", "PATCH", "OPTIONS"]
-SERVER_PATHS = ["/", "/_all_dbs", "/_dbs_info", "/_active_tasks", "/_uuids", "/_up", "/_session", "/_membership",
+SERVER_PATHS = ["/", "/_all_dbs", "/_dbs_info", "/_db_updates", "/_active_tasks", "/_uuids", "/_up", "/_session", "/_membership",
                 "/_scheduler/jobs", "/_scheduler/docs", "/_node/_local", "/_node/_local/_config", "/_node/_local/_stats",
                 "/_node/_local/_system", "/_replicate", "/_nope"]
 DATABASE_PATHS = ["", "/_all_docs", "/_design_docs", "/_local_docs", "/_bulk_docs", "/_bulk_get", "/_changes", "/_revs_diff",
@@ -36,7 +36,6 @@ EXCUSED = {
     ("*", "/{db}/_sync_shards"): "no shards",
     ("*", "/_cluster_setup"): "no cluster",
     ("*", "/_reshard"): "no shards (400)",
-    ("*", "/_db_updates"): "not served",
     ("*", "/_search_analyze"): "not served",
     ("*", "/{db}/_purged_infos_limit"): "not served: DocStore keeps no purge history to limit",
     ("*", "/{db}/_index/_bulk_delete"): "not served",
@@ -48,7 +47,7 @@ EXCUSED = {
 }
 for method in ("GET", "HEAD", "DELETE", "COPY", "PATCH", "OPTIONS"):
     EXCUSED[(method, "/_replicate")] = "CouchDB reads the body before the method (400 Missing request body), DocServer 405"
-EXTRA_PATHS = ["/{db}/_shards", "/{db}/_sync_shards", "/_cluster_setup", "/_reshard", "/_db_updates", "/_search_analyze",
+EXTRA_PATHS = ["/{db}/_shards", "/{db}/_sync_shards", "/_cluster_setup", "/_reshard", "/_search_analyze",
                "/{db}/_purged_infos_limit", "/{db}/_index/_bulk_delete", "/favicon.ico", "/_utils"]
 
 

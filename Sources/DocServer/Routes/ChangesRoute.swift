@@ -332,7 +332,7 @@ extension DocServer {
     /// Waits for a commit after `sequence`, at most `timeout`: whether one came, or `nil` when the server
     /// is shutting down gracefully, which ends the feed waiting (as the server's stop must not wait
     /// for a client that never leaves).
-    private func waitForNews(_ db: Database, after sequence: Int64, timeout: Duration) async -> Bool? {
+    func waitForNews(_ db: Database, after sequence: Int64, timeout: Duration) async -> Bool? {
         let committed = await cancelWhenGracefulShutdown { await db.waitForCommit(after: sequence, timeout: timeout) }
         return Task.isShuttingDownGracefully ? nil : committed
     }

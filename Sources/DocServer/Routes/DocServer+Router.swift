@@ -67,6 +67,7 @@ extension DocServer: HTTPResponderBuilder {
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET,HEAD") }
             return Response.json(JSON(try self.allDatabaseNames(request)))
         }
+        group.route("/_db_updates") { request, context in try await self.databaseUpdates(request, principal: context.principal) }
         group.route("/_dbs_info") { request, context in try await self.databasesInfo(request, principal: context.principal) }
         group.route("/_active_tasks") { request, context in try self.activeTasks(request, principal: try self.requireUser(request, context)) }
     }
