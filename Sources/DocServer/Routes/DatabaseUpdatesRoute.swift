@@ -8,8 +8,8 @@ import NIOCore
 /// Which databases were created, updated and deleted, as CouchDB 3.3 keeps it for `/_db_updates`: a
 /// database of the server's own (in the system folder, not listed) holds one document per database and
 /// kind — `created:name`, `updated:name`, `deleted:name` — written again at each such event, so its
-/// changes feed lists each database's latest events in the order they came. Events that come while a
-/// write is under way are written together, each once (CouchDB batches them too).
+/// changes feed lists each database's latest events in the order they came. Events are gathered for
+/// ``gathering`` and written together, each once (CouchDB batches them too).
 final class DatabaseEvents: Sendable {
     private let directory: URL
     private let logger: Logger
@@ -19,6 +19,7 @@ final class DatabaseEvents: Sendable {
         var database: Database?
         var pending: [String] = []
         var writing = false
+        var closed = false
     }
 
     init(systemDirectory: URL, logger: Logger) {
@@ -44,6 +45,7 @@ final class DatabaseEvents: Sendable {
     /// Records an event of database `name`: `created`, `updated` or `deleted`.
     func record(_ kind: String, _ name: String) {
         let starts = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
             let key = "\(kind):\(name)"
             if !state.pending.contains(key) { state.pending.append(key) }
             guard !state.writing else { return false }
@@ -53,28 +55,43 @@ final class DatabaseEvents: Sendable {
         if starts { Task { await writePending() } }
     }
 
+    /// How long events gather before they are written: a busy server writes its events a few times a
+    /// second, not once per commit (CouchDB's global changes wait up to 500 ms).
+    static let gathering: Duration = .milliseconds(100)
+
     /// Writes the pending events, and those that come meanwhile, until there are none.
     private func writePending() async {
         while true {
+            try? await Task.sleep(for: DatabaseEvents.gathering)
             let keys = state.withLock { state -> [String] in
                 defer { state.pending = [] }
                 if state.pending.isEmpty { state.writing = false }
                 return state.pending
             }
             guard !keys.isEmpty else { return }
-            do {
-                // Saved without a revision, each document updates whatever it was.
-                let results = try await database().save(keys.map { Document(id: $0) })
-                for result in results where !result.isSuccess {
-                    logger.warning("database event \(result.id) not recorded: \(result.error?.reason ?? "")")
-                }
-            } catch {
-                logger.warning("database events not recorded: \(error)")
-            }
+            await write(keys)
         }
     }
 
+    private func write(_ keys: [String]) async {
+        do {
+            // Saved without a revision, each document updates whatever it was.
+            let results = try await database().save(keys.map { Document(id: $0) })
+            for result in results where !result.isSuccess {
+                logger.warning("database event \(result.id) not recorded: \(result.error?.reason ?? "")")
+            }
+        } catch {
+            logger.warning("database events not recorded: \(error)")
+        }
+    }
+
+    /// Writes the events still gathering, and closes the database; later events are not recorded.
     func close() async {
+        let keys = state.withLock { state in
+            defer { (state.closed, state.pending) = (true, []) }
+            return state.pending
+        }
+        if !keys.isEmpty { await write(keys) }
         if let database = state.withLock({ $0.database }) { await database.close() }
     }
 }
