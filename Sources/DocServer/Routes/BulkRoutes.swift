@@ -102,8 +102,9 @@ extension DocServer {
     }
 
     /// `POST /{db}/_bulk_get?revs=…&attachments=…&latest=…`: `{"docs": [{"id", "rev"?, "atts_since"?}]}`
-    /// — an entry without `rev` asks for every leaf, as CouchDB's — answered as JSON, or as `multipart/mixed` to a client that accepts that and not JSON (each
-    /// document complete: its attachments' bytes follow it). A document's `atts_since` asks for its
+    /// — an entry without `rev` asks for every leaf, as CouchDB's — answered as JSON, or as
+    /// `multipart/mixed` to a client that accepts that and not JSON (each document complete: its
+    /// attachments' bytes follow it). A document's `atts_since` asks for its
     /// attachments, stubs for those no newer than the newest of those revisions on its history.
     func bulkGet(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
         guard request.method == .post else { throw CouchError.methodNotAllowed }

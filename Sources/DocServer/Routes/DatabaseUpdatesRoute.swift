@@ -30,7 +30,7 @@ final class DatabaseEvents: Sendable {
     /// The database the events are kept in, opened on first use.
     func database() async throws -> Database {
         if let open = state.withLock({ $0.database }), !open.isClosed { return open }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // The system folder is there: the registry made it for the server's uuid.
         let database = try await Database.open(DatabaseConfiguration(name: "db-updates", directory: directory))
         let kept = state.withLock { state in
             if let open = state.database, !open.isClosed { return open }

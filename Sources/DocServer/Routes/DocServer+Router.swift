@@ -240,7 +240,6 @@ extension DocServer: HTTPResponderBuilder {
         throw CouchError.authenticationRequired
     }
 
-    /// 404 for a first segment that starts with `_` and names neither an endpoint nor a system database.
     /// `/{db}/_x` that names no endpoint, as CouchDB 3.3.3 answers it: there is no such document to
     /// read, copy or delete; writing one is refused (a POST is a form upload, which needs a `Referer`
     /// first); other methods are 405.
@@ -253,6 +252,7 @@ extension DocServer: HTTPResponderBuilder {
         }
     }
 
+    /// 404 for a first segment that starts with `_` and names neither an endpoint nor a system database.
     private func refuseUnknownEndpoint(_ request: CouchRequest) throws {
         let name = request.segments[0]
         if name.hasPrefix("_"), !DatabaseRegistry.systemDatabases.contains(name) {

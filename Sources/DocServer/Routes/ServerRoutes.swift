@@ -23,8 +23,8 @@ extension DocServer {
         case .post:
             let (name, password) = try sessionCredentials(request)
             guard let principal = try await authenticator.check(name: name, password: password) else {
-                // As CouchDB: `?fail=` sends a form's browser on with the error.
-                // A failed sign-in ends the session the client had, as in CouchDB.
+                // A failed sign-in ends the session the client had, as in CouchDB; `?fail=` sends a
+                // form's browser on with the error.
                 var headers: HTTPFields = [.setCookie: DocServer.endedSessionCookie]
                 if let fail = request.query["fail"].flatMap(DocServer.localPath) {
                     headers[.location] = request.absoluteURL(fail)
