@@ -141,6 +141,62 @@ final class ServerMetrics: Sendable {
     /// The metrics in Prometheus's text exposition format.
     func exposition() -> [UInt8] { registry.emitToBuffer() }
 
+    /// Where CouchDB's `/_node/{node}/_stats` has each series that CouchDB also has: its path there,
+    /// the label that names the last step (a method, a status), its type and description.
+    private static let statistics: [String: (path: [String], label: String?, type: String, description: String)] = [
+        "couchdb_httpd_requests_total": (["couchdb", "httpd", "requests"], nil, "counter", "number of HTTP requests"),
+        "couchdb_httpd_request_methods": (["couchdb", "httpd_request_methods"], "method", "counter", "number of HTTP %@ requests"),
+        "couchdb_httpd_status_codes": (["couchdb", "httpd_status_codes"], "code", "counter", "number of HTTP %@ responses"),
+        "couchdb_database_reads_total": (["couchdb", "database_reads"], nil, "counter", "number of times a document was read from a database"),
+        "couchdb_database_writes_total": (["couchdb", "database_writes"], nil, "counter", "number of times a database was changed"),
+        "couchdb_open_databases_total": (["couchdb", "open_databases"], nil, "counter", "number of open databases"),
+        "couchdb_couch_replicator_jobs_adds_total": (["couch_replicator", "jobs", "adds"], nil, "counter", "number of jobs added to replicator"),
+        "couchdb_couch_replicator_jobs_starts_total": (["couch_replicator", "jobs", "starts"], nil, "counter", "number of jobs started by replicator"),
+        "couchdb_couch_replicator_jobs_crashes_total": (["couch_replicator", "jobs", "crashes"], nil, "counter", "number of job crashed"),
+        "couchdb_couch_replicator_jobs_total": (["couch_replicator", "jobs", "total"], nil, "gauge", "total number of replicator jobs"),
+        "couchdb_couch_replicator_jobs_running": (["couch_replicator", "jobs", "running"], nil, "gauge", "replicator jobs running"),
+        "couchdb_couch_replicator_checkpoints_total": (["couch_replicator", "checkpoints", "success"], nil, "counter",
+                                                       "number of checkpoints successfully saves"),
+        "couchdb_couch_replicator_docs_completed_state_updates_total": (["couch_replicator", "docs", "completed_state_updates"], nil,
+                                                                         "counter", "number of `completed` state document updates"),
+        "couchdb_couch_replicator_docs_failed_state_updates_total": (["couch_replicator", "docs", "failed_state_updates"], nil,
+                                                                      "counter", "number of `failed` state document updates"),
+    ]
+
+    /// The figures CouchDB also keeps, nested as its `/_node/{node}/_stats` answers them
+    /// (`{"couchdb": {"httpd": {"requests": {"value", "type", "desc"}}, …}, "couch_replicator": …}`),
+    /// read off the series `_prometheus` serves. Histograms (CouchDB's `request_time`) are left out.
+    func statistics() -> JSON {
+        func insert(_ leaf: JSON, at path: ArraySlice<String>, into object: inout JSONObject) {
+            guard let key = path.first else { return }
+            guard path.count > 1 else { return object[key] = leaf }
+            var child = object[key]?.objectValue ?? [:]
+            insert(leaf, at: path.dropFirst(), into: &child)
+            object[key] = .object(child)
+        }
+        var tree = JSONObject()
+        let text = String(decoding: exposition(), as: UTF8.self)
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            let series = line[..<space]
+            let name = series.firstIndex(of: "{").map { String(series[..<$0]) } ?? String(series)
+            guard let place = ServerMetrics.statistics[name] else { continue }
+            var path = place.path
+            var description = place.description
+            if let label = place.label {
+                // `name{label="value"}`: the value is the last step.
+                guard let start = series.range(of: "\(label)=\""), let end = series[start.upperBound...].firstIndex(of: "\"") else { continue }
+                let step = String(series[start.upperBound..<end])
+                path.append(step)
+                description = description.replacingOccurrences(of: "%@", with: step)
+            }
+            let leaf: JSON = ["value": value.rounded() == value ? .integer(Int(value)) : .double(value),
+                              "type": .string(place.type), "desc": .string(description)]
+            insert(leaf, at: path[...], into: &tree)
+        }
+        return .object(tree)
+    }
+
     /// The route of a request's path, with its names replaced (`/{db}/{docid}`), for the metrics'
     /// `route` label: a bounded set of values, whatever the databases and documents are called.
     static func route(of segments: PathSegments) -> String {

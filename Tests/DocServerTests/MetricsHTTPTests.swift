@@ -53,4 +53,26 @@ final class MetricsHTTPTests: XCTestCase {
         let refused = try await server.request("GET", "/_node/_local/_prometheus", as: .user("alice", "pw"))
         XCTAssertEqual(refused.status, 401)
     }
+
+    /// `/_node/_local/_stats`: the figures CouchDB also keeps, nested and described as CouchDB's, the
+    /// same values `_prometheus` serves; a path names a part of them.
+    func testStatisticsAsCouchDBNestsThem() async throws {
+        let server = try await TestServer.withDatabase(self)
+        for n in 0..<3 {
+            await XCTAssertEqualAsync(try await server.request("PUT", "/db/d\(n)", json: [:]).status, 201)
+            await XCTAssertEqualAsync(try await server.request("GET", "/db/d\(n)").status, 200)
+        }
+        let all = try await server.request("GET", "/_node/_local/_stats")
+        XCTAssertEqual(all.status, 200)
+        XCTAssertEqual(all.json["couchdb"]?["database_reads"], ["value": 3, "type": "counter",
+                                                               "desc": "number of times a document was read from a database"])
+        XCTAssertEqual(all.json["couchdb"]?["httpd_status_codes"]?["201"]?["value"], 4, "the database and three documents")
+        XCTAssertEqual(all.json["couch_replicator"]?["jobs"]?["total"]?["type"], "gauge")
+        let prometheus = try await samples(server)
+        let created = try await server.request("GET", "/_node/_local/_stats/couchdb/httpd_status_codes/201")
+        XCTAssertEqual(created.json["desc"], "number of HTTP 201 responses")
+        XCTAssertEqual(created.json["value"]?.doubleValue, prometheus[#"couchdb_httpd_status_codes{code="201"}"#])
+        await XCTAssertEqualAsync(try await server.request("GET", "/_node/_local/_stats/couchdb/httpd_request_methods/PUT").json["value"], 4)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_node/_local/_stats/nope").json, .null)
+    }
 }

@@ -87,8 +87,10 @@ extension DocServer {
             ])
         case "_stats":
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
-            // CouchDB's statistics are Erlang's; DocServer's figures are at `_prometheus`.
-            return Response.json(rest.count == 1 ? [:] : .null)
+            // The figures CouchDB also keeps (the others are at `_prometheus`); a path names a part.
+            var part: JSON? = metrics.statistics()
+            for step in rest.dropFirst() { part = part?[step] }
+            return Response.json(part ?? .null)
         case "_system":
             guard request.method == .get || request.method == .head else { throw CouchError.only("GET") }
             return Response.json(["uptime": .integer(Int((ContinuousClock.now - started).components.seconds)),
