@@ -528,6 +528,10 @@ final class ServerAPITests: XCTestCase {
         let limited = try await server.request("GET", "/db/_changes?limit=1")
         XCTAssertEqual(sequenceNumber(limited.json["last_seq"]), 1)
         XCTAssertEqual(limited.json["pending"], 2)
+        // A continuous feed its limit ends says so too, as CouchDB.
+        let continuous = try await server.request("GET", "/db/_changes?feed=continuous&limit=1")
+        let lastLine = try JSON(parsing: Array(continuous.text.split(separator: "\n").last.map { Array($0.utf8) } ?? []))
+        XCTAssertEqual(lastLine["pending"], 2, continuous.text)
         let descending = try await server.request("GET", "/db/_changes?descending=true&limit=2")
         XCTAssertEqual(descending.json["results"]?.arrayValue?.map { $0["id"]! }, ["c", "b"])
 

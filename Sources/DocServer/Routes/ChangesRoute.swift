@@ -320,7 +320,9 @@ extension DocServer {
                     }
                 }
                 if !eventSource {
-                    try await writer.write(ByteBuffer(string: ChangesFeedLine.end(lastSequence: CouchSequence.json(since), pending: 0).text))
+                    // As CouchDB, the changes after the last one sent (a feed its limit ended may have some).
+                    let pending = (try? await db.pendingChangeCount(since: since)) ?? 0
+                    try await writer.write(ByteBuffer(string: ChangesFeedLine.end(lastSequence: CouchSequence.json(since), pending: pending).text))
                 }
                 try await writer.finish(nil)
             }
