@@ -145,4 +145,22 @@ final class CouchDBEndpointsTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("POST", "/_db_updates", json: [:]).status, 405)
         await XCTAssertEqualAsync(try await server.request("GET", "/_db_updates", as: .none).status, 401)
     }
+
+    /// `POST /{db}/_index/_bulk_delete`: design documents lose their Mango indexes, as CouchDB 3.3
+    /// answers (each list newest first).
+    func testBulkDeleteOfIndexes() async throws {
+        let server = try await TestServer.withDatabase(self)
+        for (fields, ddoc) in [(["a"], "one"), (["b"], "two"), (["c"], "two")] {
+            await XCTAssertEqualAsync(try await server.request("POST", "/db/_index", json: ["index": ["fields": JSON(fields)], "ddoc": .string(ddoc)]).status, 200)
+        }
+        let deleted = try await server.request("POST", "/db/_index/_bulk_delete", json: ["docids": ["one", "_design/two", "nope"]])
+        XCTAssertEqual(deleted.status, 200)
+        XCTAssertEqual(deleted.json, ["success": [["id": "_design/two", "ok": true], ["id": "_design/one", "ok": true]],
+                                      "fail": [["id": "_design/nope", "error": "not_found"]]])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index").json["total_rows"], 1, "_all_docs alone")
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index/_bulk_delete", json: [:]).json,
+                                  ["error": "missing_required_key", "reason": "Missing required key: docids"])
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_index/_bulk_delete", json: ["docids": "x"]).json["error"], "invalid_bulk_docs")
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_index/_bulk_delete").status, 405)
+    }
 }

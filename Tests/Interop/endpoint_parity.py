@@ -38,7 +38,6 @@ EXCUSED = {
     ("*", "/_reshard"): "no shards (400)",
     ("*", "/_search_analyze"): "not served",
     ("*", "/{db}/_purged_infos_limit"): "not served: DocStore keeps no purge history to limit",
-    ("*", "/{db}/_index/_bulk_delete"): "not served",
     ("*", "/favicon.ico"): "not served (a database name to DocServer)",
     ("*", "/_utils"): "DocServer's own page; the CouchDB built here has no Fauxton",
     ("PUT", "/{db}/_revs_limit"): "CouchDB 500 on `{}`, DocServer 400",

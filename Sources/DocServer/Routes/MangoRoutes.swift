@@ -56,6 +56,37 @@ extension DocServer {
         return Set(designs.filter { $0["options"]?["partitioned"] == false }.map(\.id))
     }
 
+    /// `POST /{db}/_index/_bulk_delete` (admins): `{"docids": [ddoc, …], "w"?}` → `{"success": [{"id", "ok"}],
+    /// "fail": [{"id", "error": "not_found"}]}`, each design document (`_design/x` or `x`) losing its
+    /// Mango indexes, as CouchDB 3.3 answers (it keeps each list newest first; it fails on a design
+    /// document with several indexes, which this deletes).
+    private func bulkDeleteIndexes(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
+        try request.requireJSONContentType()
+        let body = try request.jsonObjectBody()
+        guard let given = body["docids"] else { throw CouchError(.badRequest, "missing_required_key", "Missing required key: docids") }
+        guard let list = given.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+            throw CouchError(.badRequest, "invalid_bulk_docs", "Bulk Delete requires an array of non-null docids.")
+        }
+        let ids = list.compactMap(\.stringValue)
+        if let w = body["w"], (w.intValue ?? 0) < 1 {
+            throw CouchError(.badRequest, "invalid_pos_integer", "\(w) is not an integer greater than zero")
+        }
+        let indexes = try await db.mangoIndexes()
+        var success: [JSON] = [], failure: [JSON] = []
+        for id in ids {
+            let design = id.hasPrefix("_design/") ? id : "_design/" + id
+            let own = indexes.filter { $0.designDocument == design }
+            if own.isEmpty {
+                failure.insert(["id": .string(design), "error": "not_found"], at: 0)
+                continue
+            }
+            for index in own { try await db.deleteIndex(designDocument: design, name: index.name, type: index.type) }
+            success.insert(["id": .string(design), "ok": true], at: 0)
+        }
+        return Response.json(["success": .array(success), "fail": .array(failure)])
+    }
+
     /// `GET|POST /{db}/_index` and `DELETE /{db}/_index/{ddoc}/{json|text}/{name}` (the design document
     /// as `_design/x` or `x`): Mango json and text indexes. Creating and deleting are for admins (they write design
     /// documents); any user may list.
@@ -74,6 +105,10 @@ extension DocServer {
                     listing["indexes"] = .array(entries)
                 }
                 return Response.json(listing)
+            case (.post, 2) where rest[1] == "_bulk_delete":
+                return try await bulkDeleteIndexes(db, request, principal: principal)
+            case (_, 2) where rest[1] == "_bulk_delete":
+                throw CouchError.only("POST")
             case (.post, 1):
                 guard principal.isDatabaseAdmin else { throw CouchError.designDocumentsNeedAdmin }
                 try request.requireJSONContentType()
