@@ -19,8 +19,10 @@ import DocStore
 ///
 /// Cancellation is guarded as FoundationNetworking needs: a task that has completed (and so has left
 /// the table of exchanges) is never cancelled (it traps: "Trying to access a behaviour for a task that
-/// in not in the registry"), and a cancel is sent from another queue, so no continuation is resumed
-/// from inside a cancellation handler.
+/// in not in the registry"); nor is one while `resume()` runs — a cancel that completes the task before
+/// `resume()` has queued its start makes that start trap the same way; once it returns, a cancel queues
+/// behind the start — so a cancel asked for meanwhile is sent when `resume()` returns; and a cancel is
+/// sent from another queue, so no continuation is resumed from inside a cancellation handler.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
     /// Receives a streamed response (a continuous change feed) as it arrives.
     protocol StreamReceiver: Sendable {
@@ -51,6 +53,10 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         var file: URL?
         var fileError: (any Error)?
         var timedOut = false
+        /// Whether `resume()` has returned, so that the task may be cancelled.
+        var resumed = false
+        /// A cancel asked for before, sent when it has.
+        var cancelRequested = false
     }
 
     let idleLimit: Duration
@@ -135,10 +141,19 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         return task.taskIdentifier
     }
 
-    /// Stops the request `identifier` names, unless it has completed.
+    /// Stops the request `identifier` names, unless it has completed; one still being resumed is
+    /// stopped once it is.
     func cancel(_ identifier: Int) {
         DispatchQueue.global().async { [self] in
-            exchanges.withLock { $0[identifier]?.task }?.cancel()
+            let task = exchanges.withLock { exchanges -> URLSessionTask? in
+                guard let exchange = exchanges[identifier] else { return nil }
+                guard exchange.resumed else {
+                    exchanges[identifier]?.cancelRequested = true
+                    return nil
+                }
+                return exchange.task
+            }
+            task?.cancel()
         }
     }
 
@@ -156,7 +171,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
             if watchdog == nil { watchdog = Task { [self] in await watch() } }
         }
         task.resume()
-        if Task.isCancelled { cancel(identifier) }
+        let cancelAsked = exchanges.withLock { exchanges -> Bool in
+            exchanges[identifier]?.resumed = true
+            return exchanges[identifier]?.cancelRequested ?? false
+        }
+        if cancelAsked || Task.isCancelled { cancel(identifier) }
     }
 
     /// Sleeps on the clock until the earliest deadline in flight and times out the exchanges past it,
@@ -182,7 +201,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
             let expired = exchanges.withLock { exchanges -> [URLSessionTask] in
                 var expired: [URLSessionTask] = []
                 for (identifier, exchange) in exchanges
-                where !exchange.timedOut && exchange.lastActivity + idleLimit <= now {
+                where !exchange.timedOut && exchange.resumed && exchange.lastActivity + idleLimit <= now {
                     exchanges[identifier]?.timedOut = true
                     expired.append(exchange.task)
                 }
