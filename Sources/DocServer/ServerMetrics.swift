@@ -177,7 +177,7 @@ final class ServerMetrics: Sendable {
         var tree = JSONObject()
         let text = String(decoding: exposition(), as: UTF8.self)
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]), value.isFinite else { continue }
             let series = line[..<space]
             let name = series.firstIndex(of: "{").map { String(series[..<$0]) } ?? String(series)
             guard let place = ServerMetrics.statistics[name] else { continue }
@@ -190,7 +190,8 @@ final class ServerMetrics: Sendable {
                 path.append(step)
                 description = description.replacingOccurrences(of: "%@", with: step)
             }
-            let leaf: JSON = ["value": value.rounded() == value ? .integer(Int(value)) : .double(value),
+            let whole = value.rounded() == value && abs(value) < 9e15
+            let leaf: JSON = ["value": whole ? .integer(Int(value)) : .double(value),
                               "type": .string(place.type), "desc": .string(description)]
             insert(leaf, at: path[...], into: &tree)
         }
