@@ -176,7 +176,7 @@ final class ChangesFeedTests: XCTestCase {
         ])
         var filter = ChangesFilter(selector: try MangoSelector(["kind": "a"]))
         await XCTAssertEqualAsync(try await db.changes(filter: filter).changes.map(\.id), ["e"], "the winner alone decides by default")
-        filter.judgesEachLeaf = true
+        filter = filter.judgingEachLeaf
         for descending in [false, true] {
             let page = try await db.changes(filter: filter, includeDocuments: true, descending: descending)
             let rows = Dictionary(uniqueKeysWithValues: page.changes.map { ($0.id, $0.leafRevisions) })

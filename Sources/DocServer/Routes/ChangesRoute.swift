@@ -348,8 +348,13 @@ extension DocServer {
     /// the sequence to continue from.
     func collectChanges(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
                         since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
-        if parameters.judgesEachRevision { return try await collectChangesByRevision(db, parameters, principal: principal, since: since) }
-        let page = try await db.changes(since: since, limit: parameters.limit, filter: parameters.changesFilter(for: principal),
+        var filter = parameters.changesFilter(for: principal)
+        if parameters.judgesEachRevision {
+            // The store passes the documents the user may read; each leaf is judged by the request's filters.
+            filter = parameters.withoutRevisionFilters.changesFilter(for: principal)
+            filter.leafPredicate = parameters.revisionPredicate
+        }
+        let page = try await db.changes(since: since, limit: parameters.limit, filter: filter,
                                         includeDocuments: parameters.includeDocuments, descending: parameters.descending)
         var rows: [ChangesRow] = []
         rows.reserveCapacity(page.changes.count)
@@ -368,41 +373,5 @@ extension DocServer {
         guard parameters.includeDocuments else { return nil }
         guard let included = change.document else { return .null }
         return try await includedDocument(included, in: db, parameters.documentOptions)
-    }
-
-    /// ``collectChanges(_:_:principal:since:)`` where each leaf revision is judged on its own
-    /// (``ChangesRequest/judgesEachRevision``): the store passes the documents the user may read, and
-    /// each row keeps the leaves that pass the filters, read one by one where there are several. Pages
-    /// are read until the limit is met or the feed ends.
-    private func collectChangesByRevision(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
-                                          since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
-        let passes = parameters.revisionPredicate
-        let filter = parameters.withoutRevisionFilters.changesFilter(for: principal)
-        // A descending feed is read in one page (its pages would be read backwards), and cut after.
-        let pageLimit = parameters.descending ? nil : parameters.limit
-        var rows: [ChangesRow] = []
-        var cursor = since
-        while true {
-            let wanted = pageLimit.map { $0 - rows.count }
-            if let wanted, wanted <= 0 { break }
-            let page = try await db.changes(since: cursor, limit: wanted, filter: filter, includeDocuments: true,
-                                            descending: parameters.descending)
-            for change in page.changes {
-                var passing: [RevisionID] = []
-                for leaf in change.leafRevisions {
-                    let document = leaf == change.revision ? change.document : try await db.document(withID: change.id, revision: leaf)
-                    if let document, passes(document) { passing.append(leaf) }
-                }
-                guard !passing.isEmpty else { continue }
-                var row = ChangesRow(change, allLeaves: true, document: try await includedDocument(of: change, in: db, parameters))
-                row.revisions = passing
-                row.sequence = CouchSequence.json(change.sequence)
-                rows.append(row)
-                if let limit = parameters.limit, rows.count >= limit { return (rows, change.sequence) }
-            }
-            cursor = page.lastSequence
-            guard let wanted, page.changes.count >= wanted else { break }
-        }
-        return (rows, cursor)
     }
 }

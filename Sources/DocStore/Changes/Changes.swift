@@ -60,7 +60,7 @@ public struct ChangesFeedRow: Sendable, Hashable {
     }
 
     /// All leaf revisions, the winner first (CouchDB's `style=all_docs`) — or, from a filter that
-    /// judges each leaf (``ChangesFilter/judgesEachLeaf``), those that pass it.
+    /// judges each leaf (``ChangesFilter/leafPredicate``), those that pass it.
     public var leafRevisions: [RevisionID] { passingLeaves ?? ([revision] + otherLeaves) }
     /// The leaves a filter that judges each leaf passed, when one did.
     var passingLeaves: [RevisionID]?

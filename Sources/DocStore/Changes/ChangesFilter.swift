@@ -19,11 +19,12 @@ public struct ChangesFilter: Sendable {
     /// Only documents for which this returns `true`; it sees each changed document, tombstones
     /// included.
     public var predicate: (@Sendable (Document) -> Bool)?
-    /// Whether `channels`, `selector` and `predicate` judge each leaf revision of a change on its own,
-    /// as CouchDB judges them with `style=all_docs`: a change passes when one of its leaves does, and
-    /// its row's ``ChangesFeedRow/leafRevisions`` are the leaves that pass. A conflicted document whose
-    /// winner fails them but another leaf passes is then on the feed with that leaf alone.
-    public var judgesEachLeaf = false
+    /// A test of each leaf revision of a change on its own, as CouchDB judges a filter with
+    /// `style=all_docs`: a change that the rest of the filter passes is on the feed when one of its
+    /// leaves passes this too, and its row's ``ChangesFeedRow/leafRevisions`` are the leaves that do.
+    /// A conflicted document whose winner fails it but another leaf passes is on the feed with that
+    /// leaf alone.
+    public var leafPredicate: (@Sendable (Document) -> Bool)?
 
     private var exactIDs: Set<ExactString>?
 
@@ -43,24 +44,32 @@ public struct ChangesFilter: Sendable {
     }
 
     /// Whether deciding needs each change's document.
-    var needsDocuments: Bool { channels != nil || selector != nil || predicate != nil }
+    var needsDocuments: Bool { channels != nil || selector != nil || predicate != nil || leafPredicate != nil }
+
+    /// Whether deciding runs code of the app's (which a JavaScript filter makes wait for its engine).
+    var runsUserCode: Bool { predicate != nil || leafPredicate != nil }
 
     /// Whether `change` passes; a filter that needs documents expects `change.document` to be loaded.
     func passes(_ change: ChangesFeedRow) -> Bool {
-        guard passesByID(change) else { return false }
+        if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
+        if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
         guard needsDocuments else { return true }
         guard let document = change.document else { return false }
         return passes(document)
     }
 
-    /// Whether a change passes `documentIDs` and `designDocumentsOnly`.
-    func passesByID(_ change: ChangesFeedRow) -> Bool {
-        if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
-        if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
-        return true
+    /// This filter with its tests that read documents (`channels`, `selector`, `predicate`) judging each
+    /// leaf on its own (``leafPredicate``), as a CouchDB source judges a filter for the replicator
+    /// (`style=all_docs`).
+    public var judgingEachLeaf: ChangesFilter {
+        guard channels != nil || selector != nil || predicate != nil else { return self }
+        var filter = ChangesFilter(documentIDs: documentIDs, designDocumentsOnly: designDocumentsOnly)
+        let tests = self
+        filter.leafPredicate = { document in tests.passes(document) && tests.leafPredicate?(document) != false }
+        return filter
     }
 
-    /// Whether a revision passes `channels`, `selector` and `predicate`.
+    /// Whether a revision passes `channels`, `selector` and `predicate` (not ``leafPredicate``).
     func passes(_ document: Document) -> Bool {
         if let channels, !document.channels.contains(where: channels.contains) { return false }
         if let selector, document.isDeleted || !selector.matches(document) { return false }

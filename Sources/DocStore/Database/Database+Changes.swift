@@ -44,7 +44,7 @@ extension Database {
         // long read: both off the pool.
         let range = Int(clamping: max(0, notifier.committedSequence - since))
         let rows = descending ? (filter.passesEverything ? limit : nil) : min(limit ?? range, range)
-        return try await running(on: filter.predicate != nil ? .userCode : .forReading(upTo: rows)) {
+        return try await running(on: filter.runsUserCode ? .userCode : .forReading(upTo: rows)) {
             try await filteredChanges(since: since, limit: limit, filter: filter, includeDocuments: includeDocuments, descending: descending)
         }
     }
@@ -52,7 +52,7 @@ extension Database {
     private func filteredChanges(since: Int64, limit: Int?, filter: ChangesFilter,
                                  includeDocuments: Bool, descending: Bool) async throws -> ChangesPage {
         let wanted = limit ?? Int.max
-        let eachLeaf = filter.judgesEachLeaf && filter.needsDocuments
+        let eachLeaf = filter.leafPredicate != nil
         if descending {
             // One read: a filter is applied to the rows of the whole range.
             let page = try await changesPage(since: since, limit: filter.passesEverything ? limit : nil,
@@ -100,14 +100,14 @@ extension Database {
         return ChangesPage(changes: changes, lastSequence: cursor)
     }
 
-    /// `change` with the leaves that pass `filter`'s document tests each on its own (the winner's
-    /// document is the change's, the others read one by one), or `nil` when none does.
+    /// `change`, if the rest of `filter` passes it, with the leaves its `leafPredicate` passes (the
+    /// winner's document is the change's, the others read one by one), or `nil` when none does.
     private func judgingEachLeaf(_ change: ChangesFeedRow, _ filter: ChangesFilter) async throws -> ChangesFeedRow? {
-        guard filter.passesByID(change) else { return nil }
+        guard filter.passes(change), let leafPasses = filter.leafPredicate else { return nil }
         var passing: [RevisionID] = []
         for leaf in [change.revision] + change.otherLeaves {
             let document = leaf == change.revision ? change.document : try await document(withID: change.id, revision: leaf)
-            if let document, filter.passes(document) { passing.append(leaf) }
+            if let document, leafPasses(document) { passing.append(leaf) }
         }
         guard !passing.isEmpty else { return nil }
         var judged = change

@@ -17,8 +17,6 @@ struct LocalPeer: ReplicationPeer {
     func changes(since: JSON, limit: Int, filter: SourceFilter, wait: Duration?) async throws -> (rows: [ChangesRow], last: JSON, pending: Int?) {
         let start = sequenceNumber(since) ?? 0
         var changesFilter = filter.changesFilter
-        // Each leaf judged on its own, as a CouchDB source judges them for the replicator (`style=all_docs`).
-        changesFilter.judgesEachLeaf = true
         if let named = filter.named {
             // The database's own filter functions (its JavaScript design documents, when enabled).
             do {
@@ -31,6 +29,8 @@ struct LocalPeer: ReplicationPeer {
                 throw ReplicationError(.invalidConfiguration, "Filter \(named.name) of the source: \(error.reason)")
             }
         }
+        // Each leaf judged on its own, as a CouchDB source judges them for the replicator (`style=all_docs`).
+        changesFilter = changesFilter.judgingEachLeaf
         var page = try await database.changes(since: start, limit: limit, filter: changesFilter)
         if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait) {
             page = try await database.changes(since: page.lastSequence, limit: limit, filter: changesFilter)
