@@ -490,6 +490,36 @@ async function run() {
                 afterSignOut.status === 401, value};
   });
 
+  // DocServer's channels (no CouchDB has them): a user limited to one channel replicates with PouchDB.
+  if (parameters.get("channels") === "1") await step("DocServer channels: a user limited to a channel syncs with PouchDB", async () => {
+    const admin = {"Authorization": "Basic " + btoa(auth.username + ":" + auth.password), "Content-Type": "application/json"};
+    const name = "red-user" + suffix;
+    await fetch(base + "/_users/org.couchdb.user:" + name, {method: "PUT", headers: admin,
+      body: JSON.stringify({_id: "org.couchdb.user:" + name, name, password: "secret", roles: [], type: "user", channels: ["red"]})});
+    const adminView = remoteDB("channels");
+    const seeded = [];
+    for (let i = 0; i < 30; i++) seeded.push({_id: "s" + String(i).padStart(2, "0"), channels: [i % 3 === 1 ? "blue" : "red"]});
+    seeded.push({_id: "none"});
+    await adminView.bulkDocs(seeded);
+    const mine = new PouchDB(base + "/channels" + suffix, {auth: {username: name, password: "secret"}, skip_setup: true});
+    const local = localDB("channels");
+    const pulled = await PouchDB.replicate(mine, local);
+    const ids = (await local.allDocs()).rows.map(r => r.id);
+    const redIds = seeded.filter(d => d.channels && d.channels.includes("red")).map(d => d._id).sort();
+    await local.bulkDocs([{_id: "from-red", channels: ["red"]}, {_id: "from-blue", channels: ["blue"]}]);
+    const pushed = await local.replicate.to(mine);
+    const again = await PouchDB.replicate(mine, local);
+    const serverIds = (await adminView.allDocs()).rows.map(r => r.id);
+    const blueRead = await expectError(mine.get("s01"));
+    await adminView.destroy();
+    const value = {pulled: pulled.docs_written, sameAsRed: sameJSON(ids, redIds), pushed: [pushed.docs_written, pushed.doc_write_failures],
+                   errors: (pushed.errors || []).map(e => e.name || e.error), again: again.docs_written,
+                   redOnServer: serverIds.includes("from-red"), blueOnServer: serverIds.includes("from-blue"), blueRead: blueRead.status};
+    return {ok: value.sameAsRed && pulled.doc_write_failures === 0 && pushed.docs_written === 1 && pushed.doc_write_failures === 1 &&
+                value.redOnServer && !value.blueOnServer && blueRead.status === 403 && again.docs_written === 0,
+            value, detail: JSON.stringify({ids, redIds, pushed, pulled})};
+  });
+
   await step("destroy the remote database", async () => {
     const destroyed = await remote.destroy();
     // PouchDB answers the info of a database that does not exist, rather than throwing.
