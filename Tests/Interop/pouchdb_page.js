@@ -273,6 +273,56 @@ async function run() {
             detail: errors.join("; ")};
   });
 
+  await step("a live pull keeps up with 2 000 server writes", async () => {
+    const follower = localDB("follower");
+    const source = remoteDB("burst");
+    const replication = PouchDB.replicate(source, follower, {live: true, retry: true});
+    const errors = [];
+    replication.on("error", e => errors.push(String(e && (e.message || e.name))));
+    const completed = new Promise(resolve => replication.on("complete", resolve));
+    for (let batch = 0; batch < 20; batch++) {
+      const docs = [];
+      for (let i = 0; i < 100; i++) docs.push({_id: "burst-" + String(batch * 100 + i).padStart(4, "0"), batch});
+      await source.bulkDocs(docs);
+    }
+    let count = 0;
+    for (let i = 0; i < 600 && count < 2000; i++) {
+      count = (await follower.info()).doc_count;
+      if (count < 2000) await sleep(100);
+    }
+    replication.cancel();
+    await withTimeout(completed, 20, "replication complete after cancel");
+    await source.destroy();
+    return {ok: count === 2000 && errors.length === 0, value: {count}, detail: errors.join("; ")};
+  });
+
+  // Only against DocServer (the driver restarts it on the same port): a live sync with `retry` outlives
+  // a restart of the server.
+  if (parameters.get("restart") === "1") await step("DocServer restart: a live sync with retry resumes", async () => {
+    const here = localDB("restart");
+    const there = remoteDB("restart");
+    await there.info();
+    const sync = here.sync(there, {live: true, retry: true, back_off_function: delay => delay === 0 ? 200 : Math.min(delay * 2, 1000)});
+    const completed = new Promise(resolve => sync.on("complete", resolve));
+    await there.put({_id: "before-restart"});
+    for (let i = 0; i < 200 && !(await here.get("before-restart").catch(() => null)); i++) await sleep(100);
+    const restarted = await fetch("/restart?run=" + parameters.get("run"), {method: "POST"});
+    await here.put({_id: "written-while-away"});
+    let back = false, pulled = false;
+    for (let i = 0; i < 600 && !(back && pulled); i++) {
+      if (!back) back = !!(await there.get("written-while-away").catch(() => null));
+      if (back && !pulled) {
+        if (i % 10 === 0) await there.put({_id: "after-restart"}).catch(() => null);
+        pulled = !!(await here.get("after-restart").catch(() => null));
+      }
+      if (!(back && pulled)) await sleep(100);
+    }
+    sync.cancel();
+    await withTimeout(completed, 20, "sync complete after cancel");
+    await there.destroy();
+    return {ok: restarted.status === 204 && back && pulled, value: {back, pulled}};
+  });
+
   await step("views: reduce, group, keys, include_docs", async () => {
     const grouped = await remote.query("app/by_type", {group: true});
     const sum = await remote.query("app/by_n", {reduce: true});
