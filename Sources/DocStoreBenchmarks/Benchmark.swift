@@ -53,6 +53,11 @@ struct Benchmark: AsyncParsableCommand {
         // The process runs as `docstore serve` does; the line says which way, as the peak RSS depends on it.
         let fixedThreshold = !defaultAllocator && MemoryAllocator.fixLargeBlockThreshold()
         print("allocator=\(fixedThreshold ? "large_block_threshold_\(MemoryAllocator.defaultLargeBlockThreshold)" : "default")")
+        // DocStore's process-wide SQLite settings, made before the raw baseline opens SQLite (which would
+        // otherwise initialize it first whenever `attachment_stream`, whose DocStore databases open
+        // first, is not run, and leave SQLite's memory statistics and their global mutex on for
+        // DocStore's threads too): both sides run as they do in `docstore serve`.
+        print("sqlite_settings=\(SQLiteSettings.apply() ? "docstore" : "sqlite_default")")
         let selected = only.map { Set($0.split(separator: ",").map(String.init)) } ?? Set(Benchmark.allOperations)
         let corpus = Corpus(count: n)
         var generator = SplitMix64(seed: 99)

@@ -4,6 +4,22 @@ import Foundation
 import XCTest
 
 final class StorageTests: XCTestCase {
+    /// `SQLiteSettings.apply()` says truly whether SQLite's memory statistics (and their global
+    /// mutex) are off: SQLite counts no memory while they are, and counts it once they are on.
+    func testSQLiteSettingsReportWhatSQLiteDoes() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let db = try await Database.open(name: "settings", directory: directory)
+        _ = try await db.save((0..<50).map { Document(id: "d\($0)", body: ["n": .integer($0)]) })
+        let applied = SQLiteSettings.apply()
+        XCTAssertEqual(SQLiteSettings.apply(), applied, "decided once for the process")
+        // A connection of SQLite's own is open meanwhile, so memory is in use whichever way it runs.
+        var handle: OpaquePointer?
+        XCTAssertEqual(sqlite3_open(":memory:", &handle), SQLITE_OK)
+        defer { sqlite3_close(handle) }
+        XCTAssertEqual(sqlite3_memory_used() == 0, applied)
+        await db.close()
+    }
+
     func testSameConfigurationGivesSameInstanceUntilClosed() async throws {
         let directory = try makeTemporaryDirectory(self)
         let a = try await Database.open(name: "shared", directory: directory)

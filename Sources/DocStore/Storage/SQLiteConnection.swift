@@ -62,14 +62,10 @@ final class SQLiteConnection: @unchecked Sendable {
         return try body()
     }
 
-    /// Process-wide SQLite settings, applied once before the first connection opens.
-    private static let configureSQLite: Void = {
-        _ = csqlite_disable_memory_statistics()
-    }()
-
     /// Opens (creating if needed) the database file at `path`.
     init(path: String) throws {
-        SQLiteConnection.configureSQLite
+        // Process-wide settings, made once before the first connection opens.
+        SQLiteSettings.apply()
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &db, flags, nil)

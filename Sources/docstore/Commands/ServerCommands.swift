@@ -82,6 +82,8 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         // A server runs for days: keep large transient buffers out of malloc's arenas (MemoryAllocator).
         MemoryAllocator.fixLargeBlockThreshold()
+        // Before any SQLite connection opens (DocStore would make them at its first one anyway).
+        SQLiteSettings.apply()
         let environment = ProcessInfo.processInfo.environment["DOCSTORE_LOG_LEVEL"]
         let level = (logLevel ?? environment).flatMap(Logger.Level.init(rawValue:)) ?? .info
         if logLevel == nil, let environment, Logger.Level(rawValue: environment) == nil {
