@@ -4,7 +4,7 @@ import CSQLite
 ///
 /// DocStore turns off SQLite's memory statistics: their upkeep takes one process-wide mutex on every
 /// SQLite allocation, which DocStore's writer, readers and long reads — each on a thread of its own
-/// with a connection of its own — would otherwise contend for (a local replication ran 30 % slower
+/// with a connection of its own — would otherwise contend for (a local replication took 40 % longer
 /// with them on, Docs/Performance.md). SQLite takes such a setting only before it initializes, which
 /// its first connection in the process does. DocStore makes it before opening its first connection;
 /// a process that uses SQLite itself before that (another library, its own files) should call
