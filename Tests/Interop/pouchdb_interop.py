@@ -24,7 +24,6 @@ the same CORS settings through its configuration API. Prints one line per check 
 "pouchdb: N passed, M failed"; exits non-zero if any check failed.
 """
 import base64
-import functools
 import http.server
 import json
 import os
