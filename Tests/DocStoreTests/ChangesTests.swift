@@ -86,6 +86,77 @@ final class ChangesFeedTests: XCTestCase {
         try await writer.value
     }
 
+    /// A page with documents of at least ``Database/splitChangesPage`` rows is read in two halves at
+    /// once: the same rows, sequences and documents as pages read whole; with a first half whose range
+    /// is all superseded entries (its rows read after the second half); and, with writes going on
+    /// meanwhile, each document once per page, in sequence order, none lost.
+    func testAPageWithDocumentsReadInHalvesIsThePage() async throws {
+        let db = try await makeDatabase(self)
+        let count = 3000
+        let saved = try await db.save((0..<count).map { Document(id: String(format: "p%05d", $0), body: ["n": .integer($0)]) })
+            .map { try $0.result.get() }
+        // The first 700 writes superseded (the first page's first half holds none of its rows), and
+        // some more here and there; one deletion.
+        _ = try await db.save(saved[0..<700].map { var edited = $0; edited["n"] = .integer(-1); return edited })
+        for k in stride(from: 900, to: count, by: 311) {
+            var edited = try await db.document(withID: saved[k].id)!
+            edited["n"] = .integer(-k)
+            _ = try await db.save(edited)
+        }
+        _ = try await db.delete(id: saved[1500].id, revision: saved[1500].revision!)
+
+        func pages(limit: Int, includeDocuments: Bool) async throws -> [ChangesPage] {
+            var pages: [ChangesPage] = []
+            var since: Int64 = 0
+            while true {
+                let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocuments)
+                pages.append(page)
+                if page.changes.isEmpty { break }
+                since = page.lastSequence
+            }
+            return pages
+        }
+        for limit in [Database.splitChangesPage, 1000, 1001] {
+            let split = try await pages(limit: limit, includeDocuments: true)
+            let whole = try await pages(limit: limit, includeDocuments: false)
+            XCTAssertEqual(split.map { $0.changes.map(\.sequence) }, whole.map { $0.changes.map(\.sequence) }, "limit \(limit)")
+            XCTAssertEqual(split.map(\.lastSequence), whole.map(\.lastSequence), "limit \(limit)")
+            XCTAssertEqual(split.flatMap(\.changes).count, count)
+            for (row, plain) in zip(split.flatMap(\.changes), whole.flatMap(\.changes)) {
+                XCTAssertEqual(row.id, plain.id)
+                XCTAssertEqual(row.leafRevisions, plain.leafRevisions)
+                XCTAssertEqual(row.document?.id, row.id)
+                XCTAssertEqual(row.document?.revision, row.revision)
+                XCTAssertEqual(row.document?.isDeleted, row.isDeleted)
+            }
+        }
+
+        // Pages read while a writer moves documents from the start of the log to its end.
+        let writer = Task {
+            for k in 0..<300 {
+                var edited = try await db.document(withID: saved[700 + k * 2].id)!
+                edited["n"] = .integer(k)
+                _ = try await db.save(edited)
+            }
+        }
+        for _ in 0..<4 {
+            var seen: [String] = []
+            var since: Int64 = 0
+            while true {
+                let page = try await db.changes(since: since, limit: 1000, includeDocuments: true)
+                if page.changes.isEmpty { break }
+                let sequences = page.changes.map(\.sequence)
+                XCTAssertEqual(sequences, sequences.sorted())
+                XCTAssertEqual(Set(page.changes.map(\.id)).count, page.changes.count, "each document once in a page")
+                XCTAssertTrue(sequences.allSatisfy { $0 > since })
+                seen += page.changes.map(\.id)
+                since = page.lastSequence
+            }
+            XCTAssertEqual(Set(seen).count, count, "none lost")
+        }
+        try await writer.value
+    }
+
     /// `pending` is exact from every starting point, whichever way it is counted (short and long spans).
     func testPendingCountsTheDocumentsAfterEverySequence() async throws {
         let db = try await makeDatabase(self)

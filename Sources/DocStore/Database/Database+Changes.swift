@@ -74,6 +74,9 @@ extension Database {
             if (limit ?? Int.max) >= committed - since, committed - since >= Database.splitChangesRange {
                 return try await changesInHalves(since: since, through: committed, includeDocuments: includeDocuments)
             }
+            if includeDocuments, let limit, limit >= Database.splitChangesPage, committed - since > limit {
+                return try await changesPageInHalves(since: since, limit: limit, through: committed)
+            }
             let page = try await changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
             let last = page.changes.count < wanted ? max(page.lastSequence, committed) : page.lastSequence
             return ChangesPage(changes: page.changes, lastSequence: last)
@@ -138,6 +141,45 @@ extension Database {
                                                 descending: false, helped: false, reserving: Int(committed - since)).changes
         changes.append(contentsOf: try await second.changes)
         return ChangesPage(changes: changes, lastSequence: committed)
+    }
+
+    /// The smallest page with documents that ``changesPageInHalves(since:limit:through:)`` reads in two
+    /// halves: below it, one reading thread and a helper building the rows do as well.
+    static let splitChangesPage = 512
+
+    /// A page of `limit` changes with their documents, up to `committed` (a sequence committed before the
+    /// call), read as two halves at once on two reader connections, each half building its own rows:
+    /// with documents, the reading thread is the long pole of a page read once (its steps and page
+    /// reads), and two halves put SQLite's work on both cores too.
+    ///
+    /// The split is the log entry `limit / 2` entries after `since`, found in the log alone; superseded
+    /// entries count there, so the first half may hold fewer rows than that, and the rows it lacks are
+    /// read after the second half. As in ``changesInHalves(since:through:includeDocuments:)``, both
+    /// snapshots were taken after `committed`, so a document stands in at most one half, and one that
+    /// moved past `committed` meanwhile is left to the next page.
+    private func changesPageInHalves(since: Int64, limit: Int, through committed: Int64) async throws -> ChangesPage {
+        let firstLimit = limit / 2
+        let split = try await read { try DocumentRecords(connection: $0).changeLogSequence(after: since, offset: firstLimit - 1, through: committed) }
+        guard let split, split < committed else {
+            // Fewer log entries than half a page: one read.
+            let page = try await readChangesPage(since: since, through: committed, limit: limit, includeDocuments: true, descending: false)
+            return ChangesPage(changes: page.changes, lastSequence: page.changes.count < limit ? committed : page.lastSequence)
+        }
+        let secondLimit = limit - firstLimit
+        async let second = readChangesPage(since: split, through: committed, limit: secondLimit, includeDocuments: true,
+                                           descending: false, helped: false)
+        var changes = try await readChangesPage(since: since, through: split, limit: nil, includeDocuments: true,
+                                                descending: false, helped: false, reserving: limit).changes
+        let firstCount = changes.count
+        let secondRows = try await second.changes
+        changes.append(contentsOf: secondRows)
+        if firstCount < firstLimit, secondRows.count == secondLimit, let after = secondRows.last?.sequence {
+            // The first half's range held superseded entries: the page's remaining rows come after the second's.
+            changes += try await readChangesPage(since: after, through: committed, limit: firstLimit - firstCount,
+                                                 includeDocuments: true, descending: false).changes
+        }
+        let full = changes.count == limit
+        return ChangesPage(changes: changes, lastSequence: full ? changes.last?.sequence ?? since : committed)
     }
 
     /// One range of the changes log, every row kept. A short ascending range up to the newest commit

@@ -172,6 +172,14 @@ struct DocumentRecords {
         try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
     }
 
+    /// The sequence of the log entry `offset` entries past the first after `since`, at or below
+    /// `through`, or `nil` when there are not that many: a narrow scan of the log alone. Superseded
+    /// entries count, so the changes feed has at most `offset + 1` rows in `since...` that sequence.
+    func changeLogSequence(after since: Int64, offset: Int, through: Int64) throws -> Int64? {
+        try connection.scalarInt("SELECT seq FROM changes WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
+                                 [.integer(since), .integer(through), .integer(Int64(offset))])
+    }
+
     /// How many documents changed after `since`: each has exactly one log entry after `since` whose
     /// superseded sequence is at or before it (or none).
     func pendingCount(since: Int64) throws -> Int {
