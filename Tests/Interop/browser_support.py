@@ -4,9 +4,9 @@ import re
 import subprocess
 
 
-def start_serve(binary, folder, extra=()):
-    """`docstore serve` over `folder` on a free port, administrator admin:pw; the process and its port."""
-    process = subprocess.Popen([binary, "serve", "--data", folder, "--port", "0", "--admin", "admin:pw"] + list(extra),
+def start_serve(binary, folder, extra=(), port=0):
+    """`docstore serve` over `folder` on `port` (0: a free one), administrator admin:pw; the process and its port."""
+    process = subprocess.Popen([binary, "serve", "--data", folder, "--port", str(port), "--admin", "admin:pw"] + list(extra),
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
     if not match:

@@ -156,11 +156,7 @@ def main():
         """`docstore serve` stopped and started again over the same folder, on the same port."""
         serving["process"].terminate()
         serving["process"].wait()
-        origin_flag = ["--cors-origin", pages.origin, "--port", str(serving["port"])]
-        process = subprocess.Popen([binary, "serve", "--data", folder, "--admin", "admin:pw"] + origin_flag,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        process.stdout.readline()
-        serving["process"] = process
+        serving["process"], _ = start_serve(binary, folder, ["--cors-origin", pages.origin], port=serving["port"])
 
     pages = PageServer(dist, restart)
     serving["process"], serving["port"] = start_serve(binary, folder, ["--cors-origin", pages.origin])

@@ -74,10 +74,13 @@ extension Database {
             if (limit ?? Int.max) >= committed - since, committed - since >= Database.splitChangesRange {
                 return try await changesInHalves(since: since, through: committed, includeDocuments: includeDocuments)
             }
-            if includeDocuments, let limit, limit >= Database.splitChangesPage, committed - since > limit {
-                return try await changesPageInHalves(since: since, limit: limit, through: committed)
+            let page: ChangesPage
+            if includeDocuments, let limit, limit >= Database.splitChangesPage, committed - since > limit,
+               let split = try await changesPageInHalves(since: since, limit: limit, through: committed) {
+                page = split
+            } else {
+                page = try await changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
             }
-            let page = try await changesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: false)
             let last = page.changes.count < wanted ? max(page.lastSequence, committed) : page.lastSequence
             return ChangesPage(changes: page.changes, lastSequence: last)
         }
@@ -133,14 +136,24 @@ extension Database {
     /// (`lastSequence` is `committed`) — as one read of a later snapshot would have answered.
     private func changesInHalves(since: Int64, through committed: Int64, includeDocuments: Bool) async throws -> ChangesPage {
         let middle = since + (committed - since) / 2
-        async let second = readChangesPage(since: middle, through: committed, limit: nil, includeDocuments: includeDocuments,
+        let halves = try await readHalves(since: since, split: middle, through: committed, secondLimit: nil,
+                                          includeDocuments: includeDocuments, reserving: Int(committed - since))
+        return ChangesPage(changes: halves.changes, lastSequence: committed)
+    }
+
+    /// The rows of `since...split` and of `split...through` (at most `secondLimit` of these), read at
+    /// the same time on two reader connections, each half building its own rows. The first half is read
+    /// into an array with room for `reserving` rows, which this task owns: the second half is appended to
+    /// it, instead of both being copied (each row retained) into a third.
+    private func readHalves(since: Int64, split: Int64, through: Int64, secondLimit: Int?, includeDocuments: Bool,
+                            reserving: Int) async throws -> (changes: [ChangesFeedRow], firstCount: Int, secondCount: Int) {
+        async let second = readChangesPage(since: split, through: through, limit: secondLimit, includeDocuments: includeDocuments,
                                            descending: false, helped: false)
-        // The first half is read into an array with room for both, which this task owns: the second
-        // half is appended to it, instead of both being copied (each row retained) into a third.
-        var changes = try await readChangesPage(since: since, through: middle, limit: nil, includeDocuments: includeDocuments,
-                                                descending: false, helped: false, reserving: Int(committed - since)).changes
+        var changes = try await readChangesPage(since: since, through: split, limit: nil, includeDocuments: includeDocuments,
+                                                descending: false, helped: false, reserving: reserving).changes
+        let firstCount = changes.count
         changes.append(contentsOf: try await second.changes)
-        return ChangesPage(changes: changes, lastSequence: committed)
+        return (changes, firstCount, changes.count - firstCount)
     }
 
     /// The smallest page with documents that ``changesPageInHalves(since:limit:through:)`` reads in two
@@ -148,38 +161,30 @@ extension Database {
     static let splitChangesPage = 512
 
     /// A page of `limit` changes with their documents, up to `committed` (a sequence committed before the
-    /// call), read as two halves at once on two reader connections, each half building its own rows:
+    /// call), read as two halves at once (``readHalves(since:split:through:secondLimit:includeDocuments:reserving:)``):
     /// with documents, the reading thread is the long pole of a page read once (its steps and page
-    /// reads), and two halves put SQLite's work on both cores too.
+    /// reads), and two halves put SQLite's work on both cores too. `nil` when the log holds fewer than
+    /// half a page of entries up to `committed` (one read does). The page's `lastSequence` is its last
+    /// row's, as ``changesPage(since:limit:includeDocuments:descending:)`` answers.
     ///
     /// The split is the log entry `limit / 2` entries after `since`, found in the log alone; superseded
     /// entries count there, so the first half may hold fewer rows than that, and the rows it lacks are
     /// read after the second half. As in ``changesInHalves(since:through:includeDocuments:)``, both
     /// snapshots were taken after `committed`, so a document stands in at most one half, and one that
     /// moved past `committed` meanwhile is left to the next page.
-    private func changesPageInHalves(since: Int64, limit: Int, through committed: Int64) async throws -> ChangesPage {
+    private func changesPageInHalves(since: Int64, limit: Int, through committed: Int64) async throws -> ChangesPage? {
         let firstLimit = limit / 2
         let split = try await read { try DocumentRecords(connection: $0).changeLogSequence(after: since, offset: firstLimit - 1, through: committed) }
-        guard let split, split < committed else {
-            // Fewer log entries than half a page: one read.
-            let page = try await readChangesPage(since: since, through: committed, limit: limit, includeDocuments: true, descending: false)
-            return ChangesPage(changes: page.changes, lastSequence: page.changes.count < limit ? committed : page.lastSequence)
-        }
+        guard let split, split < committed else { return nil }
         let secondLimit = limit - firstLimit
-        async let second = readChangesPage(since: split, through: committed, limit: secondLimit, includeDocuments: true,
-                                           descending: false, helped: false)
-        var changes = try await readChangesPage(since: since, through: split, limit: nil, includeDocuments: true,
-                                                descending: false, helped: false, reserving: limit).changes
-        let firstCount = changes.count
-        let secondRows = try await second.changes
-        changes.append(contentsOf: secondRows)
-        if firstCount < firstLimit, secondRows.count == secondLimit, let after = secondRows.last?.sequence {
+        var halves = try await readHalves(since: since, split: split, through: committed, secondLimit: secondLimit,
+                                          includeDocuments: true, reserving: limit)
+        if halves.firstCount < firstLimit, halves.secondCount == secondLimit, let after = halves.changes.last?.sequence {
             // The first half's range held superseded entries: the page's remaining rows come after the second's.
-            changes += try await readChangesPage(since: after, through: committed, limit: firstLimit - firstCount,
-                                                 includeDocuments: true, descending: false).changes
+            halves.changes += try await readChangesPage(since: after, through: committed, limit: firstLimit - halves.firstCount,
+                                                        includeDocuments: true, descending: false).changes
         }
-        let full = changes.count == limit
-        return ChangesPage(changes: changes, lastSequence: full ? changes.last?.sequence ?? since : committed)
+        return ChangesPage(changes: halves.changes, lastSequence: halves.changes.last?.sequence ?? since)
     }
 
     /// One range of the changes log, every row kept. A short ascending range up to the newest commit
