@@ -42,10 +42,15 @@ package enum BulkGet {
                 if let reason = Item.idFault(id) { return refused(id, .null, "illegal_docid", reason) }
                 var item = Item(id: id)
                 if let rev = spec[Keys.rev] {
-                    guard let text = rev.stringValue, RevisionID.isReadableByCouchDB(text) else {
-                        return refused(id, rev, "bad_request", "Invalid rev format")
+                    guard let text = rev.stringValue else { return refused(id, rev, "bad_request", "Invalid rev format") }
+                    if let read = RevisionID.readAsCouchDB(text) {
+                        // The text itself unless CouchDB writes it otherwise (a sign, leading zeros).
+                        let first = text.utf8.first
+                        item.revision = first == UInt8(ascii: "0") || first == UInt8(ascii: "+") ? read.description : text
+                    } else {
+                        guard RevisionID.isReadableByCouchDB(text) else { return refused(id, rev, "bad_request", "Invalid rev format") }
+                        item.revision = text
                     }
-                    item.revision = RevisionID.readAsCouchDB(text)?.description ?? text
                 }
                 switch spec[Keys.attsSince] {
                 case nil, .array([])?:
@@ -168,30 +173,69 @@ package enum BulkGet {
             [Keys.results: .array(results.map { [Keys.id: JSON($0.id), Keys.docs: .array($0.entries.map(\.json))] })]
         }
 
-        /// The answer as ``json`` serializes, without building its envelope: each result and entry is
-        /// written as it goes, the documents (their stored bytes spliced) inside; with
+        /// The answer as ``json`` serializes, without building its envelope (``Writer``); with
         /// `nonFiniteAsNull`, a NaN or infinite number is written as `null` instead of throwing.
         package func serialized(nonFiniteAsNull: Bool = false) throws -> [UInt8] {
-            var writer = JSONWriter(nonFiniteAsNull: nonFiniteAsNull, capacity: 64 + results.count * 256)
-            writer.append("{\"results\":[")
-            for (index, result) in results.enumerated() {
-                writer.append(index == 0 ? "{\"id\":" : ",{\"id\":")
-                if let id = result.id { writer.writeString(id) } else { writer.append("null") }
-                writer.append(",\"docs\":[")
-                for (position, entry) in result.entries.enumerated() {
-                    if position > 0 { writer.append(",") }
+            var writer = Writer(nonFiniteAsNull: nonFiniteAsNull, capacity: 64 + results.count * 256)
+            for result in results {
+                writer.beginResult(id: result.id)
+                for entry in result.entries {
                     switch entry {
-                    case .ok(let document):
-                        writer.append("{\"ok\":")
-                        try writer.write(document)
-                    case .failure(let failure):
-                        writer.append("{\"error\":")
-                        try writer.write(failure.json)
+                    case .ok(let document): try writer.appendDocument { try $0.write(document) }
+                    case .failure(let failure): try writer.appendFailure(failure)
                     }
-                    writer.append("}")
                 }
-                writer.append("]}")
+                writer.endResult()
             }
+            return writer.finish()
+        }
+    }
+
+    /// Writes an answer as it is made, result by result, each document written by the caller (its
+    /// stored bytes spliced, ``DocStore/JSONWriter/writeDocument(_:revisions:)``), instead of building
+    /// a ``Response``.
+    package struct Writer {
+        private var writer: JSONWriter
+        private var results = 0
+        private var entries = 0
+
+        package init(nonFiniteAsNull: Bool = false, capacity: Int = 256) {
+            writer = JSONWriter(nonFiniteAsNull: nonFiniteAsNull, capacity: capacity)
+            writer.append("{\"results\":[")
+        }
+
+        /// Opens the result of one requested item.
+        package mutating func beginResult(id: String?) {
+            writer.append(results == 0 ? "{\"id\":" : ",{\"id\":")
+            if let id { writer.writeString(id) } else { writer.append("null") }
+            writer.append(",\"docs\":[")
+            results += 1
+            entries = 0
+        }
+
+        /// Adds `{"ok": document}` to the open result, the document written by `write`.
+        package mutating func appendDocument(_ write: (inout JSONWriter) throws -> Void) throws {
+            writer.append(entries == 0 ? "{\"ok\":" : ",{\"ok\":")
+            entries += 1
+            try write(&writer)
+            writer.append("}")
+        }
+
+        /// Adds `{"error": …}` to the open result.
+        package mutating func appendFailure(_ failure: Failure) throws {
+            writer.append(entries == 0 ? "{\"error\":" : ",{\"error\":")
+            entries += 1
+            try writer.write(failure.json)
+            writer.append("}")
+        }
+
+        /// Closes the open result.
+        package mutating func endResult() {
+            writer.append("]}")
+        }
+
+        /// The answer's bytes.
+        package consuming func finish() -> [UInt8] {
             writer.append("]}")
             return writer.bytes
         }

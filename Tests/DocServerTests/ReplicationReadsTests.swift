@@ -76,6 +76,52 @@ final class ReplicationReadsTests: XCTestCase {
         XCTAssertEqual(revisions(answer.json["results"]?[12]?["docs"]), ["1-ccc", "2-bbb"], "an atts_since revision no database holds is left out")
     }
 
+    /// `_bulk_get` writes a revision without attachments straight from its stored bytes; every
+    /// revision must read as `open_revs` (which builds the answer's tree) gives it, with each option.
+    func testBulkGetAnswersEachRevisionAsOpenRevsDoes() async throws {
+        let server = try await seeded()
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_revs_limit", body: Data("3".utf8), contentType: "application/json").status, 200)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_bulk_docs", json: ["new_edits": false, "docs": [
+            // A history longer than the limit (written before it was lowered, as a replicator may).
+            ["_id": "long", "_rev": "5-e", "n": 5, "_revisions": ["start": 5, "ids": ["e", "d", "c", "b", "a"]]],
+            ["_id": "text", "_rev": "1-8b2bc181373a348640d43d7830d6abbc", "s": "quote \" back \\ tab \t é \u{1}", "x": 1.5e300,
+             "nested": ["a": [1, -0.25, true, .null, ["b": "c"]]], "empty": [:]],
+            ["_id": "bare", "_rev": "2-f", "_revisions": ["start": 2, "ids": ["f", "e"]]],
+            ["_id": "odd\"id é", "_rev": "1-\"q\\", "v": 1],
+        ]]).status, 201)
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/withfile", json: [
+            "v": 1, "_attachments": ["a.txt": ["content_type": "text/plain", "data": "aGVsbG8="]]]).status, 201)
+        let withFile = try await server.request("GET", "/db/withfile").json["_rev"]?.stringValue ?? "?"
+        let asked: [(String, String)] = [
+            ("conf", "2-bbb"), ("conf", "1-ccc"), ("conf", "1-aaa"), ("delbranch", "2-bbb"), ("three", "3-aaa"), ("three", "2-c"),
+            ("three", "1-8b2bc181373a348640d43d7830d6abbc"), ("long", "5-e"), ("text", "1-8b2bc181373a348640d43d7830d6abbc"),
+            ("bare", "2-f"), ("odd\"id é", "1-\"q\\"), ("withfile", withFile),
+        ]
+        // (`open_revs` leaves out `conflicts`, `revs_info` and `local_seq`, which `_bulk_get` applies.)
+        for options in ["", "revs=true", "revs=true&latest=true", "revs=true&attachments=true", "att_encoding_info=true&revs=true"] {
+            let docs = JSON.array(asked.map { ["id": .string($0.0), "rev": .string($0.1)] })
+            let bulk = try await server.request("POST", "/db/_bulk_get?\(options)", json: ["docs": docs])
+            XCTAssertEqual(bulk.status, 200, options)
+            let results = try XCTUnwrap(bulk.json["results"]?.arrayValue, options)
+            XCTAssertEqual(results.count, asked.count, options)
+            for ((id, revision), result) in zip(asked, results) {
+                let list = String(decoding: try JSON.array([.string(revision)]).serializedData(), as: UTF8.self)
+                let query = "open_revs=\(list.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)" + (options.isEmpty ? "" : "&\(options)")
+                let open = try await server.request("GET", "/db/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)?\(query)")
+                XCTAssertEqual(open.status, 200, "\(id) \(options)")
+                XCTAssertNotNil(open.json[0]?["ok"], "\(id) \(options)")
+                XCTAssertEqual(result["docs"]?[0]?["ok"], open.json[0]?["ok"], "\(id) \(revision) \(options)")
+                XCTAssertEqual(result["id"]?.stringValue, id)
+            }
+        }
+        // Options that need the revision tree still apply.
+        let meta = try await server.request("POST", "/db/_bulk_get?conflicts=true&local_seq=true", json: ["docs": [["id": "conf", "rev": "2-bbb"]]])
+        XCTAssertEqual(meta.json["results"]?[0]?["docs"]?[0]?["ok"], ["_id": "conf", "_rev": "2-bbb", "v": 2, "_conflicts": ["1-ccc"], "_local_seq": 3])
+        // The limit cut the long history as CouchDB shows it: the revision and two ancestors.
+        let long = try await server.request("POST", "/db/_bulk_get?revs=true", json: ["docs": [["id": "long"]]])
+        XCTAssertEqual(long.json["results"]?[0]?["docs"]?[0]?["ok"]?["_revisions"], ["start": 5, "ids": ["e", "d", "c"]])
+    }
+
     func testOpenRevisionsInAscendingOrderThenTheMissing() async throws {
         let server = try await seeded()
         let all = try await server.request("GET", "/db/three?open_revs=all")

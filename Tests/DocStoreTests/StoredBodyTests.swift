@@ -50,6 +50,44 @@ final class StoredBodyTests: XCTestCase {
         }
     }
 
+    /// `JSONWriter.writeDocument` (a `_bulk_get` answer's documents) writes what writing the document's
+    /// tree gives — a stored body spliced, with every metadata member — and any other document through
+    /// its tree.
+    func testWritingADocumentEqualsWritingItsTree() async throws {
+        let db = try await makeDatabase(self)
+        var documents: [Document] = []
+        for (number, body) in bodies.enumerated() {
+            _ = try await db.save(Document(id: "w\(number) \"é", body: body))
+            let read = try await db.document(withID: "w\(number) \"é", includeRevisionHistory: true)
+            documents.append(try XCTUnwrap(read))
+        }
+        // A deleted leaf with a history, a conflict, a hash that is not hex, an attachment.
+        _ = try await db.insertRevisions([
+            Document(json: #"{"_id":"c","_rev":"2-b","x":1,"_revisions":{"start":2,"ids":["b","a"]}}"#),
+            Document(json: #"{"_id":"c","_rev":"2-z","y":2,"_revisions":{"start":2,"ids":["z","a"]}}"#),
+            Document(json: #"{"_id":"c","_rev":"3-\"q\\","_deleted":true,"_revisions":{"start":3,"ids":["\"q\\","9","a"]}}"#),
+        ])
+        let deleted = try await db.document(withID: "c", revision: RevisionID("3-\"q\\"), includeRevisionHistory: true)
+        let conflicted = try await db.document(withID: "c", includeConflicts: true)
+        documents += [try XCTUnwrap(deleted), try XCTUnwrap(conflicted)]
+        var withFile = Document(id: "f", body: ["a": 1])
+        withFile.attachments["t.txt"] = Attachment(data: Data("hi".utf8), contentType: "text/plain")
+        _ = try await db.save(withFile)
+        let file = try await db.document(withID: "f", includeRevisionHistory: true)
+        documents.append(try XCTUnwrap(file))
+        documents.append(Document(id: "memory", body: ["b": [1, 2]]))
+        XCTAssertTrue(documents.contains { $0.isDeleted && $0.revisionHistory?.isEmpty == false && $0.body.storedJSON != nil })
+        XCTAssertTrue(documents.contains { !$0.conflicts.isEmpty && $0.body.storedJSON != nil })
+        for document in documents {
+            for revisions in [false, true] {
+                var writer = JSONWriter()
+                try writer.writeDocument(document, revisions: revisions)
+                XCTAssertEqual(String(decoding: writer.bytes, as: UTF8.self),
+                               String(decoding: try document.json(revisions: revisions).serialized(), as: UTF8.self), "\(document.id) \(revisions)")
+            }
+        }
+    }
+
     /// A change to a stored body (set, remove, add) behaves as on a parsed one, and saves.
     func testChangingAStoredBody() async throws {
         let db = try await makeDatabase(self)

@@ -57,11 +57,14 @@ extension Response {
 
     /// A JSON answer from its text, already written.
     static func json(serialized: [UInt8], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
-        var bytes = serialized
-        bytes.append(0x0A)
+        // One copy, into a buffer that has room for the newline CouchDB ends its JSON with.
+        var body = ByteBuffer()
+        body.reserveCapacity(serialized.count + 1)
+        body.writeBytes(serialized)
+        body.writeInteger(UInt8(0x0A))
         var headers: HTTPFields = [.contentType: "application/json"]
         if extra[.cacheControl] == nil { headers[.cacheControl] = "must-revalidate" }
         headers.append(contentsOf: extra)
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 }

@@ -86,6 +86,23 @@ extension DocServer {
         return try await answer(for: document, in: db, options, withData: options.attachments, multipart: false).json
     }
 
+    /// The document ``answer(for:in:_:withData:multipart:)`` would give as JSON, when that needs
+    /// neither its revision tree nor its attachments — no `revs_info`, `conflicts`,
+    /// `deleted_conflicts` or `local_seq` asked for, no attachment — to be written by
+    /// ``DocStore/JSONWriter/writeDocument(_:revisions:)`` with `revisions`: its history cut to
+    /// `revisionsLimit` as there. `nil` for any other.
+    static func plainAnswer(_ document: Document, _ options: DocumentOptions,
+                            revisionsLimit: Int) -> (document: Document, revisions: Bool)? {
+        guard document.attachments.isEmpty, !options.conflicts, !options.deletedConflicts, !options.revsInfo,
+            !options.localSequence
+        else { return nil }
+        guard options.revs, let ancestry = document.revisionHistory else { return (document, false) }
+        guard ancestry.count >= revisionsLimit else { return (document, true) }
+        var document = document
+        document.revisionHistory = Array(ancestry.prefix(max(0, revisionsLimit - 1)))
+        return (document, true)
+    }
+
     /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, body, `_deleted`,
     /// `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_attachments`).
     ///

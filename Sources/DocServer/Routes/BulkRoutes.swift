@@ -141,31 +141,46 @@ extension DocServer {
         let found = try await db.revisionsWithHistory(reads, latest: base.latest)
         metrics.documentsRead(found.reduce(0) { $0 + $1.count })
 
-        var results: [BulkGet.Response.Result] = []
+        // A JSON answer is written as it is made; a revision without attachments and without the
+        // options that need its revision tree (a replicator's read) is written straight from its
+        // stored bytes (``DocStore/JSONWriter/writeDocument(_:revisions:)``).
+        var json = multipart ? nil : BulkGet.Writer(nonFiniteAsNull: true, capacity: 64 + found.reduce(0) { $0 + $1.count } * 1024)
+        let revisionsLimit = await db.revisionsLimit
         let boundary = multipart ? "--" + Multipart.makeBoundary() : ""
         var parts = MultipartBody()
         for item in list {
             let id = item.request.id
-            func failure(_ error: String, _ reason: String) -> BulkGet.Entry {
+            // Failures are written in their place in a JSON answer, and after the documents'
+            // parts in a multipart one.
+            var failures: [BulkGet.Failure] = []
+            func refuse(_ refusal: BulkGet.Failure) throws {
+                failures.append(refusal)
+                try json?.appendFailure(refusal)
+            }
+            func refuse(_ error: String, _ reason: String) throws {
                 // CouchDB names a revision that was not given "undefined" (Erlang's atom, written as text).
                 let revision = item.request.revision ?? (id == nil ? nil : "undefined")
-                return .failure(BulkGet.Failure(id: id, revision: revision, error: ErrorBody(error: error, reason: reason)))
+                try refuse(BulkGet.Failure(id: id, revision: revision, error: ErrorBody(error: error, reason: reason)))
             }
-            var entries: [BulkGet.Entry] = []
+            json?.beginResult(id: id)
             if let refusal = item.request.refusal {
-                entries.append(.failure(refusal))
+                try refuse(refusal)
             } else if let id, Partition.current, let error = Partition.error(of: id) {
-                entries.append(.failure(BulkGet.Failure(id: id, revision: nil, error: error.body)))
+                try refuse(BulkGet.Failure(id: id, revision: nil, error: error.body))
             } else if let read = item.read {
-                if found[read].isEmpty { entries.append(failure("not_found", "missing")) }
+                if found[read].isEmpty { try refuse("not_found", "missing") }
                 for document in found[read] {
                     guard principal.canRead(document.channels) else {
-                        entries.append(failure("forbidden", "You are not allowed to access this document."))
+                        try refuse("forbidden", "You are not allowed to access this document.")
+                        continue
+                    }
+                    if json != nil, let plain = Self.plainAnswer(document, item.options, revisionsLimit: revisionsLimit) {
+                        try json?.appendDocument { try $0.writeDocument(plain.document, revisions: plain.revisions) }
                         continue
                     }
                     let answer = try await self.answer(for: document, in: db, item.options,
                                                        withData: multipart || item.options.attachments, multipart: multipart)
-                    entries.append(.ok(answer.json))
+                    try json?.appendDocument { try $0.write(answer.json) }
                     guard multipart else { continue }
                     if answer.following.isEmpty {
                         parts.append(Multipart.partHeader(boundary: boundary, headers: [("Content-Type", "application/json")], first: false))
@@ -180,14 +195,14 @@ extension DocServer {
                     }
                 }
             } else {
-                entries.append(failure("not_found", "missing"))
+                try refuse("not_found", "missing")
             }
+            json?.endResult()
             if multipart {
-                for case .failure(let failure) in entries { appendBulkGetError(failure, to: &parts, boundary: boundary) }
+                for refusal in failures { appendBulkGetError(refusal, to: &parts, boundary: boundary) }
             }
-            results.append(BulkGet.Response.Result(id: id, entries: entries))
         }
-        guard multipart else { return Response.json(serialized: try BulkGet.Response(results).serialized(nonFiniteAsNull: true)) }
+        if let json { return Response.json(serialized: json.finish()) }
         parts.append(Multipart.closing(boundary: boundary) + [0x0D, 0x0A])
         return Response(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\"\(boundary)\""], body: parts.responseBody(db))
     }

@@ -425,3 +425,55 @@ extension JSON {
         }
     }
 }
+
+extension JSONWriter {
+    /// Writes what writing ``Document/json(attachmentData:revisions:)`` (without attachment data)
+    /// gives, without building that tree: for a document read from the database (its body in the
+    /// stored form) and without attachments, `_id` and `_rev`, the stored bytes, then `_deleted`,
+    /// `_revisions` and `_conflicts` are written straight from the document — the answer of each
+    /// revision a replicator's `_bulk_get` reads. Any other document is written through its tree.
+    package mutating func writeDocument(_ document: Document, revisions: Bool) throws {
+        guard let body = document.body.storedJSON, document.attachments.isEmpty else {
+            return try write(document.json(revisions: revisions))
+        }
+        append("{\"_id\":")
+        writeString(document.id)
+        if let revision = document.revision {
+            append(",\"_rev\":")
+            writeRevision(revision)
+        }
+        if body.count > 2 {
+            append(",")
+            bytes.append(contentsOf: body[1..<(body.count - 1)])
+        }
+        if document.isDeleted { append(",\"_deleted\":true") }
+        if revisions, let revision = document.revision {
+            append(",\"_revisions\":{\"start\":")
+            writeInteger(revision.generation)
+            append(",\"ids\":[")
+            writeDigest(of: revision)
+            for ancestor in document.revisionHistory ?? [] {
+                append(",")
+                writeDigest(of: ancestor)
+            }
+            append("]}")
+        }
+        if !document.conflicts.isEmpty {
+            append(",\"_conflicts\":[")
+            for (position, conflict) in document.conflicts.enumerated() {
+                if position > 0 { append(",") }
+                writeRevision(conflict)
+            }
+            append("]")
+        }
+        append("}")
+    }
+
+    /// Writes a revision's hash as a JSON string, without making a `String` for a hex hash.
+    private mutating func writeDigest(of revision: RevisionID) {
+        guard revision.isHex else { return writeString(revision.digest) }
+        append("\"")
+        revision.withDigestBytes { bytes.append(contentsOf: $0) }
+        append("\"")
+    }
+}

@@ -107,6 +107,9 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     /// sign or leading zeros (`+2-a` and `02-a` are `2-a`); `nil` where CouchDB refuses the text
     /// (``isReadableByCouchDB(_:)``) or reads a revision no database holds (`0-a`, `1-`).
     package static func readAsCouchDB(_ text: String) -> RevisionID? {
+        // The revisions DocStore and CouchDB write (a generation of digits, 32 hex digits) are
+        // readable without the check's walk over the text.
+        if let exact = RevisionID(text), exact.isHex { return exact }
         guard isReadableByCouchDB(text) else { return nil }
         if let exact = RevisionID(text) { return exact }
         guard let dash = text.firstIndex(of: "-"), let generation = Int(text[..<dash]), generation >= 1 else {
