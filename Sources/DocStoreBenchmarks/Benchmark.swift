@@ -5,6 +5,7 @@ import DocStoreJavaScript
 import DocSync
 import Foundation
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,6 +69,7 @@ struct Benchmark: AsyncParsableCommand {
             return (low, low + 1000 * 100_000 / n - 1)
         }
         var timings: [String: (ours: [Double], baseline: [Double], count: Int)] = [:]
+        var cpuTimes: [String: [Double]] = [:]
         var attachmentGrowth: [Double] = []
         var pullGrowth: [Double] = []
         // attachment_stream restarts the kernel's high-water mark; the peaks before each restart.
@@ -77,6 +79,13 @@ struct Benchmark: AsyncParsableCommand {
             entry.ours.append(ours)
             entry.baseline.append(baseline)
             timings[op] = entry
+            // The CPU time of the section whose wall time is the op's own (``timeAsync(_:)``).
+            if let cpu = timedSections.withLock({ sections in
+                defer { sections.removeAll() }
+                return sections.last(where: { $0.wall == ours })?.cpu
+            }) {
+                cpuTimes[op, default: []].append(cpu)
+            }
             traceMemory(after: op)
         }
         func traceMemory(after step: String) {
@@ -326,6 +335,10 @@ struct Benchmark: AsyncParsableCommand {
             print("op=\(op) n=\(entry.count) secs=\(format(ours)) ops_per_sec=\(format(oursRate, digits: 0)) "
                   + "baseline_ops_per_sec=\(format(baselineRate, digits: 0)) ratio=\(format(oursRate / baselineRate))")
         }
+        for op in Benchmark.allOperations {
+            guard let entry = timings[op], let cpu = cpuTimes[op], cpu.count == entry.ours.count else { continue }
+            print("info cpu op=\(op) cpu_secs=\(format(median(cpu))) cores=\(format(median(cpu) / median(entry.ours), digits: 2))")
+        }
         print("peak_rss_mb=\(format(max(peakResidentMegabytes(), earlierPeaks.max() ?? 0), digits: 1))")
         if !pullGrowth.isEmpty {
             print("replicate_http_rss_growth_mb=\(format(pullGrowth.max()!, digits: 1)) "
@@ -355,10 +368,31 @@ func time(_ body: () -> Void) -> Double {
     return (ContinuousClock.now - start).seconds
 }
 
+/// Runs `body` and returns its wall time; the process's CPU time over it (every thread: a
+/// replication's server and client both) is kept in ``timedSections`` for the op that reports it.
 func timeAsync(_ body: () async throws -> Void) async throws -> Double {
+    let cpuStart = processCPUSeconds()
     let start = ContinuousClock.now
     try await body()
-    return (ContinuousClock.now - start).seconds
+    let wall = (ContinuousClock.now - start).seconds
+    let cpu = processCPUSeconds() - cpuStart
+    timedSections.withLock { $0.append((wall, cpu)) }
+    return wall
+}
+
+/// The wall and CPU times of the sections ``timeAsync(_:)`` measured since an op was last recorded.
+let timedSections = Mutex<[(wall: Double, cpu: Double)]>([])
+
+/// The CPU time (user and system) the process has used, in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    #if canImport(Glibc)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 extension Duration {
