@@ -220,9 +220,22 @@ final class WireShapeTests: XCTestCase {
             XCTAssertEqual(decoded.json, answer)
             XCTAssertEqual(try decoded.serialized(), try decoded.json.serialized(), "written directly, the same bytes")
             XCTAssertEqual(decoded.results.map(\.id), decodedRequest.items.map(\.id), "one result per request, in order")
-            for case .ok(let document) in decoded.results.flatMap(\.entries) {
-                XCTAssertNoThrow(try Document(json: document))
-                documents += 1
+            // DocSync reads the answer straight into documents: the same results, the same documents.
+            let read = try BulkGetAnswer(parsing: exchange.responseBody)
+            XCTAssertEqual(read.results.map(\.id), decoded.results.map(\.id))
+            for (readResult, result) in zip(read.results, decoded.results) {
+                XCTAssertEqual(readResult.entries.count, result.entries.count)
+                for (readEntry, entry) in zip(readResult.entries, result.entries) {
+                    switch (readEntry, entry) {
+                    case (.document(let readDocument), .ok(let document)):
+                        XCTAssertEqual(readDocument, try Document(json: document))
+                        documents += 1
+                    case (.error(let readError), .failure(let failure)):
+                        XCTAssertEqual(readError, failure.json)
+                    default:
+                        XCTFail("\(readEntry) read where the tree has \(entry)")
+                    }
+                }
             }
         }
         XCTAssertGreaterThan(documents, 150)

@@ -13,6 +13,30 @@ final class DocumentBytesParsingTests: XCTestCase {
         let shown = String(decoding: text, as: UTF8.self)
         let tree: Result<Document, Error> = Result { try Document(json: JSON(parsing: Data(text))) }
         let bytes: Result<Document, Error> = Result { try Document(json: JSON(parsing: text, documentDepth: 1)) }
+        // And inside a `_bulk_get` answer, read straight into a document (`BulkGetAnswer`): invalid
+        // JSON fails the answer, a valid object that is no document is that entry's error.
+        let answer = Array(#"{"results":[{"id":"x","docs":[{"ok":"#.utf8) + text + Array("}]}]}".utf8)
+        let inAnswer: Result<Document, Error> = Result {
+            let entries = try BulkGetAnswer(parsing: Data(answer)).results.first?.entries
+            switch entries?.first {
+            case .document(let document)?: return document
+            case .invalid(let error)?: throw error
+            default: throw DocStoreError(.badRequest, "no entry")
+            }
+        }
+        switch (tree, inAnswer) {
+        case (.success(let expected), .success(let document)):
+            XCTAssertEqual(document, expected, shown, file: file, line: line)
+            XCTAssertEqual(document.body.storedJSON, (try? bytes.get())?.body.storedJSON, shown, file: file, line: line)
+        case (.failure(let expected as DocStoreError), .failure(let error as DocStoreError)):
+            if expected.code == .invalidJSON {
+                XCTAssertEqual(error.code, .invalidJSON, shown, file: file, line: line)
+            } else {
+                XCTAssertEqual("\(error)", "\(expected)", shown, file: file, line: line)
+            }
+        default:
+            XCTFail("tree: \(tree), in a _bulk_get answer: \(inAnswer) for \(shown)", file: file, line: line)
+        }
         switch (tree, bytes) {
         case (.success(let expected), .success(let document)):
             XCTAssertEqual(document.id, expected.id, shown, file: file, line: line)
@@ -196,6 +220,41 @@ final class DocumentBytesParsingTests: XCTestCase {
         let entries = try XCTUnwrap(read["results"]?[0]?["docs"]?.arrayValue)
         XCTAssertNotNil(entries[0]["ok"]?.objectValue.flatMap { try? Document(json: .object($0)) }?.body.storedJSON)
         XCTAssertEqual(entries[1]["error"]?["error"], "not_found")
+    }
+
+    /// A `_bulk_get` answer read straight into documents: its envelope as the tree parser reads it
+    /// (any member order, whitespace, members it does not know), each entry a document, a document's
+    /// error or the answer's error object.
+    func testBulkGetAnswersReadStraightIntoDocuments() throws {
+        let answer = """
+            { "results" : [ {"docs":[{"ok":{"_id":"a","_rev":"1-x","v":1}},{"error":{"id":"a","rev":"2-y","error":"not_found","reason":"missing"}}],
+              "id":"a","extra":[1,{"k":2}]}, {"id":null,"docs":[]}, {"id":"b","docs":[{"ok":{"_id":"b","_rev":5}},{"ok":"text"},
+              {"ok":{"_id":"b", "_rev":"1-z","w":[2]}}]} ], "other":true }
+            """
+        let read = try BulkGetAnswer(parsing: Data(answer.utf8))
+        XCTAssertEqual(read.results.map(\.id), ["a", nil, "b"])
+        XCTAssertEqual(read.results.map(\.entries.count), [2, 0, 3])
+        guard case .document(let a)? = read.results.first?.entries.first else { return XCTFail("\(read.results)") }
+        XCTAssertEqual(a.id, "a")
+        XCTAssertEqual(a.revision?.description, "1-x")
+        XCTAssertEqual(a.body.storedJSON, Array(#"{"v":1}"#.utf8))
+        guard case .error(let missing) = read.results[0].entries[1] else { return XCTFail("\(read.results[0])") }
+        XCTAssertEqual(missing, ["id": "a", "rev": "2-y", "error": "not_found", "reason": "missing"])
+        guard case .invalid(let badRevision) = read.results[2].entries[0], case .invalid(let notObject) = read.results[2].entries[1],
+              case .document(let b) = read.results[2].entries[2] else { return XCTFail("\(read.results[2])") }
+        XCTAssertEqual(badRevision.code, .invalidRevision)
+        XCTAssertEqual(notObject.code, .invalidDocument)
+        XCTAssertEqual(b.body, ["w": [2]])
+        XCTAssertNil(b.body.storedJSON, "text outside the writer's form is read as a tree")
+
+        for bad in [#"{"results":[{"id":"a","docs":[{"ok":{"_id":"a",}}]}]}"#,   // invalid JSON in a document
+                    #"{"results":[{"id":"a","docs":[{}]}]}"#,                     // neither ok nor error
+                    #"{"results":[{"id":"a","id":"b","docs":[]}]}"#,              // a key twice
+                    #"{"results":[]} x"#,                                         // data after the answer
+                    #"{"rows":[]}"#, #"[]"#, #"{"results":{}}"#, ""] {
+            XCTAssertThrowsError(try BulkGetAnswer(parsing: Data(bad.utf8)), bad)
+        }
+        XCTAssertEqual(try BulkGetAnswer(parsing: Data(#"{"results":[]}"#.utf8)).results.count, 0)
     }
 
     /// A document that arrived as bytes is saved as those bytes, with the revision the tree would get.

@@ -260,38 +260,63 @@ extension Document {
         }
         // A document read with its body kept as bytes (`JSON(parsing:documentDepth:)`): the metadata
         // is read from the members before them, and the body stays bytes.
-        var storedBody: [UInt8]? = nil
         if let (metadata, body) = object.storedDocument,
             metadata.allSatisfy({ JSONReader.documentMetadataKeys.contains($0.key) }) {
-            object = JSONObject(uniqueMembers: metadata)
-            storedBody = body
+            try self.init(metadata: metadata, body: JSONObject(storedJSON: body))
+            return
+        }
+        var metadata: [JSONObject.Member] = []
+        for key in Document.metadataKeys {
+            if let value = object.removeValue(forKey: key) { metadata.append(JSONObject.Member(key: key, value: value)) }
+        }
+        try self.init(metadata: metadata, body: object)
+    }
+
+    /// The `_` members ``init(metadata:body:)`` reads (`_id`, `_rev`, `_deleted`, `_attachments`,
+    /// `_revisions`) or leaves out as CouchDB does (`_conflicts`, `_deleted_conflicts`, `_revs_info`,
+    /// `_local_seq`).
+    static let metadataKeys = ["_id", "_revisions", "_rev", "_deleted", "_attachments",
+                               "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq"]
+
+    /// A document of CouchDB's JSON form from its metadata members (among ``metadataKeys``; others are
+    /// ignored) and its body (``init(json:)-(JSON)``'s checks, in its order).
+    init(metadata: [JSONObject.Member], body: JSONObject) throws {
+        var idValue: JSON?, revisions: JSON?, revisionValue: JSON?, deletedValue: JSON?, attachmentsValue: JSON?
+        for member in metadata {
+            switch member.key {
+            case "_id": idValue = member.value
+            case "_revisions": revisions = member.value
+            case "_rev": revisionValue = member.value
+            case "_deleted": deletedValue = member.value
+            case "_attachments": attachmentsValue = member.value
+            default: break
+            }
         }
         var id: String? = nil
-        if let value = object.removeValue(forKey: "_id") {
-            guard case .string(let text) = value else {
+        if let idValue {
+            guard case .string(let text) = idValue else {
                 throw DocStoreError(.invalidDocumentID, "Document id must be a string")
             }
             id = text
         }
         // As CouchDB, `_revisions` names the revision where both are given, whatever `_rev` says.
-        let revisions = object.removeValue(forKey: "_revisions")
         var revision: RevisionID? = nil
-        if let value = object.removeValue(forKey: "_rev"), revisions == nil {
-            guard case .string(let text) = value else {
+        if let revisionValue, revisions == nil {
+            guard case .string(let text) = revisionValue else {
                 throw DocStoreError(.invalidRevision, "_rev must be a string")
             }
             revision = try RevisionID.parse(text)
         }
         var isDeleted = false
-        if let value = object.removeValue(forKey: "_deleted") {
-            guard case .bool(let flag) = value else {
+        if let deletedValue {
+            guard case .bool(let flag) = deletedValue else {
                 throw DocStoreError(.invalidDocument, "_deleted must be a boolean")
             }
             isDeleted = flag
         }
         var attachments: Attachments = [:]
-        if let value = object.removeValue(forKey: "_attachments") {
-            guard case .object(let members) = value else {
+        if let attachmentsValue {
+            guard case .object(let members) = attachmentsValue else {
                 throw DocStoreError(.invalidAttachment, "_attachments must be a JSON object")
             }
             for (name, member) in members {
@@ -305,11 +330,7 @@ extension Document {
             revision = ancestry[0]
             history = Array(ancestry.dropFirst())
         }
-        for ignored in ["_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq"] {
-            object.removeValue(forKey: ignored)
-        }
-        if let storedBody { object = JSONObject(storedJSON: storedBody) }
-        self.init(id: id, body: object, attachments: attachments)
+        self.init(id: id, body: body, attachments: attachments)
         self.revision = revision
         self.isDeleted = isDeleted
         self.revisionHistory = history

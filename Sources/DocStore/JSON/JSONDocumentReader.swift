@@ -21,18 +21,35 @@ extension JSONReader {
     mutating func readDocumentObject() throws -> JSON {
         let start = index
         let startDepth = depth
-        if let stored = try readStoredDocument() { return .object(stored) }
+        if let (metadata, body) = try readStoredDocument() {
+            return .object(metadata.isEmpty ? JSONObject(storedJSON: body) : JSONObject(metadata: metadata, storedBody: body))
+        }
         index = start
         depth = startDepth
         return try readObject()
     }
 
-    /// The document at `index` with its body kept as bytes, or `nil` (the position then undefined)
-    /// when its text is not in ``JSONWriter``'s form or is not valid.
-    private mutating func readStoredDocument() throws -> JSONObject? {
+    /// Reads the object at `index` as a ``Document`` (``Document/init(json:)-(JSON)``), its body kept
+    /// as bytes when ``readDocumentObject()`` would keep them, without the object in between.
+    mutating func readDocument() throws -> Document {
+        let start = index
+        let startDepth = depth
+        if let (metadata, body) = try readStoredDocument() {
+            return try Document(metadata: metadata, body: JSONObject(storedJSON: body))
+        }
+        index = start
+        depth = startDepth
+        return try Document(json: readObject())
+    }
+
+    /// The metadata members and the body's bytes of the document at `index`, or `nil` (the position
+    /// then undefined) when its text is not in ``JSONWriter``'s form or is not valid.
+    private mutating func readStoredDocument() throws -> (metadata: [JSONObject.Member], body: [UInt8])? {
         try enterContainer()
         index += 1
+        // Room for `_id`, `_rev`, `_revisions` and one more, so that the array is made once.
         var metadata: [JSONObject.Member] = []
+        metadata.reserveCapacity(4)
         var body: [UInt8] = [UInt8(ascii: "{")]
         let hashesStart = skippedKeyHashes.count
         defer { skippedKeyHashes.removeSubrange(hashesStart...) }
@@ -40,7 +57,7 @@ extension JSONReader {
             index += 1
             depth -= 1
             body.append(UInt8(ascii: "}"))
-            return JSONObject(storedJSON: body)
+            return ([], body)
         }
         while true {
             let keyStart = index
@@ -62,7 +79,7 @@ extension JSONReader {
         }
         depth -= 1
         body.append(UInt8(ascii: "}"))
-        return JSONObject(metadata: metadata, storedBody: body)
+        return (metadata, body)
     }
 
     /// Reads what follows a member or an element, with no whitespace before it: `true` past a `,`,

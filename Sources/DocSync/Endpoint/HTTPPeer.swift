@@ -114,17 +114,21 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     /// Sends a request and returns its JSON, mapping error statuses to typed errors.
-    /// - Parameter documentDepth: where the answer's documents stand (`JSON(parsing:documentDepth:)`),
-    ///   so that their bodies are kept as the bytes they came as; 0 for an answer without documents.
-    func request(_ method: String, _ path: String = "", json: JSON? = nil, allow: Set<Int> = [],
-                 documentDepth: Int = 0) async throws -> (status: Int, json: JSON) {
+    func request(_ method: String, _ path: String = "", json: JSON? = nil, allow: Set<Int> = []) async throws -> (status: Int, json: JSON) {
         let (status, data) = try await send(method, path, json: json)
         if status >= 400 && !allow.contains(status) { try throwError(status: status, body: data, method: method, path: path) }
-        return (status, (try? JSON(parsing: data, documentDepth: documentDepth)) ?? .null)
+        return (status, (try? JSON(parsing: data)) ?? .null)
     }
 
-    /// Where the documents of a `_bulk_get` answer stand: `{"results": [{"docs": [{"ok": {…}}]}]}`.
-    static let bulkGetDocumentDepth = 6
+    /// `POST /_bulk_get?query` with `body`: the status and the answer's bytes (read by
+    /// ``DocStore/BulkGetAnswer``); an error status other than those of a server without `_bulk_get`
+    /// (400, 404, 405, 501) is thrown.
+    private func bulkGet(_ body: BulkGet.Request, query: String) async throws -> (status: Int, data: Data) {
+        let path = "/_bulk_get?" + query
+        let (status, data) = try await send("POST", path, json: body.json)
+        if status >= 400 && ![400, 404, 405, 501].contains(status) { try throwError(status: status, body: data, method: "POST", path: path) }
+        return (status, data)
+    }
 
     /// The typed error for an error answer.
     func throwError(status: Int, body data: Data, method: String, path: String) throws -> Never {
@@ -247,13 +251,12 @@ struct HTTPPeer: ReplicationPeer {
     func fetch(_ requests: [FetchRequest], stagingInto stagingDatabase: Database?) async throws -> [Document] {
         guard !requests.isEmpty else { return [] }
         let body = BulkGet.Request(requests.map { BulkGet.Request.Item(id: $0.id, revision: $0.revision.description) })
-        let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=false&att_encoding_info=true",
-                                               json: body.json, allow: [400, 404, 405, 501], documentDepth: HTTPPeer.bulkGetDocumentDepth)
+        let (status, data) = try await bulkGet(body, query: "revs=true&latest=true&attachments=false&att_encoding_info=true")
         bulkGets.figures.withLock { $0.attempts += requests.count }
         if status >= 400 {
             return try await fetchWithAttachments(requests.map { ($0, nil) }, stagingInto: stagingDatabase)
         }
-        let answer = try decode("_bulk_get answer") { try BulkGet.Response(json: json) }
+        let answer = try decode("_bulk_get answer") { try BulkGetAnswer(parsing: data) }
         guard answer.results.count == requests.count else {
             throw ReplicationError(.badResponse, "_bulk_get answered \(answer.results.count) results for \(requests.count) documents")
         }
@@ -265,13 +268,19 @@ struct HTTPPeer: ReplicationPeer {
             }
             var askedAlone = false
             for entry in result.entries {
-                guard case .ok(let ok) = entry else {
+                let document: Document
+                switch entry {
+                case .document(let read):
+                    document = read
+                case .invalid(let error):
+                    throw ReplicationError(.badResponse, "\(databaseURL.absoluteString) answered a malformed _bulk_get document: \(error.reason)",
+                                           cause: error)
+                case .error:
                     // As CouchDB's replicator: a revision the batch could not read is asked for alone.
                     if !askedAlone { withAttachments.append((request, nil, false)) }
                     askedAlone = true
                     continue
                 }
-                let document = try decode("_bulk_get document") { try Document(json: ok) }
                 // Without an attachment added after the newest of the target's leaves on its history,
                 // the stubs are valid there; otherwise the revision is fetched again with its attachments.
                 if document.attachments.isEmpty || HTTPPeer.isComplete(document, possibleAncestors: request.possibleAncestors) {
@@ -320,17 +329,15 @@ struct HTTPPeer: ReplicationPeer {
             let body = BulkGet.Request(group.map {
                 BulkGet.Request.Item(id: $0.id, revision: $0.revision.description, attachmentsSince: $0.possibleAncestors)
             })
-            let (status, json) = try await request("POST", "/_bulk_get?revs=true&latest=true&attachments=true",
-                                                   json: body.json, allow: [400, 404, 405, 501], documentDepth: HTTPPeer.bulkGetDocumentDepth)
+            let (status, data) = try await bulkGet(body, query: "revs=true&latest=true&attachments=true")
             // Each revision counts once as a `_bulk_get` attempt: the first request counted them.
-            guard status < 400, let answer = try? BulkGet.Response(json: json), answer.results.count == group.count else {
+            guard status < 400, let answer = try? BulkGetAnswer(parsing: data), answer.results.count == group.count else {
                 unread += group
                 continue
             }
             for (request, result) in zip(group, answer.results) {
-                let read = result.entries.compactMap { entry -> JSON? in if case .ok(let ok) = entry { ok } else { nil } }
-                guard result.id.map(ExactString.init) == ExactString(request.id), read.count == result.entries.count,
-                      let fetched = try? read.map({ try Document(json: $0) }),
+                let fetched = result.entries.compactMap { entry -> Document? in if case .document(let read) = entry { read } else { nil } }
+                guard result.id.map(ExactString.init) == ExactString(request.id), fetched.count == result.entries.count,
                       fetched.allSatisfy({ HTTPPeer.isComplete($0, possibleAncestors: request.possibleAncestors) })
                 else {
                     unread.append(request)
