@@ -10,10 +10,7 @@
 extension JSONReader {
     /// The `_` members a document may carry beside its body; any other sends the document to the tree
     /// parser (where `Document(json:)` leaves it in the body for saving to reject or accept).
-    static let documentMetadataKeys: Set<String> = [
-        "_id", "_rev", "_revisions", "_deleted", "_attachments",
-        "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq",
-    ]
+    static let documentMetadataKeys = Set(Document.metadataKeys)
 
     /// Reads the object at `index` as a document: its metadata members parsed, its other members kept
     /// as bytes (``JSONObject``'s stored form, metadata first), or — when that cannot be done — as the
