@@ -13,7 +13,7 @@ final class StoredBodyTests: XCTestCase {
         ["a": 1],
         ["text": "quote \" backslash \\ tab \t newline \n control \u{01} é 日本 🎉", "slash": "a/b"],
         ["int": 42, "negative": -7, "double": 0.1, "big": .bigInteger("123456789012345678901234567890"),
-         "exponent": 1e300, "tiny": 5e-324, "negativeZero": -0.0, "null": nil, "flags": [true, false]],
+         "exponent": 1e300, "tiny": .double(Double.leastNonzeroMagnitude), "negativeZero": -0.0, "null": nil, "flags": [true, false]],
         ["nested": ["deeper": ["deepest": [1, [2, [3]], ["k": "v"]]]], "empty": [:], "none": []],
         JSONObject((0..<40).map { ("key\($0)", JSON.integer($0)) }),
         ["_replication_state": "completed", "n": 1],

@@ -81,8 +81,8 @@ final class StoredMemberLookupTests: XCTestCase {
             XCTAssertTrue(scan(damaged, "a") == nil, damaged)
         }
         // An escaped key could spell the one asked for: missing is not certain without a parse.
-        XCTAssertNil(scan(#"{"\u0061":1}"#, "b"))
-        XCTAssertNil(scan(#"{"\u0061":1}"#, "a"))
+        XCTAssertTrue(scan(#"{"\u0061":1}"#, "b") == nil)
+        XCTAssertTrue(scan(#"{"\u0061":1}"#, "a") == nil)
     }
 
     /// A Mango query through an index matches its selector's fields without parsing the bodies it answers with.
