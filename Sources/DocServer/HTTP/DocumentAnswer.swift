@@ -96,11 +96,17 @@ extension DocServer {
         guard document.attachments.isEmpty, !options.conflicts, !options.deletedConflicts, !options.revsInfo,
             !options.localSequence
         else { return nil }
-        guard options.revs, let ancestry = document.revisionHistory else { return (document, false) }
-        guard ancestry.count >= revisionsLimit else { return (document, true) }
+        guard options.revs, document.revisionHistory != nil else { return (document, false) }
+        return (cutHistory(of: document, toLimit: revisionsLimit), true)
+    }
+
+    /// `document` with its `_revisions` as CouchDB shows them: at most `_revs_limit` revisions, also of a
+    /// history that grew before the limit was lowered (compaction stems it).
+    static func cutHistory(of document: Document, toLimit limit: Int) -> Document {
+        guard let ancestry = document.revisionHistory, ancestry.count >= limit else { return document }
         var document = document
-        document.revisionHistory = Array(ancestry.prefix(max(0, revisionsLimit - 1)))
-        return (document, true)
+        document.revisionHistory = Array(ancestry.prefix(max(0, limit - 1)))
+        return document
     }
 
     /// A document as an answer gives it, with CouchDB's member order (`_id`, `_rev`, body, `_deleted`,
@@ -139,11 +145,8 @@ extension DocServer {
         }
         if options.localSequence, let sequence = document.sequence { members["_local_seq"] = .integer(Int(sequence)) }
         var document = document
-        if options.revs, let ancestry = document.revisionHistory {
-            // As CouchDB, `_revisions` shows at most `_revs_limit` revisions, also of a history that
-            // grew before the limit was lowered (compaction stems it).
-            let limit = await db.revisionsLimit
-            if ancestry.count >= limit { document.revisionHistory = Array(ancestry.prefix(max(0, limit - 1))) }
+        if options.revs, document.revisionHistory != nil {
+            document = Self.cutHistory(of: document, toLimit: await db.revisionsLimit)
         }
         // The newest revision the client has on this revision's history; without one every
         // attachment is sent (even those of revpos 0, which replicated writes without revpos get).

@@ -139,12 +139,13 @@ extension DocServer {
             list.append(item)
         }
         let found = try await db.revisionsWithHistory(reads, latest: base.latest)
-        metrics.documentsRead(found.reduce(0) { $0 + $1.count })
+        let revisionCount = found.reduce(0) { $0 + $1.count }
+        metrics.documentsRead(revisionCount)
 
         // A JSON answer is written as it is made; a revision without attachments and without the
         // options that need its revision tree (a replicator's read) is written straight from its
         // stored bytes (``DocStore/JSONWriter/writeDocument(_:revisions:)``).
-        var json = multipart ? nil : BulkGet.Writer(nonFiniteAsNull: true, capacity: 64 + found.reduce(0) { $0 + $1.count } * 1024)
+        var json = multipart ? nil : BulkGet.Writer(nonFiniteAsNull: true, capacity: 64 + revisionCount * 1024)
         let revisionsLimit = await db.revisionsLimit
         let boundary = multipart ? "--" + Multipart.makeBoundary() : ""
         var parts = MultipartBody()

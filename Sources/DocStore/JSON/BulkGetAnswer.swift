@@ -112,20 +112,10 @@ extension JSONReader {
             let keyOffset = index
             let key = try readString()
             guard keys.insert(key) else { throw error("Duplicate key \"\(key)\"", at: keyOffset) }
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
-                throw error("Expected ':' but found \(describeByte(at: index))")
-            }
-            index += 1
+            try readColon()
             skipWhitespace()
             if try !read(&self, key) { _ = try readValue() }
-            skipWhitespace()
-            guard index < buffer.count else { throw error("Unterminated object") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            throw error("Expected ',' or '}' but found \(describeByte(at: index - 1))", at: index - 1)
+            if try !readSeparator(closing: UInt8(ascii: "}")) { break }
         }
         depth -= 1
     }
@@ -164,13 +154,7 @@ extension JSONReader {
         while true {
             skipWhitespace()
             elements.append(try read(&self))
-            skipWhitespace()
-            guard index < buffer.count else { throw error("Unterminated array") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "]") { break }
-            throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
+            if try !readSeparator(closing: UInt8(ascii: "]")) { break }
         }
         depth -= 1
         return elements

@@ -245,13 +245,7 @@ struct JSONReader: ~Copyable {
         let start = valueStack.count
         while true {
             valueStack.push(try readValue())
-            skipWhitespace()
-            guard index < buffer.count else { throw error("Unterminated array") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "]") { break }
-            throw error("Expected ',' or ']' but found \(describeByte(at: index - 1))", at: index - 1)
+            if try !readSeparator(closing: UInt8(ascii: "]")) { break }
         }
         depth -= 1
         return .array(valueStack.pop(from: start))
@@ -283,21 +277,11 @@ struct JSONReader: ~Copyable {
                 keyInfo = KeyInfo(offset: keyOffset,
                                   hash: lastStringWasPlainASCII ? plainKeyHash(from: keyOffset + 1, to: index - 1) : 0)
             }
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
-                throw error("Expected ':' but found \(describeByte(at: index))")
-            }
-            index += 1
+            try readColon()
             // Both stacks grow together, after the value, so nested objects see them aligned.
             memberStack.push(JSONObject.Member(key: key, value: try readValue()))
             keyInfoStack.push(keyInfo)
-            skipWhitespace()
-            guard index < buffer.count else { throw error("Unterminated object") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            throw error("Expected ',' or '}' but found \(describeByte(at: index - 1))", at: index - 1)
+            if try !readSeparator(closing: UInt8(ascii: "}")) { break }
         }
         depth -= 1
         if let duplicate = firstDuplicateKey(from: start) {
@@ -305,6 +289,29 @@ struct JSONReader: ~Copyable {
         }
         keyInfoStack.drop(from: start)
         return .object(JSONObject(uniqueMembers: memberStack.pop(from: start)))
+    }
+
+    /// Reads the `:` after a member's key (whitespace before it allowed).
+    @inline(__always)
+    mutating func readColon() throws {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
+            throw error("Expected ':' but found \(describeByte(at: index))")
+        }
+        index += 1
+    }
+
+    /// Reads what follows an element of an array (`closing` `]`) or a member of an object (`}`),
+    /// whitespace before it allowed: `true` past a `,`, `false` past `closing`.
+    @inline(__always)
+    mutating func readSeparator(closing: UInt8) throws -> Bool {
+        skipWhitespace()
+        guard index < buffer.count else { throw error(closing == UInt8(ascii: "]") ? "Unterminated array" : "Unterminated object") }
+        let byte = buffer[index]
+        index += 1
+        if byte == UInt8(ascii: ",") { return true }
+        if byte == closing { return false }
+        throw error("Expected ',' or '\(Character(Unicode.Scalar(closing)))' but found \(describeByte(at: index - 1))", at: index - 1)
     }
 
     /// A plain-ASCII key of up to 15 bytes, at the opening quote, read with two word loads and taken
