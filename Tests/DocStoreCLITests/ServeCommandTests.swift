@@ -130,7 +130,8 @@ final class ServeCommandTests: XCTestCase {
         process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "DOCSTORE_ADMIN" }
         let stderr = Pipe()
         process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
+        let stdout = Pipe()
+        process.standardOutput = stdout
         try process.run()
         var note = ""
         while !note.contains("--data lonely\n") {
@@ -138,6 +139,9 @@ final class ServeCommandTests: XCTestCase {
             if chunk.isEmpty { break }
             note += String(decoding: chunk, as: UTF8.self)
         }
+        // Interrupted once serving, when its handler of SIGINT is in place: before, a SIGINT the test
+        // process was started ignoring (a background job of a script) is ignored by the server too.
+        XCTAssertTrue(readFirstLine(of: stdout).hasPrefix("DocStore is serving"))
         process.interrupt()
         process.waitUntilExit()
         XCTAssertTrue(note.contains("no administrator"), note)
