@@ -282,6 +282,43 @@ final class CouchDBShapesTests: XCTestCase {
                                   "Destination URL must be relative.")
     }
 
+    /// A 304 carries `Content-Length: 0`, as CouchDB 3.3.3's does (NIO's encoder drops framing headers
+    /// from answers without a body; `NotModifiedLength` puts this one back), and only a 304: on one
+    /// kept-alive connection, the answers around it keep their own framing.
+    func testNotModifiedAnswersCarryAZeroLength() async throws {
+        let server = try await TestServer.withDatabase(self)
+        let created = try await server.request("PUT", "/db/a", json: ["n": 1])
+        let etag = try XCTUnwrap(created.header("ETag"))
+        _ = try await server.request("PUT", "/db/r/t.bin", body: Data("HTTP/1.1 304 Not Modified\r\n\r\n".utf8),
+                                     contentType: "application/octet-stream")
+        let stored = try await server.request("GET", "/db/r/t.bin")
+        let md5 = try XCTUnwrap(stored.header("ETag"))
+        let auth = ("Authorization", TestServer.basic(TestServer.admin.name, TestServer.admin.password))
+        let connection = try RawConnection(port: server.port)
+        for (path, tag) in [("/db/a", etag), ("/db/r/t.bin", md5)] {
+            connection.sendRequest("GET", path, headers: [auth, ("If-None-Match", tag)])
+            let unchanged = try XCTUnwrap(connection.readResponse(), path)
+            XCTAssertEqual(unchanged.status, 304, path)
+            XCTAssertEqual(unchanged.headers["content-length"], "0", path)
+            XCTAssertEqual(unchanged.headers["etag"], tag, path)
+            // The next answer on the connection: whole, framed by its own length, no header added.
+            connection.sendRequest("GET", path, headers: [auth])
+            let whole = try XCTUnwrap(connection.readResponse(), path)
+            XCTAssertEqual(whole.status, 200, path)
+            XCTAssertEqual(whole.headers["content-length"].flatMap(Int.init), whole.body.count, path)
+            XCTAssertFalse(whole.body.isEmpty, path)
+        }
+        // A body that reads like a 304's head is sent as it is.
+        connection.sendRequest("GET", "/db/r/t.bin", headers: [auth])
+        let attachment = try XCTUnwrap(connection.readResponse())
+        XCTAssertEqual(String(decoding: attachment.body, as: UTF8.self), "HTTP/1.1 304 Not Modified\r\n\r\n")
+        // HEAD of a document keeps the length of its GET.
+        connection.sendRequest("HEAD", "/db/a", headers: [auth])
+        let head = try XCTUnwrap(connection.readResponse(head: true))
+        XCTAssertEqual(head.status, 200)
+        XCTAssertNotEqual(head.headers["content-length"], "0")
+    }
+
     /// `If-None-Match` with weak tags and lists; a range from 0 to the end (alone or among others) is
     /// the whole content, 200; `heartbeat` must be a positive number of milliseconds.
     func testETagsRangesAndHeartbeats() async throws {

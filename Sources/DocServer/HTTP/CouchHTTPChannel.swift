@@ -28,9 +28,17 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let limit = chunkLimit
         return channel.eventLoop.makeCompletedFuture {
-            // First in the pipeline: it sees the raw bytes before the HTTP decoder that HTTP1Channel adds.
+            // First in the pipeline: they see the raw bytes before the HTTP decoder that HTTP1Channel
+            // adds, and after its encoder.
             try channel.pipeline.syncOperations.addHandler(ChunkSizeGuardHandler(limit: limit))
-        }.flatMap { http1.setup(channel: channel, logger: logger) }
+            try channel.pipeline.syncOperations.addHandler(NotModifiedLength.Writer(mark: NotModifiedLength.Mark()))
+        }.flatMap { http1.setup(channel: channel, logger: logger) }.flatMapThrowing { value in
+            // On the encoder's application side; the channel is not active yet, nothing has passed.
+            let operations = channel.pipeline.syncOperations
+            let mark = try operations.handler(type: NotModifiedLength.Writer.self).mark
+            try operations.addHandler(NotModifiedLength.Marker(mark: mark), position: .after(try operations.handler(type: HTTPResponseEncoder.self)))
+            return value
+        }
     }
 
     func handle(value asyncChannel: Value, logger: Logger) async {
