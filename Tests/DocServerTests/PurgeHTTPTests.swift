@@ -1,3 +1,4 @@
+@testable import DocServer
 import DocStore
 import Foundation
 import XCTest
@@ -63,5 +64,53 @@ final class PurgeHTTPTests: XCTestCase {
         XCTAssertEqual(refusedLimit.status, 403)
         XCTAssertEqual(refusedLimit.json, ["error": "forbidden", "reason": "You are not a db or server admin."])
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_revs_limit", as: .user("alice", "pw")).json, 7)
+    }
+
+    /// `_purged_infos_limit` as CouchDB 3.3.3 answers it (curl): 1000 until set, kept in the database
+    /// file (and through the Swift API), a positive integer of any type of body, admins only
+    /// (reading too); the other methods are requests for a document of that id.
+    func testPurgedInfosLimitIsKeptAndAnsweredAsCouchDBDoes() async throws {
+        let server = try await TestServer.withDatabase(self)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_purged_infos_limit").json, 1000)
+        let set = try await server.request("PUT", "/db/_purged_infos_limit", body: Data("5".utf8), contentType: "text/plain")
+        XCTAssertEqual(set.status, 200)
+        XCTAssertEqual(set.json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_purged_infos_limit").json, 5)
+        let db = try await server.server.registry.database(named: "db")
+        await XCTAssertEqualAsync(try await db.purgedInfosLimit, 5)
+        try await db.setPurgedInfosLimit(12)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_purged_infos_limit").json, 12)
+        do {
+            try await db.setPurgedInfosLimit(0)
+            XCTFail("a limit of 0 was kept")
+        } catch let error as DocStoreError {
+            XCTAssertEqual(error.code, .badRequest)
+        }
+        for body in ["0", "-1", "1.5", "\"7\"", "{}", "-99999999999999999999"] {
+            let bad = try await server.request("PUT", "/db/_purged_infos_limit", body: Data(body.utf8), contentType: "application/json")
+            XCTAssertEqual(bad.status, 400, body)
+            XCTAssertEqual(bad.json, ["error": "bad_request", "reason": "`purge_infos_limit` must be positive integer"], body)
+        }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_purged_infos_limit", body: Data("abc".utf8), contentType: "application/json").json["reason"],
+                                  "invalid UTF-8 JSON")
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_purged_infos_limit", body: Data("99999999999999999999".utf8),
+                                                           contentType: "application/json").json, ["ok": true])
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/_purged_infos_limit").json, .integer(Int.max))
+        // Other methods: a document named so, as CouchDB's router has it.
+        let deleted = try await server.request("DELETE", "/db/_purged_infos_limit")
+        XCTAssertEqual(deleted.status, 404)
+        XCTAssertEqual(deleted.json, ["error": "not_found", "reason": "missing"])
+        let posted = try await server.request("POST", "/db/_purged_infos_limit", json: 3)
+        XCTAssertEqual(posted.json, ["error": "bad_request", "reason": "Referer header required."])
+        // Admins only, reading too.
+        await XCTAssertEqualAsync(try await server.addUser("bob", ["password": "pw"]), 201)
+        for method in ["GET", "PUT"] {
+            let refused = try await server.request(method, "/db/_purged_infos_limit", body: method == "PUT" ? Data("3".utf8) : nil,
+                                                   contentType: "application/json", as: .user("bob", "pw"))
+            XCTAssertEqual(refused.status, 401, method)
+            XCTAssertEqual(refused.json, ["error": "unauthorized", "reason": "You are not a server admin."], method)
+        }
+        await XCTAssertEqualAsync(try await server.request("GET", "/_users/_purged_infos_limit").json, 1000)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_users/_purged_infos_limit", as: .user("bob", "pw")).status, 401)
     }
 }

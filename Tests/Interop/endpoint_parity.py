@@ -26,7 +26,7 @@ SERVER_PATHS = ["/", "/_all_dbs", "/_dbs_info", "/_db_updates", "/_active_tasks"
                 "/_node/_local/_system", "/_replicate", "/_nope"]
 DATABASE_PATHS = ["", "/_all_docs", "/_design_docs", "/_local_docs", "/_bulk_docs", "/_bulk_get", "/_changes", "/_revs_diff",
                   "/_missing_revs", "/_find", "/_index", "/_explain", "/_security", "/_revs_limit", "/_purge", "/_compact",
-                  "/_view_cleanup", "/_ensure_full_commit", "/_partition/p/_all_docs", "/doc", "/doc/att.txt", "/doc/_x",
+                  "/_purged_infos_limit", "/_view_cleanup", "/_ensure_full_commit", "/_partition/p/_all_docs", "/doc", "/doc/att.txt", "/doc/_x",
                   "/_local/l", "/_design/d", "/_design/d/_info", "/_design/d/_view/v", "/_design/d/_show/s",
                   "/_design/d/_list/l/v", "/_design/d/_update/u", "/_design/d/_nope", "/_nope", "/_design", "/_local",
                   "/_all_docs/queries", "/_design_docs/queries", "/_local_docs/queries", "/_design/d/_view/v/queries"]
@@ -37,7 +37,6 @@ EXCUSED = {
     ("*", "/_cluster_setup"): "no cluster",
     ("*", "/_reshard"): "no shards (400)",
     ("*", "/_search_analyze"): "not served",
-    ("*", "/{db}/_purged_infos_limit"): "not served: DocStore keeps no purge history to limit",
     ("*", "/favicon.ico"): "not served (a database name to DocServer)",
     ("*", "/_utils"): "DocServer's own page; the CouchDB built here has no Fauxton",
     ("PUT", "/{db}/_revs_limit"): "CouchDB 500 on `{}`, DocServer 400",
@@ -47,7 +46,7 @@ EXCUSED = {
 for method in ("GET", "HEAD", "DELETE", "COPY", "PATCH", "OPTIONS"):
     EXCUSED[(method, "/_replicate")] = "CouchDB reads the body before the method (400 Missing request body), DocServer 405"
 EXTRA_PATHS = ["/{db}/_shards", "/{db}/_sync_shards", "/_cluster_setup", "/_reshard", "/_search_analyze",
-               "/{db}/_purged_infos_limit", "/{db}/_index/_bulk_delete", "/favicon.ico", "/_utils"]
+               "/{db}/_index/_bulk_delete", "/favicon.ico", "/_utils"]
 
 
 def setup(server):

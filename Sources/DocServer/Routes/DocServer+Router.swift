@@ -181,6 +181,14 @@ extension DocServer: HTTPResponderBuilder {
     private func addMaintenanceRoutes(to group: RouterGroup<DocServerRequestContext>) {
         routeInDatabase(group, "/{db}/_purge") { request, db, scope in try await self.purge(db, request, principal: scope.member) }
         routeInDatabase(group, "/{db}/_revs_limit") { request, db, scope in try await self.revisionsLimit(db, request, principal: scope.member) }
+        routeInDatabase(group, "/{db}/_purged_infos_limit") { request, db, scope in
+            switch request.method {
+            case .get, .head, .put: return try await self.purgedInfosLimit(db, request, principal: scope.member)
+            default:
+                // CouchDB's router sends the other methods to its document handler.
+                try self.refuseReservedID(request)
+            }
+        }
         routeInDatabase(group, "/{db}/_view_cleanup") { request, db, scope in try await self.viewCleanup(db, request, principal: scope.member) }
         routeInDatabase(group, "/{db}/_compact", "/{db}/_compact/**") { request, db, scope in
             guard scope.member.isDatabaseAdmin else { throw CouchError.databaseAdminRequired }

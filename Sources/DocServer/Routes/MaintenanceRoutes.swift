@@ -58,6 +58,29 @@ extension DocServer {
     }
 }
 
+extension DocServer {
+    /// `GET /{db}/_purged_infos_limit` → the limit as a bare number; `PUT` with a positive integer →
+    /// `{"ok": true}`; both for server and database admins only, as CouchDB 3.3.3. Other methods are
+    /// CouchDB's document requests for the id `_purged_infos_limit` (its router sends them there).
+    /// A limit above `Int.max` (CouchDB keeps any integer) is kept as `Int.max`.
+    func purgedInfosLimit(_ db: Database, _ request: CouchRequest, principal: Principal) async throws -> Response {
+        guard principal.isDatabaseAdmin else { throw CouchError.adminRequired }
+        switch request.method {
+        case .get, .head:
+            return Response.json(.integer(try await db.purgedInfosLimit))
+        default:
+            let limit: Int
+            switch try request.jsonBody() {
+            case .integer(let value) where value >= 1: limit = value
+            case .bigInteger(let digits) where !digits.hasPrefix("-"): limit = Int.max
+            default: throw CouchError.badRequest("`purge_infos_limit` must be positive integer")
+            }
+            try await db.setPurgedInfosLimit(limit)
+            return Response.json(["ok": true])
+        }
+    }
+}
+
 /// A database's `_security` object as the server enforces it, as CouchDB does: `members` (names and
 /// roles; `readers` where an old object has no `members`) may use the database, `admins` too — and
 /// may also write its design documents and `_security`; with no member names or roles, every

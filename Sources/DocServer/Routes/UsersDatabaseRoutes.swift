@@ -35,7 +35,8 @@ extension DocServer {
             return nil
         case "_bulk_get", "_find", "_explain", "_partition", "_local_docs", "_purge":
             throw CouchError.forbidden("Only administrators can read many documents of the users database.")
-        case "_local", "_security", "_bulk_docs", "_revs_diff", "_missing_revs", "_index", "_ensure_full_commit", "_revs_limit":
+        case "_local", "_security", "_bulk_docs", "_revs_diff", "_missing_revs", "_index", "_ensure_full_commit", "_revs_limit",
+             "_purged_infos_limit":
             return nil
         default:
             break

@@ -93,6 +93,24 @@ extension Database {
         try await waitingForTheLock(of: writer) { try await writer.setRevisionsLimit(limit) }
     }
 
+    /// How many purges the database is asked to remember (CouchDB `_purged_infos_limit`, default
+    /// 1000): the limit set with ``setPurgedInfosLimit(_:)``.
+    ///
+    /// DocStore keeps it and answers it as CouchDB does, but keeps every purge record: one small row
+    /// per purged document (its id and sequence), which its indexes read to drop the document's rows
+    /// however far behind they are. CouchDB drops the records past the limit when it compacts.
+    public var purgedInfosLimit: Int {
+        get async throws { try await read { try Schema.storedPurgedInfosLimit($0) } ?? 1000 }
+    }
+
+    /// Sets and keeps the purge-record limit (CouchDB `PUT /db/_purged_infos_limit`).
+    /// - Throws: ``DocStoreError/Code/badRequest`` unless `limit` is at least 1.
+    public func setPurgedInfosLimit(_ limit: Int) async throws {
+        try ensureOpen()
+        guard limit >= 1 else { throw DocStoreError(.badRequest, "`purge_infos_limit` must be positive integer") }
+        try await waitingForTheLock(of: writer) { try await writer.setPurgedInfosLimit(limit) }
+    }
+
     /// The database's security object (CouchDB `_security`: `admins` and `members`, each with `names`
     /// and `roles`), `{}` when none was set. DocStore keeps it for a server to enforce; the embedded
     /// database itself does not.

@@ -8,6 +8,11 @@ extension DatabaseWriter {
         revisionsLimit = limit
     }
 
+    /// Keeps the purge-record limit.
+    func setPurgedInfosLimit(_ limit: Int) throws {
+        try plainTransaction { try Schema.storePurgedInfosLimit($0, limit) }
+    }
+
     /// Keeps a security object.
     func setProperty(_ key: String, _ value: String) throws {
         try plainTransaction { try Schema.storeProperty($0, key, value) }

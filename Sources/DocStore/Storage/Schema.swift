@@ -161,6 +161,17 @@ enum Schema {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('revs_limit', ?)", [.integer(Int64(limit))])
     }
 
+    /// The purge-record limit set with `Database.setPurgedInfosLimit(_:)` (`meta.purged_infos_limit`), if any.
+    static func storedPurgedInfosLimit(_ connection: SQLiteConnection) throws -> Int? {
+        let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'purged_infos_limit'")
+        return try statement.step() ? Int(statement.int64(0)) : nil
+    }
+
+    /// Keeps a database's purge-record limit (CouchDB `PUT /db/_purged_infos_limit`).
+    static func storePurgedInfosLimit(_ connection: SQLiteConnection, _ limit: Int) throws {
+        try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('purged_infos_limit', ?)", [.integer(Int64(limit))])
+    }
+
     /// The security object set with `Database.setSecurityObject(_:)` (`meta.security`), if any.
     static func storedSecurity(_ connection: SQLiteConnection) throws -> String? {
         let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'security'")
