@@ -145,15 +145,31 @@ final class FaultTests: XCTestCase {
         let replicator = Replicator(configuration: configuration, clock: clock)
         let run = Task { try await replicator.run() }
 
+        // Each failed attempt sleeps one of the policy's delays (which pass at once).
+        let retryDelays = delays(configuration.retry)
+        func backoffs() -> Int { clock.sleeps.filter(retryDelays.contains).count }
+        // The stalled request times out once the clock reaches its deadline: the watchdog's, which a
+        // progress report of the request that comes in late (URLSession's delegate may report the bytes
+        // sent after the proxy got them, and after the clock moved) can set later than the limit after
+        // the stall began — so the clock is moved to the deadline the watchdog waits for, until the
+        // timeout's backoff shows.
+        func advanceUntilRetrying(after count: Int) async {
+            await eventually("the stalled request timed out") {
+                if backoffs() > count { return true }
+                clock.advanceToNextDeadline()
+                return false
+            }
+        }
+
         await proxy.waitForStalls(1)
         await eventually("the stalled request's timeout is the one thing waiting") { clock.waitingSleepers == 1 }
         clock.advance(by: idleLimit - .milliseconds(1))
         XCTAssertEqual(clock.waitingSleepers, 1, "a millisecond before the limit, the request still waits")
-        clock.advance(by: .milliseconds(1))             // _revs_diff times out and is sent again
+        XCTAssertEqual(backoffs(), 0, "a millisecond before the limit, nothing timed out")
+        await advanceUntilRetrying(after: 0)            // _revs_diff times out and is sent again
 
         await proxy.waitForStalls(2)                    // then _bulk_docs stalls
-        await eventually { clock.waitingSleepers == 1 }
-        clock.advance(by: idleLimit)
+        await advanceUntilRetrying(after: 1)
 
         let status = try await run.value
         XCTAssertNil(status.error)

@@ -114,6 +114,16 @@ public final class TestClock: Clock, Sendable {
         ready.forEach { $0.resume() }
     }
 
+    /// Moves the clock to the earliest deadline among the waiting sleepers, if any, and wakes those
+    /// it reaches.
+    public func advanceToNextDeadline() {
+        let woken = state.withLock { state -> [Sleeper] in
+            guard let next = state.sleepers.values.map(\.deadline).min(), state.now < next else { return [] }
+            return state.moveNow(to: next)
+        }
+        woken.forEach { $0.continuation.resume() }
+    }
+
     /// Moves the clock forward and wakes the sleepers whose deadline it passes.
     public func advance(by duration: Duration) {
         let woken = state.withLock { state in state.moveNow(to: state.now.advanced(by: duration)) }
