@@ -36,6 +36,12 @@ public final class JavaScriptEngine: Sendable {
         workers = Workers(javaScriptThreads: self.threads, name: "docstore.javascript")
     }
 
+    /// The threads end once the work given to them has run, each releasing its context; then the
+    /// thread-specific slot goes too (a process has about a thousand of them).
+    deinit {
+        workers.finish(eachThreadLast: { [contexts] in contexts.releaseCurrent() }, afterAll: { [contexts] in contexts.delete() })
+    }
+
     /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
     /// threads, and waits for all of them. Called on an engine thread, they run there one after the other.
     ///
@@ -98,6 +104,18 @@ final class ThreadContexts: Sendable {
         setenv("JSC_usePollingTraps", "true", 0)
     }()
 
+    /// Releases this thread's context, if it has one.
+    func releaseCurrent() {
+        guard let pointer = pthread_getspecific(key) else { return }
+        pthread_setspecific(key, nil)
+        Unmanaged<JavaScriptContext>.fromOpaque(pointer).release()
+    }
+
+    /// Frees the thread-specific slot, once no thread has a context in it (``releaseCurrent()``).
+    func delete() {
+        pthread_key_delete(key)
+    }
+
     /// This thread's context if it has one (only an engine's threads do).
     func existing() -> JavaScriptContext? {
         pthread_getspecific(key).map { Unmanaged<JavaScriptContext>.fromOpaque($0).takeUnretainedValue() }
@@ -115,8 +133,8 @@ final class ThreadContexts: Sendable {
 }
 
 /// The engine's threads: DocStore's `DedicatedThreads` (threads of their own, never the cooperative
-/// pool's, which wait for work), with the stack JavaScriptCore needs, and a way to run a closure there
-/// and wait for it.
+/// pool's, which wait for work, until the engine goes), with the stack JavaScriptCore needs, and a way
+/// to run a closure there and wait for it.
 typealias Workers = DedicatedThreads
 
 extension DedicatedThreads {

@@ -24,38 +24,78 @@ final class SerialQueueExecutor: SerialExecutor {
     }
 }
 
-/// A fixed set of threads of this process's own (not the cooperative pool's), started at once and kept
-/// for the life of the process, that run submitted work in order of submission. Waiting is what these
-/// threads do when there is nothing to run, and what the work they run may do (DESIGN.md §6).
+/// A fixed set of threads of this process's own (not the cooperative pool's), started at once, that
+/// run submitted work in order of submission until ``finish(eachThreadLast:afterAll:)``. Waiting is
+/// what these threads do when there is nothing to run, and what the work they run may do (DESIGN.md §6).
 package final class DedicatedThreads: @unchecked Sendable {
-    // `@unchecked Sendable`: the only mutable state, `work` and `head`, is read and written only while
-    // `condition` is locked; everything else is immutable.
+    // `@unchecked Sendable`: the mutable state — `work`, `head`, `finishing`, `running` and the two
+    // closures — is read and written only while `condition` is locked; everything else is immutable.
     private let condition = NSCondition()
     private var work: [@Sendable () -> Void] = []
     private var head = 0
+    private var finishing = false
+    private var running: Int
+    private var eachThreadLast: @Sendable () -> Void = {}
+    private var afterAll: @Sendable () -> Void = {}
 
     /// Starts `count` threads named `name`-0, `name`-1, …, each with a stack of `stackSize` bytes.
     package init(count: Int, name: String, stackSize: Int = 1 << 20) {
+        running = count
         for index in 0..<count {
-            let thread = Thread { [self] in self.run() }
-            thread.name = "\(name)-\(index)"
+            let threadName = "\(name)-\(index)"
+            let thread = Thread { [self] in
+                DedicatedThreads.nameCurrentThread(threadName)
+                self.run()
+            }
+            thread.name = threadName
             thread.stackSize = stackSize
             thread.start()
         }
     }
 
+    /// Names the calling thread as the system shows it (`ps`, `perf`, `gdb`): a Linux thread otherwise
+    /// keeps the name of the thread that started it, whatever `Thread.name` says. Linux keeps 15 bytes.
+    private static func nameCurrentThread(_ name: String) {
+        #if os(Linux)
+        // `pthread_setname_np` is not in Swift's Glibc module; the thread's own `comm` file is the same.
+        if let file = FileHandle(forWritingAtPath: "/proc/thread-self/comm") {
+            try? file.write(contentsOf: Data(name.utf8.prefix(15)))
+            try? file.close()
+        }
+        #elseif canImport(Darwin)
+        _ = pthread_setname_np(name)
+        #endif
+    }
+
     /// Runs `item` on one of the threads, after the work submitted before it has started.
+    /// - Precondition: ``finish(eachThreadLast:afterAll:)`` was not called.
     package func submit(_ item: @escaping @Sendable () -> Void) {
         condition.lock()
+        precondition(!finishing, "work submitted to finished threads")
         work.append(item)
         condition.signal()
         condition.unlock()
     }
 
-    private func next() -> @Sendable () -> Void {
+    /// Lets the threads end once the work submitted so far has run: each runs `eachThreadLast` as the
+    /// last thing it does, and the last of them then runs `afterAll`. Returns at once.
+    package func finish(eachThreadLast: @escaping @Sendable () -> Void = {}, afterAll: @escaping @Sendable () -> Void = {}) {
+        condition.lock()
+        finishing = true
+        self.eachThreadLast = eachThreadLast
+        self.afterAll = afterAll
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next item to run, or `nil` when the threads are finishing and nothing is left.
+    private func next() -> (@Sendable () -> Void)? {
         condition.lock()
         defer { condition.unlock() }
-        while head == work.count { condition.wait() }
+        while head == work.count {
+            if finishing { return nil }
+            condition.wait()
+        }
         let item = work[head]
         head += 1
         if head == work.count {
@@ -66,7 +106,13 @@ package final class DedicatedThreads: @unchecked Sendable {
     }
 
     private func run() {
-        while true { next()() }
+        while let item = next() { item() }
+        let (last, all, isLast) = condition.withLock {
+            running -= 1
+            return (eachThreadLast, afterAll, running == 0)
+        }
+        last()
+        if isLast { all() }
     }
 }
 
