@@ -47,8 +47,12 @@ public struct RevisionTree: Sendable, Hashable {
 
     /// The leaf revisions (those with no children), in tree order.
     public var leaves: [Node] {
+        // A single revision, as most documents have: no table to build.
+        if nodes.count <= 1 { return nodes }
         let flags = hasChildren
-        return nodes.indices.filter { !flags[$0] }.map { nodes[$0] }
+        var leaves: [Node] = []
+        for index in nodes.indices where !flags[index] { leaves.append(nodes[index]) }
+        return leaves
     }
 
     /// Whether `revision` is in the tree and has no children.
@@ -92,7 +96,15 @@ public struct RevisionTree: Sendable, Hashable {
     /// The winning revision, chosen as CouchDB does: among the leaves, a live one before a deleted
     /// one, then the highest generation, then the greatest hash.
     public var winner: Node? {
-        leaves.max { RevisionTree.ranksAbove($1, $0) }
+        if nodes.count <= 1 { return nodes.first }
+        let flags = hasChildren
+        var best: Node?
+        // The first of equally ranked leaves, as `max` would choose (there are none: revisions are unique).
+        for index in nodes.indices where !flags[index] {
+            if let current = best, !RevisionTree.ranksAbove(nodes[index], current) { continue }
+            best = nodes[index]
+        }
+        return best
     }
 
     /// The live leaves other than the winner — CouchDB's `_conflicts` — best first.
