@@ -1,5 +1,5 @@
 @testable import DocServer
-import DocStore
+@testable import DocStore
 import Foundation
 import XCTest
 
@@ -110,6 +110,18 @@ final class PurgeHTTPTests: XCTestCase {
             XCTAssertEqual(refused.status, 401, method)
             XCTAssertEqual(refused.json, ["error": "unauthorized", "reason": "You are not a server admin."], method)
         }
+        // Compaction keeps that many purge records; `purge_seq` still counts every purge.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/db/_purged_infos_limit", body: Data("2".utf8)).json, ["ok": true])
+        for n in 0..<4 {
+            let saved = try await server.request("PUT", "/db/p\(n)", json: [:])
+            let purged = try await server.request("POST", "/db/_purge", json: ["p\(n)": [saved.json["rev"]!]])
+            XCTAssertEqual(purged.status, 201)
+        }
+        let purgeSequence = try await server.request("GET", "/db").json["purge_seq"]
+        XCTAssertNotNil(purgeSequence)
+        await XCTAssertEqualAsync(try await server.request("POST", "/db/_compact", json: [:]).status, 202)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db").json["purge_seq"], purgeSequence)
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("SELECT count(*) FROM purges") }, 2, "the newest two purge records stay")
         await XCTAssertEqualAsync(try await server.request("GET", "/_users/_purged_infos_limit").json, 1000)
         await XCTAssertEqualAsync(try await server.request("GET", "/_users/_purged_infos_limit", as: .user("bob", "pw")).status, 401)
     }

@@ -216,6 +216,51 @@ final class IndexLifecycleTests: XCTestCase {
         _ = try await db.save(edit)
         await XCTAssertEqualAsync(try await db.query("words").rows.first?.value, 2, "old rows of the document are replaced")
     }
+
+    /// Compaction keeps the newest `purgedInfosLimit` purge records, as CouchDB's does; the purge count
+    /// still counts every purge; an index that had read the dropped records keeps its rows, one that
+    /// had not is built again when next read — and neither shows a purged document.
+    func testCompactionDropsPurgeRecordsPastTheLimitAndIndexesBehindThemAreRebuilt() async throws {
+        let calls = (current: Counter(), behind: Counter())
+        func index(_ name: String, _ counter: Counter) -> IndexDefinition {
+            IndexDefinition(name: name, version: "1", reduce: .count) { doc, emit in
+                _ = counter.next()
+                emit(.string(doc.id), nil)
+            }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [index("current", calls.current), index("behind", calls.behind)] }
+        _ = try await db.save((0..<20).map { Document(id: String(format: "d%02d", $0), body: [:]) })
+        await XCTAssertEqualAsync(try await db.query("current").rows.first?.value, 20)
+        await XCTAssertEqualAsync(try await db.query("behind").rows.first?.value, 20)
+        await XCTAssertEqualAsync(try await db.purgedInfosLimit, 1000)
+        try await db.setPurgedInfosLimit(2)
+        for n in 0..<5 { try await db.purge(documentIDs: [String(format: "d%02d", n)]) }
+        _ = try await db.save(Document(id: "late", body: [:]))
+        await XCTAssertEqualAsync(try await db.query("current").rows.first?.value, 16, "read the five purges")
+        try await db.compact()
+
+        XCTAssertEqual(try db.readNow { try $0.scalarInt("SELECT count(*) FROM purges") }, 2, "the newest two records stay")
+        await XCTAssertEqualAsync(try await db.info().purgeCount, 5, "every purge still counts")
+        let sequence = await db.updateSequence
+        _ = try await db.save(Document(id: "after", body: [:]))
+        await XCTAssertEqualAsync(await db.updateSequence, sequence + 1, "sequences go on from the last purge")
+
+        // Up to date with the purges: it maps the new document only.
+        let before = (current: calls.current.count, behind: calls.behind.count)
+        var ids = IndexQuery()
+        ids.reduce = false
+        let current = try await db.query("current", ids)
+        XCTAssertEqual(current.rows.map(\.documentID), ["after"] + (5..<20).map { String(format: "d%02d", $0) } + ["late"])
+        XCTAssertEqual(calls.current.count - before.current, 1)
+        // Behind the dropped records: built again from the documents, without the purged ones.
+        let behind = try await db.query("behind", ids)
+        XCTAssertEqual(behind.rows.map(\.documentID), current.rows.map(\.documentID))
+        XCTAssertEqual(calls.behind.count - before.behind, 17, "every live document mapped again")
+        // Rebuilt once: current now.
+        _ = try await db.save(Document(id: "later", body: [:]))
+        await XCTAssertEqualAsync(try await db.query("behind").rows.first?.value, 18)
+        XCTAssertEqual(calls.behind.count - before.behind, 18)
+    }
 }
 
 final class LiveQueryTests: XCTestCase {

@@ -93,14 +93,18 @@ extension Database {
         try await waitingForTheLock(of: writer) { try await writer.setRevisionsLimit(limit) }
     }
 
-    /// How many purges the database is asked to remember (CouchDB `_purged_infos_limit`, default
-    /// 1000): the limit set with ``setPurgedInfosLimit(_:)``.
+    /// The purge-record limit until one is set (CouchDB's default).
+    static let defaultPurgedInfosLimit = 1000
+
+    /// How many purge records the database keeps (CouchDB `_purged_infos_limit`, default 1000): the
+    /// limit set with ``setPurgedInfosLimit(_:)``.
     ///
-    /// DocStore keeps it and answers it as CouchDB does, but keeps every purge record: one small row
-    /// per purged document (its id and sequence), which its indexes read to drop the document's rows
-    /// however far behind they are. CouchDB drops the records past the limit when it compacts.
+    /// A purge records the document's id at a sequence of its own; indexes read the records to drop
+    /// the document's rows. ``compact()`` drops the records older than the newest `limit` ones, as
+    /// CouchDB's compaction does; ``DatabaseInfo/purgeCount`` still counts every purge, and an index
+    /// that had not caught up with a dropped record is rebuilt when next read.
     public var purgedInfosLimit: Int {
-        get async throws { try await read { try Schema.storedPurgedInfosLimit($0) } ?? 1000 }
+        get async throws { try await read { try Schema.storedPurgedInfosLimit($0) } ?? Database.defaultPurgedInfosLimit }
     }
 
     /// Sets and keeps the purge-record limit (CouchDB `PUT /db/_purged_infos_limit`).
@@ -156,8 +160,9 @@ extension Database {
     }
 
     /// Compacts the database: drops the bodies of revisions that are no longer leaves, the
-    /// attachment contents no remaining revision uses and the changes-log entries of superseded
-    /// sequences, then returns the freed pages to the file system.
+    /// attachment contents no remaining revision uses, the changes-log entries of superseded
+    /// sequences and the purge records past ``purgedInfosLimit``, then returns the freed pages to the
+    /// file system.
     /// Leaf revisions (winners, conflicts, tombstones) are always kept.
     /// - Returns: how many revision bodies were dropped.
     @discardableResult

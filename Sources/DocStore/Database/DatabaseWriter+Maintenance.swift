@@ -106,6 +106,7 @@ extension DatabaseWriter {
             }
             try AttachmentRecords(connection: connection).collectUnreferenced(pinned: pins.keys)
             _ = try records.pruneChangesLog()
+            _ = try records.trimPurges(keeping: try Schema.storedPurgedInfosLimit(connection) ?? Database.defaultPurgedInfosLimit)
             return dropped
         }
         try access.withLock { try Schema.returnFreePages(connection) }

@@ -176,6 +176,8 @@ actor IndexWriter {
         var mapped: [MappedDocument] = []
         var purged: [String] = []
         var upper: Int64 = 0
+        /// Compaction dropped purge records after the sequence asked for: nothing was read.
+        var needsRebuild = false
     }
 
     /// Brings index `name` up to date with every document committed so far and returns its state.
@@ -190,11 +192,20 @@ actor IndexWriter {
             // From an empty index, a document at or below the database's current sequence is read
             // once in this catch-up, so deleting its previous rows can be skipped. A write during the
             // catch-up moves a document above that sequence, where it may be read a second time.
-            let freshUpTo = state.lastSequence == 0 && state.rowCount == 0
+            var freshUpTo = state.lastSequence == 0 && state.rowCount == 0
                 ? try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() } : 0
             // The first window is read before taking the index file's write lock, so an index that is
             // current costs one read.
             var window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
+            if window.needsRebuild {
+                // Compaction dropped purge records this index had not read: the rows of those
+                // documents can no longer be found by id, so the index is built again.
+                try records.drop(indexID: state.id)
+                state = try IndexWriter.register(definition, in: records)
+                states[name] = state
+                freshUpTo = try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() }
+                window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
+            }
             while window.upper > state.lastSequence {
                 var committed = state
                 var next = window
@@ -231,6 +242,10 @@ actor IndexWriter {
     private static func readAndMap(after sequence: Int64, documents: ReaderPool, definition: IndexDefinition) throws -> Window {
         var window = try documents.readConsistently { connection in
             var window = Window()
+            if sequence > 0, try Schema.trimmedPurges(connection).through > sequence {
+                window.needsRebuild = true
+                return window
+            }
             let records = DocumentRecords(connection: connection)
             try records.changedDocuments(after: sequence, limit: IndexWriter.batchSize, withTrees: definition.includesConflicts) { changed in
                 let seq = changed.sequence
@@ -261,6 +276,7 @@ actor IndexWriter {
             }
             return window
         }
+        if window.needsRebuild { return window }
         if let batchMap = definition.batchMap {
             var results = batchMap(window.raw).makeIterator()
             window.mapped = window.documents.map { entry in

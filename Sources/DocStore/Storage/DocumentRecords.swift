@@ -162,9 +162,24 @@ struct DocumentRecords {
         return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
     }
 
-    /// The number of purges recorded.
+    /// The number of purges made: those recorded, and those compaction dropped past the purge-record
+    /// limit (``trimPurges(keeping:)``).
     func purgeCount() throws -> Int {
-        Int(try connection.scalarInt("SELECT COUNT(*) FROM purges", []) ?? 0)
+        Int(try connection.scalarInt("SELECT COUNT(*) FROM purges", []) ?? 0) + (try Schema.trimmedPurges(connection).count)
+    }
+
+    /// Drops the purge records older than the newest `keep` (CouchDB's compaction keeps
+    /// `_purged_infos_limit` of them), remembering how many went and the sequence of the newest that
+    /// went: an index behind that sequence can no longer learn what was purged, and is rebuilt.
+    /// Returns how many went.
+    func trimPurges(keeping keep: Int) throws -> Int {
+        guard let cutoff = try connection.scalarInt("SELECT seq FROM purges ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                                                    [.integer(Int64(keep))]) else { return 0 }
+        let count = Int(try connection.scalarInt("SELECT COUNT(*) FROM purges WHERE seq <= ?", [.integer(cutoff)]) ?? 0)
+        try connection.run("DELETE FROM purges WHERE seq <= ?", [.integer(cutoff)])
+        let trimmed = try Schema.trimmedPurges(connection)
+        try Schema.storeTrimmedPurges(connection, count: trimmed.count + count, through: max(trimmed.through, cutoff))
+        return count
     }
 
     /// The sequence of the latest entry of the changes log.

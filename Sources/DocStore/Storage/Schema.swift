@@ -172,6 +172,22 @@ enum Schema {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('purged_infos_limit', ?)", [.integer(Int64(limit))])
     }
 
+    /// How many purge records compaction dropped, and the sequence of the newest of them
+    /// (`meta.purges_trimmed`, `meta.purges_trimmed_through`); `(0, 0)` when none.
+    static func trimmedPurges(_ connection: SQLiteConnection) throws -> (count: Int, through: Int64) {
+        let statement = try connection.prepare("SELECT key, value FROM meta WHERE key IN ('purges_trimmed', 'purges_trimmed_through')")
+        var trimmed = (count: 0, through: Int64(0))
+        while try statement.step() {
+            if statement.text(0) == "purges_trimmed" { trimmed.count = Int(statement.int64(1)) } else { trimmed.through = statement.int64(1) }
+        }
+        return trimmed
+    }
+
+    static func storeTrimmedPurges(_ connection: SQLiteConnection, count: Int, through: Int64) throws {
+        try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('purges_trimmed', ?), ('purges_trimmed_through', ?)",
+                           [.integer(Int64(count)), .integer(through)])
+    }
+
     /// The security object set with `Database.setSecurityObject(_:)` (`meta.security`), if any.
     static func storedSecurity(_ connection: SQLiteConnection) throws -> String? {
         let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'security'")
