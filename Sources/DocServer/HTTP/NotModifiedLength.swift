@@ -48,18 +48,18 @@ enum NotModifiedLength {
         }
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            guard mark.headPending, case .byteBuffer(var head) = unwrapOutboundIn(data) else {
+            guard mark.headPending, case .byteBuffer(let head) = unwrapOutboundIn(data) else {
                 context.write(data, promise: promise)
                 return
             }
             mark.headPending = false
-            context.write(wrapOutboundOut(.byteBuffer(NotModifiedLength.addingZeroLength(to: &head))), promise: promise)
+            context.write(wrapOutboundOut(.byteBuffer(NotModifiedLength.addingZeroLength(to: head))), promise: promise)
         }
     }
 
     /// `head` (a response head, ending with an empty line) with `Content-Length: 0` as its last header;
     /// `head` unchanged when it does not end so or already has a length.
-    static func addingZeroLength(to head: inout ByteBuffer) -> ByteBuffer {
+    static func addingZeroLength(to head: ByteBuffer) -> ByteBuffer {
         let view = head.readableBytesView
         let end = Array("\r\n\r\n".utf8)
         guard view.count >= end.count, view.suffix(end.count).elementsEqual(end) else { return head }
