@@ -192,8 +192,8 @@ actor IndexWriter {
             // From an empty index, a document at or below the database's current sequence is read
             // once in this catch-up, so deleting its previous rows can be skipped. A write during the
             // catch-up moves a document above that sequence, where it may be read a second time.
-            var freshUpTo = state.lastSequence == 0 && state.rowCount == 0
-                ? try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() } : 0
+            func databaseSequence() throws -> Int64 { try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() } }
+            var freshUpTo = state.lastSequence == 0 && state.rowCount == 0 ? try databaseSequence() : 0
             // The first window is read before taking the index file's write lock, so an index that is
             // current costs one read.
             var window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
@@ -203,7 +203,7 @@ actor IndexWriter {
                 try records.drop(indexID: state.id)
                 state = try IndexWriter.register(definition, in: records)
                 states[name] = state
-                freshUpTo = try documents.read { try DocumentRecords(connection: $0).lastChangeSequence() }
+                freshUpTo = try databaseSequence()
                 window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
             }
             while window.upper > state.lastSequence {

@@ -175,8 +175,8 @@ struct DocumentRecords {
     func trimPurges(keeping keep: Int) throws -> Int {
         guard let cutoff = try connection.scalarInt("SELECT seq FROM purges ORDER BY seq DESC LIMIT 1 OFFSET ?",
                                                     [.integer(Int64(keep))]) else { return 0 }
-        let count = Int(try connection.scalarInt("SELECT COUNT(*) FROM purges WHERE seq <= ?", [.integer(cutoff)]) ?? 0)
         try connection.run("DELETE FROM purges WHERE seq <= ?", [.integer(cutoff)])
+        let count = connection.changes
         let trimmed = try Schema.trimmedPurges(connection)
         try Schema.storeTrimmedPurges(connection, count: trimmed.count + count, through: max(trimmed.through, cutoff))
         return count
