@@ -16,7 +16,7 @@ final class ExecutorsTests: XCTestCase {
     /// Finishing lets the work submitted before it run, then each thread runs its last closure and
     /// ends, and the last one runs the closure after all.
     func testFinishedThreadsRunWhatWasSubmittedThenEnd() async throws {
-        let ran = Mutex<[Int]>([])
+        let ran = Locked<[Int]>([])
         let lasts = Atomic<Int>(0)
         let (ended, end) = AsyncStream<Int>.makeStream()
         let threads = DedicatedThreads(count: 3, name: "test-finishing")
@@ -24,7 +24,9 @@ final class ExecutorsTests: XCTestCase {
         await eventually("the three threads start, named") { self.threads(named: "test-finishing") == 3 }
         #endif
         for n in 0..<300 { threads.submit { ran.withLock { $0.append(n) } } }
-        threads.finish(eachThreadLast: { lasts.add(1, ordering: .relaxed) },
+        // Each last closure takes a while, so a thread that ran `afterAll` before the others' last
+        // closures ended would be seen here.
+        threads.finish(eachThreadLast: { Thread.sleep(forTimeInterval: 0.02); lasts.add(1, ordering: .relaxed) },
                        afterAll: { end.yield(lasts.load(ordering: .relaxed)); end.finish() })
         var iterator = ended.makeAsyncIterator()
         let lastsBeforeAfterAll = await iterator.next()

@@ -107,11 +107,13 @@ package final class DedicatedThreads: @unchecked Sendable {
 
     private func run() {
         while let item = next() { item() }
-        let (last, all, isLast) = condition.withLock {
+        condition.withLock { eachThreadLast }()
+        // A thread counts itself out only once its last closure has run, so the one that runs
+        // `afterAll` runs it after every thread's last closure.
+        let (all, isLast) = condition.withLock {
             running -= 1
-            return (eachThreadLast, afterAll, running == 0)
+            return (afterAll, running == 0)
         }
-        last()
         if isLast { all() }
     }
 }
