@@ -5,7 +5,6 @@ import DocStoreJavaScript
 import DocSync
 import Foundation
 import Logging
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -381,7 +380,7 @@ func timeAsync(_ body: () async throws -> Void) async throws -> Double {
 }
 
 /// The wall and CPU times of the sections ``timeAsync(_:)`` measured since an op was last recorded.
-let timedSections = Mutex<[(wall: Double, cpu: Double)]>([])
+let timedSections = Locked<[(wall: Double, cpu: Double)]>([])
 
 /// The CPU time (user and system) the process has used, in seconds.
 func processCPUSeconds() -> Double {

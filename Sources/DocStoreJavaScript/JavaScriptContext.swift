@@ -2,7 +2,6 @@ import CJavaScriptCore
 import DocStore
 import Foundation
 import Logging
-import Synchronization
 
 /// One JavaScriptCore context with CouchDB's query-server runtime (``JavaScriptRuntime``) loaded: the
 /// functions of design documents compiled in it, cached, and called with JSON in and JSON out.
@@ -20,8 +19,6 @@ final class JavaScriptContext {
     /// Calls since the last garbage collection.
     private var callsSinceCollection = 0
     static let cacheLimit = 512
-    /// How many contexts exist in the process (for tests: an engine that goes releases its own).
-    static let live = Atomic<Int>(0)
 
     init(timeLimit: Double) throws {
         group = JSContextGroupCreate()
@@ -55,11 +52,9 @@ final class JavaScriptContext {
             entry[name] = object
         }
         self.entry = entry
-        JavaScriptContext.live.add(1, ordering: .relaxed)
     }
 
     deinit {
-        JavaScriptContext.live.subtract(1, ordering: .relaxed)
         for object in cache.values { JSValueUnprotect(context, object) }
         for object in entry.values { JSValueUnprotect(context, object) }
         JSGlobalContextRelease(context)
