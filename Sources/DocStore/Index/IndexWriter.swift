@@ -200,9 +200,8 @@ actor IndexWriter {
             if window.needsRebuild {
                 // Compaction dropped purge records this index had not read: the rows of those
                 // documents can no longer be found by id, so the index is built again.
-                try records.drop(indexID: state.id)
-                state = try IndexWriter.register(definition, in: records)
-                states[name] = state
+                try drop(name)
+                state = try register(definition)
                 freshUpTo = try databaseSequence()
                 window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
             }
