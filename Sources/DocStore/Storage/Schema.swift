@@ -183,6 +183,7 @@ enum Schema {
         return trimmed
     }
 
+    /// Keeps what ``trimmedPurges(_:)`` reads, after compaction dropped purge records.
     static func storeTrimmedPurges(_ connection: SQLiteConnection, count: Int, through: Int64) throws {
         try connection.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('purges_trimmed', ?), ('purges_trimmed_through', ?)",
                            [.integer(Int64(count)), .integer(through)])
