@@ -95,4 +95,88 @@ final class StoredMemberLookupTests: XCTestCase {
         XCTAssertTrue(result.documents.allSatisfy(\.body.isUnparsedStoredForm))
         XCTAssertEqual(result.documents.first?["tags"], ["a", "b"])
     }
+
+    /// A member set on a stored object changes its bytes (``StoredMembers/setting(_:to:)``) where that
+    /// is sure to give what changing the parsed tree gives: the same members in the same order, the
+    /// same JSON text — and otherwise the tree is changed, as before.
+    func testSettingMembersOfStoredBytesIsSettingThemInTheTree() throws {
+        var generator = SplitMix64(seed: 0x5E77)
+        var spliced = 0
+        for _ in 0..<2000 {
+            let start = Self.randomObject(0, &generator)
+            var tree = start
+            var stored = JSONObject(storedJSON: try JSON.object(start).serialized())
+            for _ in 0..<Int(generator.next() % 6) {
+                let key = Self.keys[Int(generator.next() % UInt64(Self.keys.count))]
+                let value = generator.next() % 5 == 0 ? nil : Self.randomValue(2, &generator)
+                let wasUnparsed = stored.isUnparsedStoredForm
+                tree[key] = value
+                stored[key] = value
+                if wasUnparsed && stored.isUnparsedStoredForm { spliced += 1 }
+                // Written out (which copies stored bytes without parsing them), the two are one text.
+                XCTAssertEqual(try JSON.object(stored).serialized(), try JSON.object(tree).serialized())
+            }
+            XCTAssertEqual(stored, tree)
+            XCTAssertEqual(stored.keys, tree.keys)
+            for key in Self.keys { XCTAssertEqual(stored[key], tree[key], key) }
+        }
+        XCTAssertGreaterThan(spliced, 600, "scalar changes were made in the bytes (849 of the 5 000 or so changes, of which half set containers, remove members or use escaped or `_` keys)")
+    }
+
+    /// Which changes stay in the bytes, and which parse the object.
+    func testWhatIsChangedInTheBytes() throws {
+        let bytes = Array(#"{"a":1,"b":{"c":[1,2]},"d":"x"}"#.utf8)
+        func changed(_ key: String, _ value: JSON?) -> JSONObject {
+            var object = JSONObject(storedJSON: bytes)
+            object[key] = value
+            return object
+        }
+        XCTAssertEqual(changed("a", 2.5).storedJSON.map { String(decoding: $0, as: UTF8.self) }, #"{"a":2.5,"b":{"c":[1,2]},"d":"x"}"#)
+        XCTAssertEqual(changed("b", nil).storedJSON, nil, "a removal parses")
+        XCTAssertEqual(changed("b", .null).storedJSON.map { String(decoding: $0, as: UTF8.self) }, #"{"a":1,"b":null,"d":"x"}"#)
+        XCTAssertEqual(changed("e", "y\"").storedJSON.map { String(decoding: $0, as: UTF8.self) }, #"{"a":1,"b":{"c":[1,2]},"d":"x","e":"y\""}"#)
+        XCTAssertEqual(changed("d", ["x"]).storedJSON, nil, "a container parses")
+        XCTAssertEqual(changed("_x", 1).storedJSON, nil, "an underscore key parses, for the body's validation")
+        XCTAssertEqual(changed("a", .double(.nan)).storedJSON, nil, "a value JSON cannot hold parses, and fails at the save")
+        var empty = JSONObject(storedJSON: Array("{}".utf8))
+        empty["k"] = true
+        XCTAssertEqual(empty.storedJSON.map { String(decoding: $0, as: UTF8.self) }, #"{"k":true}"#)
+        // Metadata around the bytes is a member like the others.
+        var document = JSONObject(head: [("_id", "d")], middle: JSONObject(storedJSON: bytes), tail: [])
+        document["_id"] = "e"
+        document["a"] = 3
+        XCTAssertEqual(try JSON.object(document).serialized(), Array(#"{"_id":"e","a":3,"b":{"c":[1,2]},"d":"x"}"#.utf8))
+        // After a few changes the object is parsed once and changed as a tree.
+        var object = JSONObject(storedJSON: bytes)
+        for count in 1...(StoredMembers.splicesBeforeParsing + 1) {
+            object["a"] = .integer(count)
+            XCTAssertEqual(object.isUnparsedStoredForm, count <= StoredMembers.splicesBeforeParsing)
+        }
+        XCTAssertEqual(object["a"], .integer(StoredMembers.splicesBeforeParsing + 1))
+    }
+
+    /// Read, change a field, save: the revision is the one the same edit gets made on a tree (CouchDB's).
+    func testAnUpdateInTheBytesGetsTheTreesRevision() async throws {
+        let db = try await makeDatabase(self)
+        let other = try await makeDatabase(self)
+        let body: JSONObject = ["age": 41, "name": "Ada", "tags": ["x", "y"], "address": ["city": "Oslo"]]
+        _ = try await db.save(Document(id: "p", body: body))
+        _ = try await other.save(Document(id: "p", body: body))
+        let found = try await db.document(withID: "p")
+        var read = try XCTUnwrap(found)
+        read["age"] = .integer((read.int(forKey: "age") ?? 0) + 1)
+        read["city"] = "Bergen"
+        XCTAssertTrue(read.body.isUnparsedStoredForm)
+        let saved = try await db.save(read)
+        let foundOther = try await other.document(withID: "p")
+        var edited = try XCTUnwrap(foundOther)
+        edited.body = JSONObject(Array(edited.body.map { ($0.key, $0.value) }))
+        edited["age"] = 42
+        edited["city"] = "Bergen"
+        XCTAssertFalse(edited.body.isUnparsedStoredForm)
+        let savedFromTree = try await other.save(edited)
+        XCTAssertEqual(saved.revision, savedFromTree.revision)
+        let back = try await db.document(withID: "p")
+        XCTAssertEqual(back?.body, ["age": 42, "name": "Ada", "tags": ["x", "y"], "address": ["city": "Oslo"], "city": "Bergen"])
+    }
 }

@@ -205,6 +205,11 @@ public struct JSONObject: Sendable, Hashable {
                 removeValue(forKey: key)
                 return
             }
+            // One member of bytes not parsed yet: changed in the bytes (``StoredMembers/setting(_:to:)``).
+            if case .stored(let stored) = storage, let changed = stored.setting(key, to: newValue) {
+                storage = .stored(changed)
+                return
+            }
             if let position = index(forKey: key) {
                 mutateMembers { members, _ in members[position].value = newValue }
             } else {
@@ -258,14 +263,18 @@ public struct JSONObject: Sendable, Hashable {
     let bytes: [UInt8]
     let tail: [JSONObject.Member]
     /// The object of `bytes` alone, shared with the stored object it was spliced from.
-    private let middle: StoredMembers?
+    let middle: StoredMembers?
+    /// How many member changes made `bytes` from those the object was read with (``setting(_:to:)``).
+    let splices: Int
     private let parsed = Locked<(members: [JSONObject.Member], positions: [ExactString: Int]?)?>(nil)
 
-    init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil) {
+    init(head: [JSONObject.Member], bytes: [UInt8], tail: [JSONObject.Member], parsedBytes: StoredMembers? = nil,
+         splices: Int = 0) {
         self.head = head
         self.bytes = bytes
         self.tail = tail
         self.middle = parsedBytes
+        self.splices = splices
     }
 
     /// How many members were read by ``lookUpWithoutParsing(_:)``.

@@ -26,6 +26,61 @@ extension StoredMembers {
     }
 }
 
+/// Changing one member of a stored object without parsing the others.
+///
+/// The common update reads a document, sets a field or two and saves it. Parsing its whole body into a
+/// tree for that, then writing the tree out as JSON and hashing it for the revision id, was most of an
+/// update's own work. A stored object whose member `key` gets a scalar value instead gets new bytes:
+/// the old ones with the value's text put in place of the member's old value (or, for a new member,
+/// before the closing brace) — what writing the changed tree would give, as ``JSONWriter`` writes
+/// members in order. The object stays in the stored form, which the writer copies and hashes from its
+/// text.
+///
+/// Only where that is sure to equal the tree's result: not for a key among the members around the
+/// bytes (a document's metadata), not for a key that begins with `_` (a body's stored bytes have passed
+/// ``DocumentValidation/validateBody(_:)``, which then need not read them), not for containers (whose
+/// depth the stored form's reader limits), not for a value the writer refuses (a non-finite number),
+/// and not once the members have been parsed (then the tree is changed, as before). Each change copies
+/// the bytes, so after ``splicesBeforeParsing`` of them an object is parsed and changed as a tree.
+extension StoredMembers {
+    /// How many changes an object takes as new bytes before it is parsed instead.
+    static let splicesBeforeParsing = 4
+
+    /// The object with member `key` set to `value` as new bytes, or `nil` when the members must be
+    /// parsed and changed as a tree (see above).
+    func setting(_ key: String, to value: JSON) -> StoredMembers? {
+        switch value {
+        case .null, .bool, .integer, .string: break
+        case .double(let number) where number.isFinite: break
+        default: return nil
+        }
+        guard splices < Self.splicesBeforeParsing, key.utf8.first != UInt8(ascii: "_"), !isParsed, middle?.isParsed != true,
+            !head.contains(where: { $0.key.isIdentical(to: key) }), !tail.contains(where: { $0.key.isIdentical(to: key) })
+        else { return nil }
+        var key = key
+        guard let (range, isPresent) = key.withUTF8({ wanted in
+            bytes.withUnsafeBufferPointer { buffer in
+                var scanner = StoredObjectScanner(buffer: buffer)
+                return scanner.replacedRange(forKey: wanted)
+            }
+        }) else { return nil }
+        // A new member goes last; the members after the bytes would come after it in the tree.
+        guard isPresent || tail.isEmpty else { return nil }
+        var writer = JSONWriter(capacity: bytes.count + 32)
+        writer.bytes.append(contentsOf: bytes[..<range.lowerBound])
+        if !isPresent {
+            // A comma unless the object was empty: its opening brace the last byte but whitespace.
+            var last = range.lowerBound - 1
+            while last > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[last]) { last -= 1 }
+            if bytes[last] != UInt8(ascii: "{") { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.writeKey(key)
+        }
+        guard (try? writer.write(value)) != nil else { return nil }
+        writer.bytes.append(contentsOf: bytes[range.upperBound...])
+        return StoredMembers(head: head, bytes: writer.bytes, tail: tail, splices: splices + 1)
+    }
+}
+
 /// A forward scan over one JSON object as DocStore stores it (see ``StoredMembers/scannedValue(forKey:)``).
 /// Whitespace is tolerated although ``JSONWriter`` writes none.
 struct StoredObjectScanner {
@@ -36,44 +91,83 @@ struct StoredObjectScanner {
         self.buffer = buffer
     }
 
-    /// See ``StoredMembers/scannedValue(forKey:)``; `wanted` is the key's UTF-8.
-    mutating func value(forKey wanted: UnsafeBufferPointer<UInt8>) -> JSON?? {
+    /// Where member `wanted` (its key's UTF-8) stands in the object.
+    enum MemberPosition {
+        /// Its value begins at this offset (the scanner's index is left there).
+        case value(at: Int)
+        /// The object has no such member; its closing brace is at this offset.
+        case absent(closingBrace: Int)
+        /// Only a parse can tell (an escaped key, or bytes the scan cannot follow).
+        case unknown
+    }
+
+    /// See ``MemberPosition``; the scan starts at the object's opening brace.
+    mutating func position(ofKey wanted: UnsafeBufferPointer<UInt8>) -> MemberPosition {
         skipWhitespace()
-        guard next(is: UInt8(ascii: "{")) else { return nil }
+        guard next(is: UInt8(ascii: "{")) else { return .unknown }
         skipWhitespace()
-        if next(is: UInt8(ascii: "}")) { return .some(nil) }
+        if next(is: UInt8(ascii: "}")) { return .absent(closingBrace: index - 1) }
         // An escaped key might spell `wanted`: then only a parse can say the member is absent.
         var sawEscapedKey = false
         while true {
             skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return nil }
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { return .unknown }
             let keyStart = index + 1
-            guard let escaped = skipString() else { return nil }
+            guard let escaped = skipString() else { return .unknown }
             let keyEnd = index - 1
             skipWhitespace()
-            guard next(is: UInt8(ascii: ":")) else { return nil }
+            guard next(is: UInt8(ascii: ":")) else { return .unknown }
             skipWhitespace()
             if !escaped, keyEnd - keyStart == wanted.count,
                 bytesEqual(buffer.baseAddress! + keyStart, wanted.baseAddress, wanted.count) {
-                // The member: its value parsed where it stands (one pass), and followed by a separator.
-                var reader = JSONReader(buffer)
-                reader.index = index
-                guard let value = try? reader.readValue() else { return nil }
-                index = reader.index
-                skipWhitespace()
-                guard index < buffer.count, buffer[index] == UInt8(ascii: ",") || buffer[index] == UInt8(ascii: "}") else { return nil }
-                return .some(value)
+                return .value(at: index)
             }
-            guard skipValue() else { return nil }
+            guard skipValue() else { return .unknown }
             if escaped { sawEscapedKey = true }
             skipWhitespace()
-            guard index < buffer.count else { return nil }
+            guard index < buffer.count else { return .unknown }
             let separator = buffer[index]
             index += 1
             if separator == UInt8(ascii: ",") { continue }
-            guard separator == UInt8(ascii: "}") else { return nil }
-            return sawEscapedKey ? nil : .some(nil)
+            guard separator == UInt8(ascii: "}") else { return .unknown }
+            return sawEscapedKey ? .unknown : .absent(closingBrace: index - 1)
         }
+    }
+
+    /// See ``StoredMembers/scannedValue(forKey:)``; `wanted` is the key's UTF-8.
+    mutating func value(forKey wanted: UnsafeBufferPointer<UInt8>) -> JSON?? {
+        switch position(ofKey: wanted) {
+        case .unknown: return nil
+        case .absent: return .some(nil)
+        case .value:
+            // The member: its value parsed where it stands (one pass), and followed by a separator.
+            var reader = JSONReader(buffer)
+            reader.index = index
+            guard let value = try? reader.readValue() else { return nil }
+            index = reader.index
+            guard followedBySeparator() else { return nil }
+            return .some(value)
+        }
+    }
+
+    /// What a new value of member `wanted` replaces: the bytes of its present value, or for an object
+    /// without the member the empty range at its closing brace; `nil` when only a parse can tell.
+    mutating func replacedRange(forKey wanted: UnsafeBufferPointer<UInt8>) -> (range: Range<Int>, isPresent: Bool)? {
+        switch position(ofKey: wanted) {
+        case .unknown: return nil
+        case .absent(let brace): return (brace..<brace, false)
+        case .value(let start):
+            guard skipValue() else { return nil }
+            let end = index
+            guard followedBySeparator() else { return nil }
+            return (start..<end, true)
+        }
+    }
+
+    /// Whether whitespace, then a `,` or the object's `}`, follows.
+    private mutating func followedBySeparator() -> Bool {
+        skipWhitespace()
+        return index < buffer.count && (buffer[index] == UInt8(ascii: ",") || buffer[index] == UInt8(ascii: "}"))
     }
 
     private func bytesEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>?, _ count: Int) -> Bool {
