@@ -1,4 +1,4 @@
-import DocStore
+@testable import DocStore
 import Foundation
 import TestSupport
 import XCTest
@@ -39,5 +39,29 @@ final class RevisionHashTests: XCTestCase {
 
         let attached = #"{"_id":"a1","v":1,"_attachments":{"a.bin":{"content_type":"application/octet-stream","data":"aGk="}}}"#
         await XCTAssertEqualAsync(try await db.save(Document(json: attached)).revision?.description, "1-1149934b9b20d7dc15ba8eae16e1b9bf")
+    }
+
+    /// A body in the stored form is hashed from its text, reading strings eight bytes at a time: the
+    /// digest must be the parsed tree's, whatever the strings' lengths and wherever an escape, a
+    /// control character or a non-ASCII character falls in them.
+    func testTextAndTreeGiveOneDigest() throws {
+        var generator = SplitMix64(seed: 0x7E47)
+        let specials = ["\"", "\\", "\n", "\u{01}", "é", "日", "🎉", "/"]
+        let parent = RevisionID(generation: 3, digest: "0123456789abcdef0123456789abcdef")
+        for _ in 0..<3000 {
+            var body = JSONObject()
+            for member in 0..<Int(1 + generator.next() % 4) {
+                var text = String(repeating: "a", count: Int(generator.next() % 40))
+                if generator.next() % 3 != 0 {
+                    let offset = text.index(text.startIndex, offsetBy: Int(generator.next() % UInt64(text.count + 1)))
+                    text.insert(contentsOf: specials[Int(generator.next() % UInt64(specials.count))], at: offset)
+                }
+                body["k\(member)\(generator.next() % 2 == 0 ? text : "")"] = generator.next() % 4 == 0 ? .array([.string(text), .integer(member)]) : .string(text)
+            }
+            let stored = JSONObject(storedJSON: try JSON.object(body).serialized())
+            XCTAssertEqual(RevisionHash.digest(parent: parent, isDeleted: false, body: stored, attachments: [:]),
+                           RevisionHash.digest(parent: parent, isDeleted: false, body: body, attachments: [:]), "\(body)")
+            XCTAssertTrue(stored.isUnparsedStoredForm, "hashed from the text")
+        }
     }
 }
