@@ -140,10 +140,6 @@ enum Schema {
         """,
     ]
 
-    /// Checks that the file is a DocStore database (or empty) of a version this code can open.
-    ///
-    /// - Throws: ``DocStoreError/Code/notADocStoreDatabase`` for a file that is not SQLite or belongs
-    ///   to another application; ``DocStoreError/Code/incompatibleVersion`` for a newer DocStore file.
     /// The UUID made when the file was created (`meta.uuid`).
     static func uuid(_ connection: SQLiteConnection) throws -> String {
         let statement = try connection.prepare("SELECT value FROM meta WHERE key = 'uuid'")
@@ -250,6 +246,10 @@ enum Schema {
         try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
+    /// Checks that the file is a DocStore database (or empty) of a version this code can open.
+    ///
+    /// - Throws: ``DocStoreError/Code/notADocStoreDatabase`` for a file that is not SQLite or belongs
+    ///   to another application; ``DocStoreError/Code/incompatibleVersion`` for a newer DocStore file.
     static func checkIdentity(_ connection: SQLiteConnection) throws {
         let tableCount: Int64
         do {
