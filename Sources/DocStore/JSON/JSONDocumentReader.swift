@@ -166,12 +166,7 @@ extension JSONReader {
     private mutating func skipCanonicalString() -> Bool {
         index += 1
         while true {
-            if let base = buffer.baseAddress {
-                while index + 8 <= buffer.count,
-                    swarSpecialOrNonASCIIMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) == 0 {
-                    index += 8
-                }
-            }
+            index = skippingPlainWords(in: buffer, from: index)
             guard index < buffer.count else { return false }
             let byte = buffer[index]
             switch byte {

@@ -111,6 +111,19 @@ func swarSpecialOrNonASCIIMask(_ word: UInt64) -> UInt64 {
     return hasQuote | hasBackslash | hasControl | (word & highs)
 }
 
+/// `start` moved past the whole words of eight bytes that are all plain (none `"`, `\\`, below 0x20 or
+/// not ASCII): the string scanners' fast path, before they look at bytes one by one.
+@inline(__always)
+func skippingPlainWords(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+    guard let base = buffer.baseAddress else { return start }
+    var index = start
+    while index + 8 <= buffer.count,
+        swarSpecialOrNonASCIIMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) == 0 {
+        index += 8
+    }
+    return index
+}
+
 /// Whether any byte of `word` is `"`, `\\` or below 0x20 (exact, per byte).
 @inline(__always)
 func swarHasSpecialByte(_ word: UInt64) -> Bool {

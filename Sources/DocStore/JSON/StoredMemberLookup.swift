@@ -16,11 +16,16 @@ extension StoredMembers {
     /// The value of member `key` of the stored bytes: `.some(value)`, `.some(nil)` when there is no
     /// such member, or `nil` when the bytes must be parsed to tell.
     func scannedValue(forKey key: String) -> JSON?? {
+        scanning(forKey: key) { scanner, wanted in scanner.value(forKey: wanted) }
+    }
+
+    /// Runs `body` with a scanner at the start of the bytes and the UTF-8 of `key`.
+    fileprivate func scanning<T>(forKey key: String, _ body: (inout StoredObjectScanner, UnsafeBufferPointer<UInt8>) -> T) -> T {
         var key = key
         return key.withUTF8 { wanted in
             bytes.withUnsafeBufferPointer { buffer in
                 var scanner = StoredObjectScanner(buffer: buffer)
-                return scanner.value(forKey: wanted)
+                return body(&scanner, wanted)
             }
         }
     }
@@ -57,26 +62,23 @@ extension StoredMembers {
         guard splices < Self.splicesBeforeParsing, key.utf8.first != UInt8(ascii: "_"), !isParsed, middle?.isParsed != true,
             !head.contains(where: { $0.key.isIdentical(to: key) }), !tail.contains(where: { $0.key.isIdentical(to: key) })
         else { return nil }
-        var key = key
-        guard let (range, isPresent) = key.withUTF8({ wanted in
-            bytes.withUnsafeBufferPointer { buffer in
-                var scanner = StoredObjectScanner(buffer: buffer)
-                return scanner.replacedRange(forKey: wanted)
-            }
-        }) else { return nil }
-        // A new member goes last; the members after the bytes would come after it in the tree.
-        guard isPresent || tail.isEmpty else { return nil }
+        guard let replacement = scanning(forKey: key, { scanner, wanted in scanner.replacement(forKey: wanted) }) else { return nil }
         var writer = JSONWriter(capacity: bytes.count + 32)
-        writer.bytes.append(contentsOf: bytes[..<range.lowerBound])
-        if !isPresent {
-            // A comma unless the object was empty: its opening brace the last byte but whitespace.
-            var last = range.lowerBound - 1
-            while last > 0, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[last]) { last -= 1 }
-            if bytes[last] != UInt8(ascii: "{") { writer.bytes.append(UInt8(ascii: ",")) }
+        let end: Int
+        switch replacement {
+        case .value(let range):
+            writer.bytes.append(contentsOf: bytes[..<range.lowerBound])
+            end = range.upperBound
+        case .newMember(let brace, let afterMembers):
+            // A new member goes last; the members after the bytes would come after it in the tree.
+            guard tail.isEmpty else { return nil }
+            writer.bytes.append(contentsOf: bytes[..<brace])
+            if afterMembers { writer.bytes.append(UInt8(ascii: ",")) }
             writer.writeKey(key)
+            end = brace
         }
         guard (try? writer.write(value)) != nil else { return nil }
-        writer.bytes.append(contentsOf: bytes[range.upperBound...])
+        writer.bytes.append(contentsOf: bytes[end...])
         return StoredMembers(head: head, bytes: writer.bytes, tail: tail, splices: splices + 1)
     }
 }
@@ -95,8 +97,8 @@ struct StoredObjectScanner {
     enum MemberPosition {
         /// Its value begins at this offset (the scanner's index is left there).
         case value(at: Int)
-        /// The object has no such member; its closing brace is at this offset.
-        case absent(closingBrace: Int)
+        /// The object has no such member; its closing brace is at this offset, after members or not.
+        case absent(closingBrace: Int, afterMembers: Bool)
         /// Only a parse can tell (an escaped key, or bytes the scan cannot follow).
         case unknown
     }
@@ -106,7 +108,7 @@ struct StoredObjectScanner {
         skipWhitespace()
         guard next(is: UInt8(ascii: "{")) else { return .unknown }
         skipWhitespace()
-        if next(is: UInt8(ascii: "}")) { return .absent(closingBrace: index - 1) }
+        if next(is: UInt8(ascii: "}")) { return .absent(closingBrace: index - 1, afterMembers: false) }
         // An escaped key might spell `wanted`: then only a parse can say the member is absent.
         var sawEscapedKey = false
         while true {
@@ -130,7 +132,7 @@ struct StoredObjectScanner {
             index += 1
             if separator == UInt8(ascii: ",") { continue }
             guard separator == UInt8(ascii: "}") else { return .unknown }
-            return sawEscapedKey ? .unknown : .absent(closingBrace: index - 1)
+            return sawEscapedKey ? .unknown : .absent(closingBrace: index - 1, afterMembers: true)
         }
     }
 
@@ -150,17 +152,24 @@ struct StoredObjectScanner {
         }
     }
 
-    /// What a new value of member `wanted` replaces: the bytes of its present value, or for an object
-    /// without the member the empty range at its closing brace; `nil` when only a parse can tell.
-    mutating func replacedRange(forKey wanted: UnsafeBufferPointer<UInt8>) -> (range: Range<Int>, isPresent: Bool)? {
+    /// Where a new value of a member goes (``StoredMembers/setting(_:to:)``).
+    enum Replacement {
+        /// Over the bytes of its present value.
+        case value(Range<Int>)
+        /// As a new member before the closing brace at this offset, after other members or not.
+        case newMember(closingBrace: Int, afterMembers: Bool)
+    }
+
+    /// Where a new value of member `wanted` goes; `nil` when only a parse can tell.
+    mutating func replacement(forKey wanted: UnsafeBufferPointer<UInt8>) -> Replacement? {
         switch position(ofKey: wanted) {
         case .unknown: return nil
-        case .absent(let brace): return (brace..<brace, false)
+        case .absent(let brace, let afterMembers): return .newMember(closingBrace: brace, afterMembers: afterMembers)
         case .value(let start):
             guard skipValue() else { return nil }
             let end = index
             guard followedBySeparator() else { return nil }
-            return (start..<end, true)
+            return .value(start..<end)
         }
     }
 
@@ -196,14 +205,8 @@ struct StoredObjectScanner {
     private mutating func skipString() -> Bool? {
         index += 1
         var escaped = false
-        let base = buffer.baseAddress
         while true {
-            if let base {
-                while index + 8 <= buffer.count,
-                    swarSpecialOrNonASCIIMask(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)) == 0 {
-                    index += 8
-                }
-            }
+            index = skippingPlainWords(in: buffer, from: index)
             guard index < buffer.count else { return nil }
             switch buffer[index] {
             case UInt8(ascii: "\""):

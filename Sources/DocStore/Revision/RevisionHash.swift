@@ -319,14 +319,8 @@ extension TermWriter {
     private mutating func storedString(_ reader: inout JSONReader) throws {
         let buffer = reader.buffer
         let start = reader.index + 1
-        var end = start
         // Eight plain bytes at a time, then byte by byte to the first other one.
-        if let base = buffer.baseAddress {
-            while end + 8 <= buffer.count,
-                swarSpecialOrNonASCIIMask(UnsafeRawPointer(base + end).loadUnaligned(as: UInt64.self)) == 0 {
-                end += 8
-            }
-        }
+        var end = skippingPlainWords(in: buffer, from: start)
         while end < buffer.count {
             let byte = buffer[end]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
