@@ -102,19 +102,21 @@ extension RevisionTree {
         guard try reader.byte() == RevisionTree.encodingFormat else { throw corrupt() }
         let count = Int(try reader.varint())
         guard count <= bytes.count else { throw corrupt() }
-        var generations: [Int] = []
-        generations.reserveCapacity(count)
-        for i in 0..<count {
-            let generation = Int(try reader.varint())
-            let digestLength = Int(try reader.varint())
-            let digest = try reader.bytes(length: digestLength)
-            let parentPlusOne = Int(try reader.varint())
-            let flags = try reader.byte()
-            guard generation >= 1, parentPlusOne <= i else { throw corrupt() }
-            let parent = parentPlusOne == 0 ? nil : parentPlusOne - 1
-            if let parent, generations[parent] + 1 != generation { throw corrupt() }
-            generations.append(generation)
-            try body(generation, digest, parent, flags & 1 != 0)
+        // Each node's generation, for its children's check: on the stack for a short history (a read
+        // of the changes feed decodes one tree per row, and most trees are a node or a few).
+        try withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { generations in
+            for i in 0..<count {
+                let generation = Int(try reader.varint())
+                let digestLength = Int(try reader.varint())
+                let digest = try reader.bytes(length: digestLength)
+                let parentPlusOne = Int(try reader.varint())
+                let flags = try reader.byte()
+                guard generation >= 1, parentPlusOne <= i else { throw corrupt() }
+                let parent = parentPlusOne == 0 ? nil : parentPlusOne - 1
+                if let parent, generations[parent] + 1 != generation { throw corrupt() }
+                generations[i] = generation
+                try body(generation, digest, parent, flags & 1 != 0)
+            }
         }
     }
 
