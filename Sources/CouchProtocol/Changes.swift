@@ -1,3 +1,4 @@
+import Foundation
 import DocStore
 
 /// One row of a `_changes` answer: `{"seq","id","changes":[{"rev"}…],"deleted"?,"doc"?}`.
@@ -115,6 +116,17 @@ package struct ChangesResponse: Sendable, Hashable {
         results = try rows.map(ChangesRow.init(json:))
         lastSequence = json[Keys.lastSeq] ?? results.last?.sequence ?? .null
         pending = json[Keys.pending]?.intValue
+    }
+
+    /// Reads an answer's JSON text as ``init(json:)`` decodes its tree, without building the tree
+    /// (``DocStore/ChangesAnswer``).
+    package init(parsing data: Data) throws {
+        let answer = try ChangesAnswer(parsing: data)
+        results = answer.rows.map {
+            ChangesRow(sequence: $0.sequence, id: $0.id, revisions: $0.revisions, deleted: $0.deleted, document: $0.document)
+        }
+        lastSequence = answer.lastSequence ?? results.last?.sequence ?? .null
+        pending = answer.pending
     }
 
     /// The answer as ``json`` serializes, without building it; with `nonFiniteAsNull`, a NaN or

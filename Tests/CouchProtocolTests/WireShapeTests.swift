@@ -103,6 +103,63 @@ final class WireShapeTests: XCTestCase {
         XCTAssertEqual(try oddChanges.serialized(nonFiniteAsNull: true), Array(oddChanges.json.description.utf8))
     }
 
+    /// An answer read from its text without a tree (as DocSync reads them) is the answer decoded from
+    /// the tree, and text the tree decoding refuses is refused: random answers written compactly and
+    /// with whitespace, and answers with every kind of fault, also cut short at every byte.
+    func testChangesAnswersReadWithoutATreeAreTheTreeDecoded() throws {
+        func check(_ text: String, _ note: String, file: StaticString = #filePath, line: UInt = #line) {
+            let data = Data(text.utf8)
+            let fromTree = (try? JSON(parsing: data)).flatMap { try? ChangesResponse(json: $0) }
+            let read = try? ChangesResponse(parsing: data)
+            XCTAssertEqual(read, fromTree, "\(note): \(text.prefix(300))", file: file, line: line)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let revisions = [rev1, rev2, RevisionID(generation: 3, digest: "needs\"escaping\\"), RevisionID("12-short")!,
+                         RevisionID(generation: 40, digest: RandomHex.make())]
+        let ids = ["a", "b/é", "quote\"and\\back", "tab\tline\n", "_design/x"]
+        let sequences: [JSON] = [0, 7, 123_456_789, "4-g1AAAAB", .null]
+        let documents: [JSON?] = [nil, ["_id": "a", "n": 1.5, "list": [true, .null, "é"]], ["_deleted": true], .null]
+        for round in 0..<300 {
+            let rows = (0..<Int.random(in: 0...5, using: &generator)).map { _ in
+                ChangesRow(sequence: sequences.randomElement(using: &generator)!, id: ids.randomElement(using: &generator)!,
+                           revisions: (0..<Int.random(in: 1...3, using: &generator)).map { _ in revisions.randomElement(using: &generator)! },
+                           deleted: Bool.random(using: &generator), document: documents.randomElement(using: &generator)!)
+            }
+            let answer = ChangesResponse(results: rows, lastSequence: sequences.randomElement(using: &generator)!,
+                                         pending: round % 3 == 0 ? nil : Int.random(in: 0...100_000, using: &generator))
+            let compact = String(decoding: try answer.serialized(), as: UTF8.self)
+            XCTAssertEqual(try ChangesResponse(parsing: Data(compact.utf8)), answer, "round \(round)")
+            check(compact, "round \(round)")
+            check(compact.replacingOccurrences(of: ",", with: " ,\n ").replacingOccurrences(of: ":", with: " : "), "spaced \(round)")
+        }
+        let faults = [
+            #"{"results":[{"seq":1,"changes":[{"rev":"1-a"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":7,"changes":[{"rev":"1-a"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":{"rev":"1-a"}}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-a"},{}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-a"},7]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":2}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"nope"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-abc"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-é"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-a b"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-a","rev":"2-b"}]}],"last_seq":1}"#,
+            #"{"results":[{"seq":1,"id":"x","changes":[],"deleted":"yes","extra":[1,{"a":null}]}]}"#,
+            #"{"results":[{"seq":1,"id":"x","id":"y","changes":[]}],"last_seq":1}"#,
+            #"{"results":[7],"last_seq":1}"#,
+            #"{"results":{},"last_seq":1}"#,
+            #"{"results":null,"last_seq":1}"#,
+            #"{"last_seq":1,"pending":2}"#,
+            #"{"results":[],"last_seq":null,"pending":2.5}"#,
+            #"{"results":[],"last_seq":"9-x","pending":"2"}"#,
+            #"{"results":[{"seq":"1-g","id":"x","changes":[{"rev":"1-a"}],"doc":{"_id":"x","k":[1,2]}}],"last_seq":1} x"#,
+            #"[{"results":[]}]"#, "", "null", #"{"results":[]}"#,
+        ]
+        for (index, fault) in faults.enumerated() { check(fault, "fault \(index)") }
+        let short = #"{"results":[{"seq":1,"id":"x","changes":[{"rev":"1-a"}],"deleted":true}],"last_seq":1,"pending":0}"#
+        for end in 0...short.utf8.count { check(String(decoding: short.utf8.prefix(end), as: UTF8.self), "cut at \(end)") }
+    }
+
     /// Normal and longpoll answers of CouchDB (all_docs style, include_docs with conflicts, filters,
     /// descending, a longpoll that timed out).
     func testDecodesCouchDBsChangesAnswers() throws {
@@ -114,6 +171,7 @@ final class WireShapeTests: XCTestCase {
             let json = try JSON(parsing: exchange.responseBody)
             let answer = try ChangesResponse(json: json)
             XCTAssertEqual(answer.json, json, exchange.target)
+            XCTAssertEqual(try ChangesResponse(parsing: exchange.responseBody), answer, exchange.target)
             XCTAssertNotNil(answer.pending, exchange.target)
             XCTAssertNotNil(answer.lastSequence.stringValue, "CouchDB's sequences are strings")
             rows += answer.results.count

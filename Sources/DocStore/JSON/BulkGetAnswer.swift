@@ -90,7 +90,7 @@ extension JSONReader {
     /// Reads the object at `index` member by member: `read` reads the value of each key it knows and
     /// returns `true`, or returns `false` to have it skipped. A key given twice is an error, as in
     /// ``readObject()``.
-    fileprivate mutating func readMembers(_ read: (inout JSONReader, String) throws -> Bool) throws {
+    mutating func readMembers(_ read: (inout JSONReader, String) throws -> Bool) throws {
         skipWhitespace()
         guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else {
             throw error("Expected an object but found \(describeByte(at: index))")
@@ -137,7 +137,7 @@ extension JSONReader {
     }
 
     /// Reads the array at `index`, each element with `read`.
-    fileprivate mutating func readElements<Element>(_ read: (inout JSONReader) throws -> Element) throws -> [Element] {
+    mutating func readElements<Element>(_ read: (inout JSONReader) throws -> Element) throws -> [Element] {
         skipWhitespace()
         guard index < buffer.count, buffer[index] == UInt8(ascii: "[") else {
             throw error("Expected an array but found \(describeByte(at: index))")

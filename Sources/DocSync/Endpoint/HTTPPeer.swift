@@ -229,8 +229,10 @@ struct HTTPPeer: ReplicationPeer {
         if let wait {
             query += ["feed=longpoll", "timeout=\(max(HTTPPeer.milliseconds(wait), 100))"]
         }
-        let (_, json) = try await request("POST", "/_changes?" + query.joined(separator: "&"), json: .object(body))
-        let answer = try decode("_changes answer") { try ChangesResponse(json: json) }
+        let path = "/_changes?" + query.joined(separator: "&")
+        let (status, data) = try await send("POST", path, json: .object(body))
+        if status >= 400 { try throwError(status: status, body: data, method: "POST", path: path) }
+        let answer = try decode("_changes answer") { try ChangesResponse(parsing: data) }
         return (answer.results, answer.lastSequence.isNull ? since : answer.lastSequence, answer.pending)
     }
 
