@@ -41,6 +41,18 @@ final class WireShapeTests: XCTestCase {
         XCTAssertEqual(try ChangesResponse(json: ["results": [rows[0].json]]).lastSequence, 3, "an old server without last_seq")
     }
 
+    /// An answer of up to six rows drawn from the given values, with `pending` absent every third round.
+    private func randomChangesAnswer(round: Int, revisions: [RevisionID], ids: [String], sequences: [JSON], documents: [JSON?],
+                                     using generator: inout SystemRandomNumberGenerator) -> ChangesResponse {
+        let rows = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
+            ChangesRow(sequence: sequences.randomElement(using: &generator)!, id: ids.randomElement(using: &generator)!,
+                       revisions: (0..<Int.random(in: 1...3, using: &generator)).map { _ in revisions.randomElement(using: &generator)! },
+                       deleted: Bool.random(using: &generator), document: documents.randomElement(using: &generator)!)
+        }
+        return ChangesResponse(results: rows, lastSequence: sequences.randomElement(using: &generator)!,
+                               pending: round % 3 == 0 ? nil : Int.random(in: 0...100_000, using: &generator))
+    }
+
     /// `_changes` answers are written without building their JSON: the same bytes as the tree serialized,
     /// for rows of every kind — text revisions that need escaping, string sequences, deletions,
     /// documents, an empty answer, no `pending`.
@@ -52,15 +64,10 @@ final class WireShapeTests: XCTestCase {
         let sequences: [JSON] = [0, 7, 123_456_789, "4-g1AAAAB", "1-\"odd\""]
         let documents: [JSON?] = [nil, ["_id": "a", "n": 1.5, "list": [true, .null, "é"]], ["_deleted": true], .null]
         for round in 0..<300 {
-            let rows = (0..<Int.random(in: 0...6, using: &generator)).map { _ in
-                ChangesRow(sequence: sequences.randomElement(using: &generator)!, id: ids.randomElement(using: &generator)!,
-                           revisions: (0..<Int.random(in: 1...3, using: &generator)).map { _ in revisions.randomElement(using: &generator)! },
-                           deleted: Bool.random(using: &generator), document: documents.randomElement(using: &generator)!)
-            }
-            let answer = ChangesResponse(results: rows, lastSequence: sequences.randomElement(using: &generator)!,
-                                         pending: round % 3 == 0 ? nil : Int.random(in: 0...100_000, using: &generator))
+            let answer = randomChangesAnswer(round: round, revisions: revisions, ids: ids, sequences: sequences,
+                                             documents: documents, using: &generator)
             XCTAssertEqual(try answer.serialized(), try answer.json.serialized(), "round \(round)")
-            for row in rows { XCTAssertEqual(row.text, row.json.description) }
+            for row in answer.results { XCTAssertEqual(row.text, row.json.description) }
         }
     }
 
@@ -120,13 +127,8 @@ final class WireShapeTests: XCTestCase {
         let sequences: [JSON] = [0, 7, 123_456_789, "4-g1AAAAB", .null]
         let documents: [JSON?] = [nil, ["_id": "a", "n": 1.5, "list": [true, .null, "é"]], ["_deleted": true], .null]
         for round in 0..<300 {
-            let rows = (0..<Int.random(in: 0...5, using: &generator)).map { _ in
-                ChangesRow(sequence: sequences.randomElement(using: &generator)!, id: ids.randomElement(using: &generator)!,
-                           revisions: (0..<Int.random(in: 1...3, using: &generator)).map { _ in revisions.randomElement(using: &generator)! },
-                           deleted: Bool.random(using: &generator), document: documents.randomElement(using: &generator)!)
-            }
-            let answer = ChangesResponse(results: rows, lastSequence: sequences.randomElement(using: &generator)!,
-                                         pending: round % 3 == 0 ? nil : Int.random(in: 0...100_000, using: &generator))
+            let answer = randomChangesAnswer(round: round, revisions: revisions, ids: ids, sequences: sequences,
+                                             documents: documents, using: &generator)
             let compact = String(decoding: try answer.serialized(), as: UTF8.self)
             XCTAssertEqual(try ChangesResponse(parsing: Data(compact.utf8)), answer, "round \(round)")
             check(compact, "round \(round)")
