@@ -137,7 +137,7 @@ extension JSONReader {
             _ = try readValue()
             return nil
         }
-        var end = index + 1
+        var end = skippingPlainWords(in: buffer, from: index + 1)
         while end < buffer.count, buffer[end] != UInt8(ascii: "\""), buffer[end] != UInt8(ascii: "\\"),
               buffer[end] >= 0x20, buffer[end] < 0x80 {
             end += 1
