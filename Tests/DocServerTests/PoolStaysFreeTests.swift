@@ -2,6 +2,7 @@
 @testable import DocStore
 import Foundation
 import Synchronization
+import TestSupport
 import XCTest
 
 /// DESIGN.md §6: waiting never blocks Swift's cooperative pool. While another connection holds two
@@ -10,6 +11,12 @@ import XCTest
 /// (without the index writer's queue the slowest answer took 3.0 s); a write that cannot get the lock
 /// in time is a 503 naming the lock, and writes nothing.
 final class PoolStaysFreeTests: XCTestCase {
+    /// "At once": 200 ms, while two threads of user code keep both cores of a CI machine busy. Under a
+    /// sanitizer (CI's second and third runs, where a probe once took 287 ms), 600 ms: still below the
+    /// 800 ms the first answers would wait for a slow filter or validation holding the pool, and far
+    /// below the seconds of the other waits.
+    private static let answersWithin = Sanitizer.latencyBound(.milliseconds(200), underSanitizer: 3)
+
     /// Holds the write lock of the database file at `path` (`BEGIN IMMEDIATE` on a connection of its
     /// own) on a thread of its own until `release` is called.
     private final class LockHolder: @unchecked Sendable {
@@ -56,7 +63,7 @@ final class PoolStaysFreeTests: XCTestCase {
 
         // For 4 s (the map function runs 3 s, the lock is held until the end), everything else answers at once.
         let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(4) }
-        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
+        XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")
         XCTAssertGreaterThan(probes, 30)
         // The waiting writes are still waiting for the lock; released, they go through.
         holders.forEach { $0.release() }
@@ -79,7 +86,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let start = clock.now
         let feeds = (0..<2).map { _ in Task { try await server.request("GET", "/filtered/_changes?filter=app/slow") } }
         let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(1) }
-        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
+        XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")
         for feed in feeds {
             let answer = try await feed.value
             XCTAssertEqual(answer.status, 200)
@@ -104,7 +111,7 @@ final class PoolStaysFreeTests: XCTestCase {
         let writes = ["checked", "checked2"].map { name in Task { try await server.request("PUT", "/\(name)/w", json: ["n": 1]).status } }
         let refused = Task { try await server.request("PUT", "/checked/bad", json: ["bad": true]).status }
         let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(1) }
-        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers")
+        XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")
         for write in writes { await XCTAssertEqualAsync(try await write.value, 201) }
         await XCTAssertEqualAsync(try await refused.value, 403)
     }
@@ -140,7 +147,7 @@ final class PoolStaysFreeTests: XCTestCase {
             XCTAssertEqual(answer.json["results"]?.arrayValue?.count ?? answer.json["rows"]?.arrayValue?.count, 12_000)
             longest = max(longest, took)
         }
-        XCTAssertLessThan(slowest, .milliseconds(200), "the slowest of \(probes) answers, while scans took up to \(longest)")
+        XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers, while scans took up to \(longest)")
         XCTAssertGreaterThan(longest, .milliseconds(300), "the scans must be long for this test to mean something")
     }
 
