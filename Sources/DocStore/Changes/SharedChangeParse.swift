@@ -6,7 +6,8 @@
 /// the document. When the rows are read, the reading thread builds the chunks the helper has not
 /// started, so both threads finish together however fast either one is. Pages of fewer than
 /// ``chunkSize`` rows never start the helper, nor does a half of a long feed read beside its other
-/// half (each builds its own rows as its chunks fill: two threads are already busy).
+/// half: two threads are already busy, so each half builds every row as it reads it, straight from
+/// SQLite's columns, without copying them into a chunk first.
 struct SharedChangeParse: ~Copyable {
     /// Rows per chunk: long enough that handing a chunk over (a lock, and a wake-up when the helper
     /// sleeps) is noise next to building it, short enough that the last chunk does not leave one
@@ -37,26 +38,35 @@ struct SharedChangeParse: ~Copyable {
                 var start = 0
                 for row in rows {
                     defer { start = row.bodyEnd }
-                    let tree = UnsafeRawBufferPointer(rebasing: buffer[row.idEnd..<row.treeEnd])
-                    guard let (winner, others) = try RevisionTree.winnerAndOtherLeaves(decoding: tree) else { continue }
-                    let id = String(decoding: buffer[start..<row.idEnd], as: UTF8.self)
-                    var document: Document? = nil
-                    if includeDocuments {
-                        document = try Database.makeDocument(
-                            id: id, revision: winner.revision, isDeleted: winner.isDeleted,
-                            body: UnsafeRawBufferPointer(rebasing: buffer[row.treeEnd..<row.bodyEnd]),
-                            sequence: row.sequence, created: row.created, updated: row.updated)
-                    }
-                    changes.append(ChangesFeedRow(sequence: row.sequence, id: id, revision: winner.revision,
-                                          otherLeaves: others, isDeleted: winner.isDeleted, document: document))
+                    let raw = DocumentRecords.RawChange(
+                        sequence: row.sequence, id: UnsafeRawBufferPointer(rebasing: buffer[start..<row.idEnd]),
+                        tree: UnsafeRawBufferPointer(rebasing: buffer[row.idEnd..<row.treeEnd]),
+                        body: UnsafeRawBufferPointer(rebasing: buffer[row.treeEnd..<row.bodyEnd]),
+                        created: row.created, updated: row.updated)
+                    if let change = try SharedChangeParse.row(raw, includeDocuments: includeDocuments) { changes.append(change) }
                 }
                 return changes
             }
         }
     }
 
+    /// The feed row of one raw change, or `nil` for a change whose tree is empty (the feed never shows
+    /// those). Copies what it keeps: `change`'s buffers may be SQLite's, valid only until its next step.
+    static func row(_ change: DocumentRecords.RawChange, includeDocuments: Bool) throws -> ChangesFeedRow? {
+        guard let (winner, others) = try RevisionTree.winnerAndOtherLeaves(decoding: change.tree) else { return nil }
+        let id = String(decoding: change.id, as: UTF8.self)
+        var document: Document? = nil
+        if includeDocuments {
+            document = try Database.makeDocument(
+                id: id, revision: winner.revision, isDeleted: winner.isDeleted, body: change.body,
+                sequence: change.sequence, created: change.created, updated: change.updated)
+        }
+        return ChangesFeedRow(sequence: change.sequence, id: id, revision: winner.revision, otherLeaves: others,
+                              isDeleted: winner.isDeleted, document: document)
+    }
+
     private let includeDocuments: Bool
-    /// Whether full chunks go to a helper; if not, each is built here as it fills.
+    /// Whether full chunks go to a helper; if not, each row is built here as it is read.
     private let helped: Bool
     private let chunkSize: Int
     private var current = Chunk()
@@ -83,6 +93,16 @@ struct SharedChangeParse: ~Copyable {
 
     /// Adds a row, copying its columns.
     mutating func append(_ change: DocumentRecords.RawChange) {
+        if !helped {
+            // No helper: the row is built here at once, straight from SQLite's columns.
+            guard failure == nil else { return }
+            do {
+                if let row = try SharedChangeParse.row(change, includeDocuments: includeDocuments) { changes.append(row) }
+            } catch {
+                failure = error
+            }
+            return
+        }
         if current.rows.isEmpty {
             current.bytes.reserveCapacity(chunkSize * (includeDocuments ? 1024 : 64))
         }
@@ -94,14 +114,6 @@ struct SharedChangeParse: ~Copyable {
         current.rows.append(Row(sequence: change.sequence, created: change.created, updated: change.updated, idEnd: idEnd,
                                 treeEnd: treeEnd, bodyEnd: current.bytes.count))
         if current.rows.count == chunkSize {
-            if !helped {
-                if failure == nil {
-                    do { try buildCurrentChunkHere() } catch { failure = error }
-                }
-                current.bytes.removeAll(keepingCapacity: true)
-                current.rows.removeAll(keepingCapacity: true)
-                return
-            }
             if map == nil {
                 let includeDocuments = self.includeDocuments
                 map = HelpedMap(.changesPage) { try $0.build(includeDocuments: includeDocuments) }
