@@ -9,24 +9,38 @@ import Foundation
 /// the term.
 package enum CouchSequence {
     /// The sequence string for `sequence`.
-    /// - Complexity: O(1): every `_changes` row carries one, so it is built in one buffer (Foundation's
-    ///   base64 and `replacingOccurrences` took an eighth of a pull's time).
+    /// - Complexity: O(1), and one allocation (the string's): every `_changes` row carries one, so the
+    ///   term and the digits are written on the stack and encoded straight into the string (Foundation's
+    ///   base64 and `replacingOccurrences` took an eighth of a pull's time, arrays for the term's parts
+    ///   later 30 % of the server's `_changes`).
     package static func string(_ sequence: Int64) -> String {
-        var term = termPrefix
-        term.reserveCapacity(termPrefix.count + 11 + termSuffix.count)
-        appendInteger(sequence, to: &term)
-        term += termSuffix
-        let number = Array(String(sequence).utf8)
-        let encodedCount = (term.count * 4 + 2) / 3
-        return String(unsafeUninitializedCapacity: number.count + 1 + encodedCount) { buffer in
-            var at = 0
-            for byte in number {
-                buffer[at] = byte
-                at += 1
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: termPrefix.count + 11 + termSuffix.count + 20) { scratch in
+            var termCount = 0
+            func put(_ byte: UInt8) {
+                scratch[termCount] = byte
+                termCount += 1
             }
-            buffer[at] = UInt8(ascii: "-")
-            at += 1
-            return at + encodeBase64URL(term, into: UnsafeMutableBufferPointer(rebasing: buffer[at...]))
+            termPrefix.forEach(put)
+            writeInteger(sequence, put)
+            termSuffix.forEach(put)
+            let term = UnsafeBufferPointer(rebasing: scratch[..<termCount])
+            // The decimal digits, written backwards at the scratch buffer's end.
+            var digitsStart = scratch.count
+            var magnitude = sequence.magnitude
+            repeat {
+                digitsStart -= 1
+                scratch[digitsStart] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            let digits = UnsafeBufferPointer(rebasing: scratch[digitsStart...])
+            let sign = sequence < 0 ? 1 : 0
+            return String(unsafeUninitializedCapacity: sign + digits.count + 1 + (term.count * 4 + 2) / 3) { buffer in
+                if sign == 1 { buffer[0] = UInt8(ascii: "-") }
+                var at = UnsafeMutableBufferPointer(rebasing: buffer[sign...]).initialize(fromContentsOf: digits) + sign
+                buffer[at] = UInt8(ascii: "-")
+                at += 1
+                return at + encodeBase64URL(term, into: UnsafeMutableBufferPointer(rebasing: buffer[at...]))
+            }
         }
     }
 
@@ -59,46 +73,52 @@ package enum CouchSequence {
     /// An atom as Erlang/OTP 25 (CouchDB 3.3's) writes it: `ATOM_EXT`, a 16-bit length.
     private static func atom(_ name: String) -> [UInt8] { [100, 0, UInt8(name.utf8.count)] + Array(name.utf8) }
 
-    /// An integer as the external term format writes it: `SMALL_INTEGER_EXT`, `INTEGER_EXT`, or
-    /// `SMALL_BIG_EXT` beyond 32 bits.
-    private static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
+    /// An integer as the external term format writes it, byte by byte: `SMALL_INTEGER_EXT`, `INTEGER_EXT`,
+    /// or `SMALL_BIG_EXT` beyond 32 bits (at most 11 bytes).
+    private static func writeInteger(_ value: Int64, _ put: (UInt8) -> Void) {
         if (0...255).contains(value) {
-            bytes += [97, UInt8(value)]
+            put(97)
+            put(UInt8(value))
         } else if value <= Int64(Int32.max) {
-            bytes.append(98)
-            withUnsafeBytes(of: Int32(value).bigEndian) { bytes += $0 }
+            put(98)
+            withUnsafeBytes(of: Int32(value).bigEndian) { $0.forEach(put) }
         } else {
             var magnitude = UInt64(value)
-            var digits: [UInt8] = []
-            while magnitude > 0 {
-                digits.append(UInt8(truncatingIfNeeded: magnitude))
+            let count = (64 - magnitude.leadingZeroBitCount + 7) / 8
+            put(110)
+            put(UInt8(count))
+            put(0)
+            for _ in 0..<count {
+                put(UInt8(truncatingIfNeeded: magnitude))
                 magnitude >>= 8
             }
-            bytes += [110, UInt8(digits.count), 0] + digits
         }
     }
 
     private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Writes `bytes` in unpadded base64url; returns the number of characters written.
-    private static func encodeBase64URL(_ bytes: [UInt8], into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+    private static func encodeBase64URL(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
         var at = 0
+        func put(_ group: UInt32, _ shift: UInt32) {
+            output[at] = base64URLAlphabet[Int(group >> shift & 63)]
+            at += 1
+        }
         var index = 0
         while index + 3 <= bytes.count {
             let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            for shift in [18, 12, 6, 0] {
-                output[at] = base64URLAlphabet[Int(group >> UInt32(shift) & 63)]
-                at += 1
-            }
+            put(group, 18)
+            put(group, 12)
+            put(group, 6)
+            put(group, 0)
             index += 3
         }
         let rest = bytes.count - index
         if rest > 0 {
             let group = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            for shift in [18, 12, 6].prefix(rest + 1) {
-                output[at] = base64URLAlphabet[Int(group >> UInt32(shift) & 63)]
-                at += 1
-            }
+            put(group, 18)
+            put(group, 12)
+            if rest == 2 { put(group, 6) }
         }
         return at
     }
