@@ -17,12 +17,17 @@ import DocStore
 /// FoundationNetworking reports neither progress nor per-task delegates for tasks with completion
 /// handlers, and progress is what tells a slow large transfer from a stalled one.
 ///
-/// Cancellation is guarded as FoundationNetworking needs: a task that has completed (and so has left
-/// the table of exchanges) is never cancelled (it traps: "Trying to access a behaviour for a task that
-/// in not in the registry"); nor is one while `resume()` runs — a cancel that completes the task before
-/// `resume()` has queued its start makes that start trap the same way; once it returns, a cancel queues
-/// behind the start — so a cancel asked for meanwhile is sent when `resume()` returns; and a cancel is
-/// sent from another queue, so no continuation is resumed from inside a cancellation handler.
+/// Cancellation is guarded as FoundationNetworking needs, as it traps ("Trying to access a behaviour for
+/// a task that in not in the registry") when a cancel reaches a task that has left the session's
+/// registry:
+/// - a task that has completed (and so has left the table of exchanges) is never cancelled, and a task
+///   is cancelled under the table's lock, so its completion cannot come between the check and the
+///   cancel (``cancelInTable(_:)``);
+/// - nor is a task cancelled while `resume()` runs: a cancel that completes the task before `resume()`
+///   has queued its start makes that start trap the same way; once it returns, a cancel queues behind
+///   the start. So a cancel asked for meanwhile is sent when `resume()` returns;
+/// - a cancel is sent from another queue, so no continuation is resumed from inside a cancellation
+///   handler.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadDelegate, Sendable {
     /// Receives a streamed response (a continuous change feed) as it arrives.
     protocol StreamReceiver: Sendable {
@@ -145,16 +150,33 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     /// stopped once it is.
     func cancel(_ identifier: Int) {
         DispatchQueue.global().async { [self] in
-            let task = exchanges.withLock { exchanges -> URLSessionTask? in
-                guard let exchange = exchanges[identifier] else { return nil }
+            exchanges.withLock { exchanges in
+                guard let exchange = exchanges[identifier] else { return }
                 guard exchange.resumed else {
                     exchanges[identifier]?.cancelRequested = true
-                    return nil
+                    return
                 }
-                return exchange.task
+                Self.cancelInTable(exchange.task)
             }
-            task?.cancel()
         }
+    }
+
+    /// Cancels `task`, which is still in the table of exchanges; the caller holds the table's lock.
+    ///
+    /// FoundationNetworking traps when a cancel's failure report reaches the session after the task
+    /// left its registry. The task leaves it in a block that its completion queues on the session's work
+    /// queue right after calling `urlSession(_:task:didCompleteWithError:)`. `cancel()` queues its report
+    /// on the same queue, but only as it leaves that queue, and a completion running meanwhile on the
+    /// delegate queue can get its block in first (the fresh clone's `swift test` trapped so once, in
+    /// `ContinuousFeedTests`).
+    ///
+    /// Cancelling under the table's lock orders the two. The completion's delegate call waits for the
+    /// lock, because it takes the exchange out of the table, so the registry removal is queued after the
+    /// cancel's report. A task whose completion took the lock first is no longer in the table, so it is
+    /// never cancelled. `cancel()` waits only for the session's work queue, whose blocks never wait for
+    /// this lock: they reach the delegate asynchronously, through the delegate queue.
+    private static func cancelInTable(_ task: URLSessionTask) {
+        task.cancel()
     }
 
     private func makeTask(_ make: (URLSession) -> URLSessionTask) throws -> URLSessionTask {
@@ -198,16 +220,13 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
                 return   // closed
             }
             let now = clock.now()
-            let expired = exchanges.withLock { exchanges -> [URLSessionTask] in
-                var expired: [URLSessionTask] = []
+            exchanges.withLock { exchanges in
                 for (identifier, exchange) in exchanges
                 where !exchange.timedOut && exchange.resumed && exchange.lastActivity + idleLimit <= now {
                     exchanges[identifier]?.timedOut = true
-                    expired.append(exchange.task)
+                    Self.cancelInTable(exchange.task)
                 }
-                return expired
             }
-            expired.forEach { $0.cancel() }
         }
     }
 
