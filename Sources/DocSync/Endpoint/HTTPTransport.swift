@@ -22,7 +22,7 @@ import DocStore
 /// registry:
 /// - a task that has completed (and so has left the table of exchanges) is never cancelled, and a task
 ///   is cancelled under the table's lock, so its completion cannot come between the check and the
-///   cancel (``cancelInTable(_:)``);
+///   cancel (``cancel(_:)``, which the watchdog's timeouts go through too);
 /// - nor is a task cancelled while `resume()` runs: a cancel that completes the task before `resume()`
 ///   has queued its start makes that start trap the same way; once it returns, a cancel queues behind
 ///   the start. So a cancel asked for meanwhile is sent when `resume()` returns;
@@ -148,6 +148,18 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
 
     /// Stops the request `identifier` names, unless it has completed; one still being resumed is
     /// stopped once it is.
+    ///
+    /// The task is cancelled under the table's lock. FoundationNetworking traps when a cancel's failure
+    /// report reaches the session after the task left its registry. The task leaves it in a block that
+    /// its completion queues on the session's work queue right after calling
+    /// `urlSession(_:task:didCompleteWithError:)`. `cancel()` queues its report on the same queue, but
+    /// only as it leaves that queue, and a completion running meanwhile on the delegate queue can get
+    /// its block in first (a fresh clone's `swift test` trapped so once, in `ContinuousFeedTests`).
+    /// Under the lock, the two are ordered: the completion's delegate call waits for the lock, because
+    /// it takes the exchange out of the table, so the registry removal is queued after the cancel's
+    /// report; and a task whose completion took the lock first is no longer in the table, so it is never
+    /// cancelled. `cancel()` waits only for the session's work queue, whose blocks never wait for this
+    /// lock: they reach the delegate asynchronously, through the delegate queue.
     func cancel(_ identifier: Int) {
         DispatchQueue.global().async { [self] in
             exchanges.withLock { exchanges in
@@ -156,27 +168,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
                     exchanges[identifier]?.cancelRequested = true
                     return
                 }
-                Self.cancelInTable(exchange.task)
+                exchange.task.cancel()
             }
         }
-    }
-
-    /// Cancels `task`, which is still in the table of exchanges; the caller holds the table's lock.
-    ///
-    /// FoundationNetworking traps when a cancel's failure report reaches the session after the task
-    /// left its registry. The task leaves it in a block that its completion queues on the session's work
-    /// queue right after calling `urlSession(_:task:didCompleteWithError:)`. `cancel()` queues its report
-    /// on the same queue, but only as it leaves that queue, and a completion running meanwhile on the
-    /// delegate queue can get its block in first (the fresh clone's `swift test` trapped so once, in
-    /// `ContinuousFeedTests`).
-    ///
-    /// Cancelling under the table's lock orders the two. The completion's delegate call waits for the
-    /// lock, because it takes the exchange out of the table, so the registry removal is queued after the
-    /// cancel's report. A task whose completion took the lock first is no longer in the table, so it is
-    /// never cancelled. `cancel()` waits only for the session's work queue, whose blocks never wait for
-    /// this lock: they reach the delegate asynchronously, through the delegate queue.
-    private static func cancelInTable(_ task: URLSessionTask) {
-        task.cancel()
     }
 
     private func makeTask(_ make: (URLSession) -> URLSessionTask) throws -> URLSessionTask {
@@ -220,13 +214,17 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
                 return   // closed
             }
             let now = clock.now()
-            exchanges.withLock { exchanges in
+            let expired = exchanges.withLock { exchanges -> [Int] in
+                var expired: [Int] = []
                 for (identifier, exchange) in exchanges
                 where !exchange.timedOut && exchange.resumed && exchange.lastActivity + idleLimit <= now {
                     exchanges[identifier]?.timedOut = true
-                    Self.cancelInTable(exchange.task)
+                    expired.append(identifier)
                 }
+                return expired
             }
+            // Through `cancel(_:)`: off the pool, and only if each is still in flight by then.
+            expired.forEach(cancel)
         }
     }
 
