@@ -34,12 +34,12 @@ package enum CouchSequence {
             } while magnitude > 0
             let digits = UnsafeBufferPointer(rebasing: scratch[digitsStart...])
             let sign = sequence < 0 ? 1 : 0
-            return String(unsafeUninitializedCapacity: sign + digits.count + 1 + (term.count * 4 + 2) / 3) { buffer in
+            return String(unsafeUninitializedCapacity: sign + digits.count + 1 + Base64URL.encodedCount(of: term.count)) { buffer in
                 if sign == 1 { buffer[0] = UInt8(ascii: "-") }
                 var at = UnsafeMutableBufferPointer(rebasing: buffer[sign...]).initialize(fromContentsOf: digits) + sign
                 buffer[at] = UInt8(ascii: "-")
                 at += 1
-                return at + encodeBase64URL(term, into: UnsafeMutableBufferPointer(rebasing: buffer[at...]))
+                return at + Base64URL.encode(term, into: UnsafeMutableBufferPointer(rebasing: buffer[at...]))
             }
         }
     }
@@ -93,33 +93,5 @@ package enum CouchSequence {
                 magnitude >>= 8
             }
         }
-    }
-
-    private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Writes `bytes` in unpadded base64url; returns the number of characters written.
-    private static func encodeBase64URL(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        var at = 0
-        func put(_ group: UInt32, _ shift: UInt32) {
-            output[at] = base64URLAlphabet[Int(group >> shift & 63)]
-            at += 1
-        }
-        var index = 0
-        while index + 3 <= bytes.count {
-            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            put(group, 18)
-            put(group, 12)
-            put(group, 6)
-            put(group, 0)
-            index += 3
-        }
-        let rest = bytes.count - index
-        if rest > 0 {
-            let group = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            put(group, 18)
-            put(group, 12)
-            if rest == 2 { put(group, 6) }
-        }
-        return at
     }
 }

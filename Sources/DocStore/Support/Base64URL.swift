@@ -4,18 +4,41 @@ import Foundation
 package enum Base64URL {
     /// `bytes` in URL-safe base64, unpadded.
     package static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let standard = Data(bytes).base64EncodedData()
-        var result: [UInt8] = []
-        result.reserveCapacity(standard.count)
-        for byte in standard {
-            switch byte {
-            case UInt8(ascii: "+"): result.append(UInt8(ascii: "-"))
-            case UInt8(ascii: "/"): result.append(UInt8(ascii: "_"))
-            case UInt8(ascii: "="): break
-            default: result.append(byte)
-            }
+        Array(bytes).withUnsafeBufferPointer { bytes in
+            String(unsafeUninitializedCapacity: encodedCount(of: bytes.count)) { encode(bytes, into: $0) }
         }
-        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// How many characters ``encode(_:into:)`` writes for `count` bytes.
+    package static func encodedCount(of count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Writes `bytes` in URL-safe base64, unpadded, at the start of `output` (which has room for
+    /// ``encodedCount(of:)`` characters); returns the number of characters written.
+    package static func encode(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var at = 0
+        func put(_ group: UInt32, _ shift: UInt32) {
+            output[at] = alphabet[Int(group >> shift & 63)]
+            at += 1
+        }
+        var index = 0
+        while index + 3 <= bytes.count {
+            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            put(group, 18)
+            put(group, 12)
+            put(group, 6)
+            put(group, 0)
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let group = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            put(group, 18)
+            put(group, 12)
+            if rest == 2 { put(group, 6) }
+        }
+        return at
     }
 
     /// The bytes of URL-safe base64 text, padded or not; `nil` if it is not base64.
