@@ -24,15 +24,9 @@ package enum CouchSequence {
             writeInteger(sequence, put)
             termSuffix.forEach(put)
             let term = UnsafeBufferPointer(rebasing: scratch[..<termCount])
-            // The decimal digits, written backwards at the scratch buffer's end.
-            var digitsStart = scratch.count
-            var magnitude = sequence.magnitude
-            repeat {
-                digitsStart -= 1
-                scratch[digitsStart] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            let digits = UnsafeBufferPointer(rebasing: scratch[digitsStart...])
+            // The decimal digits, after the term.
+            let digitsCount = DecimalDigits.write(sequence.magnitude, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: scratch[termCount...])))
+            let digits = UnsafeBufferPointer(rebasing: scratch[termCount..<(termCount + digitsCount)])
             let sign = sequence < 0 ? 1 : 0
             return String(unsafeUninitializedCapacity: sign + digits.count + 1 + Base64URL.encodedCount(of: term.count)) { buffer in
                 if sign == 1 { buffer[0] = UInt8(ascii: "-") }
@@ -54,8 +48,7 @@ package enum CouchSequence {
         if let number = Int64(text), number >= 0 { return number }
         guard let dash = text.firstIndex(of: "-"), let number = Int64(text[..<dash]), number >= 0 else { return nil }
         let opaque = text[text.index(after: dash)...]
-        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-        guard !opaque.isEmpty, opaque.allSatisfy({ alphabet.contains($0) }) else { return nil }
+        guard !opaque.isEmpty, opaque.utf8.allSatisfy(Base64URL.isAlphabetByte) else { return nil }
         return number
     }
 

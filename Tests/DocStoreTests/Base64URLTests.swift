@@ -20,4 +20,17 @@ final class Base64URLTests: XCTestCase {
             }
         }
     }
+
+    /// ``Base64URL/isAlphabetByte(_:)`` holds for exactly the characters the encoder writes.
+    func testTheAlphabetIsWhatTheEncoderWrites() {
+        var written = Set<UInt8>()
+        for value in 0..<64 {
+            // Six bits in a byte's top, then a pad: the first character is that value's.
+            written.insert(Base64URL.encode([UInt8(value << 2)]).utf8.first!)
+        }
+        XCTAssertEqual(written.count, 64)
+        for byte in 0...255 {
+            XCTAssertEqual(Base64URL.isAlphabetByte(UInt8(byte)), written.contains(UInt8(byte)), "byte \(byte)")
+        }
+    }
 }

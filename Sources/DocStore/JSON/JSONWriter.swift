@@ -97,15 +97,9 @@ package struct JSONWriter {
             return
         }
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var position = 20
-            while magnitude > 0 {
-                position -= 1
-                digits[position] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 48
-                magnitude /= 10
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[position..<20]))
+        withUnsafeTemporaryAllocation(byteCount: DecimalDigits.maximumCount, alignment: 1) { digits in
+            let count = DecimalDigits.write(UInt64(value.magnitude), into: digits)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: digits[..<count]))
         }
     }
 

@@ -166,16 +166,7 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         // Up to 20 digits of the generation, the dash and 32 hex digits.
         var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
         return try withUnsafeMutableBytes(of: &scratch) { buffer in
-            var value = UInt64(generation), count = 0
-            repeat {
-                count += 1
-                value /= 10
-            } while value > 0
-            value = UInt64(generation)
-            for i in stride(from: count - 1, through: 0, by: -1) {
-                buffer[i] = UInt8(truncatingIfNeeded: value % 10) + 48
-                value /= 10
-            }
+            let count = DecimalDigits.write(UInt64(generation), into: buffer)
             buffer[count] = UInt8(ascii: "-")
             RevisionID.writeHex(high, low, into: UnsafeMutableRawBufferPointer(rebasing: buffer[(count + 1)...]))
             return try body(UnsafeRawBufferPointer(rebasing: buffer[..<(count + 33)]))
