@@ -100,11 +100,12 @@ extension Database {
         var toSkip = max(0, query.skip)
         let limit = query.limit ?? Int.max
 
-        /// Takes one candidate; returns false once the limit is reached.
-        func consider(_ document: Document, key: JSON) throws -> Bool {
+        /// Takes one candidate (`holds`: whether the selector holds on it); returns false once the limit
+        /// is reached.
+        func consider(_ document: Document, key: JSON, holds: Bool) throws -> Bool {
             statistics.totalDocumentsExamined += 1
             if let visible = query.visible, !visible(document) { return true }
-            guard query.selector.matches(document) else { return true }
+            guard holds else { return true }
             if toSkip > 0 {
                 toSkip -= 1
                 return true
@@ -114,6 +115,9 @@ extension Database {
             return documents.count < limit
         }
 
+        // The sequence the chosen json index had mapped when its last page was read.
+        var indexSequence: Int64 = -1
+        let keyConditions = query.conflicts ? nil : KeyConditions(query.selector, choice: plan.choice)
         if let keys = plan.keys, limit > 0 {
             /// The next page of candidates in reading order (key, id, document), `nil` at the end.
             let nextPage: () async throws -> [(key: JSON, id: String, document: Document?)]?
@@ -151,10 +155,13 @@ extension Database {
                 // connection); with conflicts it is read below with them instead.
                 range.includeDocuments = !query.conflicts
                 if !query.update { range.stale = .ok }
+                range.updateSeq = keyConditions != nil
                 var done = false
                 nextPage = {
                     guard !done else { return nil }
-                    let page = try await self.query(index.indexName, range).rows
+                    let result = try await self.query(index.indexName, range)
+                    indexSequence = result.updateSequence ?? -1
+                    let page = result.rows
                     done = page.count < Self.findPageSize
                     if let last = page.last {
                         range.startKey = last.key
@@ -184,7 +191,11 @@ extension Database {
                     // Conflicts are read with each document (a page's read has only the winners).
                     let found = query.conflicts ? try await document(withID: id, includeConflicts: true) : read
                     guard let document = found else { continue }
-                    if try !consider(document, key: key) { break reading }
+                    // A document the index had mapped in this revision has the key's values at the
+                    // index's fields: the selector is judged on them, not read out of the body again.
+                    let holds = if let keyConditions, let sequence = document.sequence, sequence <= indexSequence,
+                        let judged = keyConditions.hold(onKey: key) { judged } else { query.selector.matches(document) }
+                    if try !consider(document, key: key, holds: holds) { break reading }
                 }
             }
         }
@@ -209,6 +220,51 @@ extension Database {
         }
         let indexes = try await synchronizeMangoIndexes().filter { $0.type == .json && query.usableIndexes?($0) != false }
         return try QueryPlanner.plan(query.selector, sort: query.sort, indexes: indexes, useIndex: query.useIndex)
+    }
+}
+
+/// A selector whose every condition is on a field of a json index, to be judged on that index's keys:
+/// a row's key holds, at each field's position, the value the document had at that field when the
+/// index mapped it. So for a document whose revision the index mapped, the conditions on the key's
+/// values are the selector on the document, without finding those fields in its body.
+struct KeyConditions {
+    /// Each condition with the position of its field in the key, and whether it compares as `_id`
+    /// (by code point) does.
+    private let conditions: [(position: Int, condition: Condition, raw: Bool)]
+    private let fieldCount: Int
+
+    /// `nil` when the selector has a condition that is not on one of the index's fields (or the plan
+    /// reads no json index).
+    init?(_ selector: MangoSelector, choice: QueryPlanner.Choice) {
+        guard case .json(let index) = choice, selector.texts.isEmpty else { return nil }
+        let paths = index.fields.map { try? FieldPath($0.path) }
+        var conditions: [(position: Int, condition: Condition, raw: Bool)] = []
+        func add(_ condition: Condition) -> Bool {
+            switch condition {
+            case .anything:
+                return true
+            case .all(let parts):
+                return parts.allSatisfy(add)
+            case .field(let path, let inner):
+                guard !path.components.isEmpty, let position = paths.firstIndex(where: { $0?.components == path.components }) else {
+                    return false
+                }
+                conditions.append((position, inner, path.components == ["_id"]))
+                return true
+            default:
+                return false
+            }
+        }
+        guard add(selector.condition) else { return nil }
+        self.conditions = conditions
+        fieldCount = paths.count
+    }
+
+    /// Whether the conditions hold on `key` (`[value of each field]`); `nil` for a key of another shape.
+    func hold(onKey key: JSON) -> Bool? {
+        guard case .array(let values) = key, values.count == fieldCount else { return nil }
+        // As `Condition.matches` on a `.field` whose value was found.
+        return conditions.allSatisfy { $0.condition.matches(values[$0.position], raw: $0.raw) }
     }
 }
 
