@@ -35,7 +35,6 @@ enum JavaScriptRuntime {
     // Values from JSON have no cycles: each object is frozen once, and only objects are recursed into.
     function __freeze(value) {
       if (value === null || typeof value !== "object") { return value; }
-      Object.freeze(value);
       var member;
       if (Array.isArray(value)) {
         for (var i = 0; i < value.length; i++) {
@@ -48,6 +47,9 @@ enum JavaScriptRuntime {
           if (member !== null && typeof member === "object") { __freeze(member); }
         }
       }
+      // Frozen after its members are read: reading a frozen object's members with for-in made the
+      // whole of js_index_build take about a fifth more CPU (four alternating pairs, 2.69 s against 2.23 s).
+      Object.freeze(value);
       return value;
     }
 
