@@ -10,18 +10,7 @@ import XCTest
 /// selector matched on every document; and a stale index, whose keys are older than the documents,
 /// must not be believed.
 final class FindKeyConditionsTests: XCTestCase {
-    private struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    private func value(_ random: inout Generator, depth: Int = 0) -> JSON {
+    private func value(_ random: inout SplitMix64, depth: Int = 0) -> JSON {
         switch Int.random(in: 0..<(depth > 1 ? 6 : 8), using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
@@ -39,7 +28,7 @@ final class FindKeyConditionsTests: XCTestCase {
     }
 
     /// A condition on one field's value, of any operator `find` accepts.
-    private func condition(_ random: inout Generator) -> JSON {
+    private func condition(_ random: inout SplitMix64) -> JSON {
         let argument = value(&random, depth: 1)
         switch Int.random(in: 0..<14, using: &random) {
         case 0: return ["$eq": argument]
@@ -61,7 +50,7 @@ final class FindKeyConditionsTests: XCTestCase {
 
     func testJudgingOnKeysAnswersAsTheSelectorOnTheDocuments() async throws {
         let db = try await makeDatabase(self)
-        var random = Generator(state: 0x5EED)
+        var random = SplitMix64(seed: 0x5EED)
         var documents: [Document] = []
         for index in 0..<300 {
             var body = JSONObject()
