@@ -61,8 +61,9 @@ final class PoolStaysFreeTests: XCTestCase {
         }
         let view = Task { try await server.request("GET", "/slow/_design/app/_view/v").status }
 
-        // For 4 s (the map function runs 3 s, the lock is held until the end), everything else answers at once.
-        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(4) }
+        // For 5 s (the lock is held until the end, as #30 asks; the map function runs 3 s of them),
+        // everything else answers at once.
+        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(5) }
         XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")
         XCTAssertGreaterThan(probes, 30)
         // The waiting writes are still waiting for the lock; released, they go through.
