@@ -4,8 +4,8 @@ import Foundation
 // Threads of DocStore's own, for work that waits and must not hold a thread of Swift's cooperative
 // pool (DESIGN.md §6): the index writers (which run the app's map functions), `HelpedMap` helpers
 // (which wait for their owner's next input), and the opening of a database file (creating or migrating
-// it) and the deletion of its files, which run with `BlockingWorkThreads.files` as their task executor
-// preference.
+// it), the deletion of its files and the writes of a database whose commits wait for `fsync`, which run
+// with `BlockingWorkThreads.files` as their task executor preference.
 
 /// A serial executor on a dispatch queue of its own: an actor using it runs every job there, one at a
 /// time, off the cooperative pool (as GRDB's `SerializedDatabase`); dispatch adds worker threads when
