@@ -44,6 +44,13 @@ final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    /// The statements last prepared, each in the slot its SQL text's address picks: a statement whose
+    /// text is a literal (the same bytes on every call) is found again without hashing the text, which
+    /// ``statements`` does (a few per cent of a replication's CPU, Docs/Performance.md). An entry counts
+    /// only when its text equals the one asked for — for the same literal a comparison of the two
+    /// strings' references — so a text that another took the address of once is simply not found here.
+    private var recent = [(sql: String, statement: SQLiteStatement)?](repeating: nil, count: SQLiteConnection.recentSlots)
+    private static let recentSlots = 64
     private(set) var isClosed = false
 
     /// How long a statement waits for a lock another connection holds before failing with
@@ -91,6 +98,7 @@ final class SQLiteConnection: @unchecked Sendable {
         isClosed = true
         statements.values.forEach { $0.finalize() }
         statements.removeAll()
+        recent = Array(repeating: nil, count: Self.recentSlots)
         sqlite3_close_v2(handle)
     }
 
@@ -148,16 +156,33 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// A prepared statement for `sql`, reset and with bindings cleared, from this connection's cache.
     func prepare(_ sql: String) throws -> SQLiteStatement {
+        let slot = Self.recentSlot(of: sql)
+        if let slot, let entry = recent[slot], entry.sql == sql {
+            entry.statement.reset()
+            return entry.statement
+        }
+        let statement: SQLiteStatement
         if let cached = statements[sql] {
             cached.reset()
-            return cached
+            statement = cached
+        } else {
+            var stmt: OpaquePointer?
+            let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+            guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
+            statement = SQLiteStatement(stmt, connection: self, sql: sql)
+            statements[sql] = statement
         }
-        var stmt: OpaquePointer?
-        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
-        guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
-        let statement = SQLiteStatement(stmt, connection: self, sql: sql)
-        statements[sql] = statement
+        if let slot { recent[slot] = (sql, statement) }
         return statement
+    }
+
+    /// The slot of ``recent`` for `sql`, from the address of its UTF-8 bytes (`nil` for a text without
+    /// contiguous bytes of its own).
+    private static func recentSlot(of sql: String) -> Int? {
+        sql.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard let address = bytes.baseAddress.map({ UInt(bitPattern: $0) }) else { return nil }
+            return Int(truncatingIfNeeded: (address >> 4 ^ address >> 10) % UInt(recentSlots))
+        } ?? nil
     }
 
     /// Runs `body` in a transaction: `BEGIN IMMEDIATE` for writes, a deferred `BEGIN` for consistent
