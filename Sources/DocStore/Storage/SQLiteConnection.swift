@@ -181,7 +181,7 @@ final class SQLiteConnection: @unchecked Sendable {
     private static func recentSlot(of sql: String) -> Int? {
         sql.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
             guard let address = bytes.baseAddress.map({ UInt(bitPattern: $0) }) else { return nil }
-            return Int(truncatingIfNeeded: (address >> 4 ^ address >> 10) % UInt(recentSlots))
+            return Int(truncatingIfNeeded: ((address >> 4) ^ (address >> 10)) % UInt(recentSlots))
         } ?? nil
     }
 
