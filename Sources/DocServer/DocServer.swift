@@ -63,9 +63,11 @@ public final class DocServer: Sendable {
         let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit) : nil
         self.javaScript = engine
         let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, javaScript: engine,
-                                        metrics: metrics, logger: logger, lockTimeout: configuration.lockTimeout)
+                                        metrics: metrics, logger: logger, lockTimeout: configuration.lockTimeout,
+                                        clock: configuration.clock)
         self.registry = registry
-        let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host)
+        let scheduler = ReplicationScheduler(registry: registry, metrics: metrics, logger: logger, host: configuration.host,
+                                             clock: configuration.clock, currentDate: configuration.currentDate)
         self.scheduler = scheduler
         // The replicator database's documents run from the moment it is opened, until it is deleted.
         // Weakly: the scheduler holds the registry, and a server let go must free both.
@@ -320,14 +322,14 @@ final class DatabaseRegistry: Sendable {
     let events: DatabaseEvents
 
     init(directory: URL, indexes: @escaping @Sendable (String) -> [IndexDefinition], javaScript: JavaScriptEngine?,
-         metrics: ServerMetrics, logger: Logger, lockTimeout: Duration = .seconds(10)) {
+         metrics: ServerMetrics, logger: Logger, lockTimeout: Duration = .seconds(10), clock: any Clock<Duration> = ContinuousClock()) {
         self.directory = directory
         self.lockTimeout = lockTimeout
         self.indexes = indexes
         self.javaScript = javaScript
         self.metrics = metrics
         self.logger = logger
-        events = DatabaseEvents(systemDirectory: DocServer.systemDirectory(for: directory), logger: logger)
+        events = DatabaseEvents(systemDirectory: DocServer.systemDirectory(for: directory), logger: logger, clock: clock)
         let uuidFile = DocServer.systemDirectory(for: directory).appendingPathComponent("server-uuid")
         if let existing = try? String(contentsOf: uuidFile, encoding: .utf8), existing.count == 32 {
             serverUUID = existing

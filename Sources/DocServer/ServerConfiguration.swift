@@ -28,6 +28,14 @@ public struct ServerConfiguration: Sendable {
     /// How long a `_session` cookie stays valid.
     public var sessionLifetime: Duration = .seconds(600)
 
+    /// The clock the server waits on: the heartbeats and timeouts of `_changes` and `_db_updates`
+    /// feeds, the retry delays of `_replicator` jobs and the replications it runs. Tests give one in
+    /// virtual time, so they wait for nothing.
+    public var clock: any Clock<Duration> = ContinuousClock()
+    /// The time of day the server reads: the expiry of session cookies, a JSON Web Token's `exp` and
+    /// `nbf`, the timestamps of replications and of `_stats`. Tests give one that moves with ``clock``.
+    public var currentDate: @Sendable () -> Date = { Date() }
+
     /// Runs the JavaScript of design documents (views, filters, `validate_doc_update`, shows, lists,
     /// update handlers) as CouchDB does; on by default. When off, their routes answer as for a
     /// design document without them and writes are not validated.

@@ -395,7 +395,7 @@ public final class Replicator: Sendable {
     private static func peer(_ endpoint: ReplicationEndpoint, _ configuration: ReplicationConfiguration,
                              clock: any Clock<Duration>) async throws -> any ReplicationPeer {
         switch endpoint {
-        case .local(let database): return LocalPeer(database: database)
+        case .local(let database): return LocalPeer(database: database, clock: clock)
         case .remote(let url): return try await HTTPPeer.connect(url, configuration: configuration, clock: clock)
         }
     }

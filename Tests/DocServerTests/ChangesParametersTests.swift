@@ -87,4 +87,29 @@ final class ChangesParametersTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/db/_design/plain", json: ["x": 1]).status, 201)
         await XCTAssertEqualAsync(try await server.request("GET", "/db/_changes?filter=plain/none").json["reason"], "missing json key: filters")
     }
+
+    /// A feed's timeout passes on the server's clock (``ServerConfiguration/clock``): on a test clock a
+    /// longpoll of 45 s still waits when the clock has moved 44 s, and ends when it has moved 45 s —
+    /// nothing waits in real time.
+    func testFeedTimeoutsPassOnTheServersClock() async throws {
+        // The server's database events gather for 100 ms on the clock too: those sleeps pass at once.
+        let clock = TestClock(advancing: { $0 == .milliseconds(100) })
+        let server = try await TestServer(self) { $0.clock = clock }
+        _ = try await server.request("PUT", "/db")
+        let polls = { clock.sleeps.filter { $0 == .seconds(45) }.count }
+
+        async let first = server.request("GET", "/db/_changes?feed=longpoll&since=now&timeout=45000")
+        await eventually("the first longpoll waits") { polls() == 1 }
+        clock.advance(by: .seconds(44))
+        _ = try await server.request("PUT", "/db/late", json: ["v": 1])
+        let answered = try await first
+        XCTAssertEqual(answered.json["results"]?[0]?["id"], "late", "44 s into its 45 the longpoll still waited")
+
+        async let second = server.request("GET", "/db/_changes?feed=longpoll&since=now&timeout=45000")
+        await eventually("the second longpoll waits") { polls() == 2 }
+        clock.advance(by: .seconds(45))
+        let timedOut = try await second
+        XCTAssertEqual(timedOut.status, 200)
+        XCTAssertEqual(timedOut.json["results"], [], "45 s on the clock end it")
+    }
 }

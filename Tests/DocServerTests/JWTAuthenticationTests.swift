@@ -73,6 +73,34 @@ final class JWTAuthenticationTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("GET", "/_session").json["info"]?["authenticated"], "default")
     }
 
+    /// Required `exp` and `nbf` claims are judged at the server's time of day
+    /// (``ServerConfiguration/currentDate``), with CouchDB's reasons.
+    func testExpiryAndNotBeforeAreJudgedAtTheServersTime() async throws {
+        let clock = TestClock(advancesOnSleep: false)
+        let epoch = Date(timeIntervalSince1970: 2_000_000_000)
+        let server = try await TestServer(self) {
+            $0.clock = clock
+            $0.currentDate = { epoch.addingTimeInterval(Double(clock.now.offset.components.seconds)) }
+        }
+        let secret = Data("zxczxc12zxczxc12".utf8), key = SymmetricKey(data: secret)
+        try await set(server, "jwt_keys", "hmac:_default", secret.base64EncodedString())
+        try await set(server, "jwt_auth", "allowed_algorithms", "HS256")
+        try await set(server, "jwt_auth", "required_claims", "exp, nbf")
+        let sign = { (bytes: [UInt8]) in Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key)) }
+        let token = try token("HS256", claims: ["sub": "u", "nbf": 2_000_000_010, "exp": 2_000_000_100], sign: sign)
+        let early = try await session(server, token)
+        XCTAssertEqual(early.status, 400)
+        XCTAssertEqual(early.json["reason"], "nbf not in past")
+        clock.advance(by: .seconds(11))
+        await XCTAssertEqualAsync(try await session(server, token).json["userCtx"]?["name"], "u")
+        clock.advance(by: .seconds(89))
+        let late = try await session(server, token)
+        XCTAssertEqual(late.status, 400)
+        XCTAssertEqual(late.json["reason"], "exp not in future")
+        let missing = try await session(server, try self.token("HS256", claims: ["sub": "u", "nbf": 2_000_000_010], sign: sign))
+        XCTAssertEqual(missing.json["reason"], "Missing exp claim")
+    }
+
     func testRequiredClaimsAndAdminRole() async throws {
         let server = try await TestServer(self)
         let secret = Data("zxczxc12zxczxc12".utf8), key = SymmetricKey(data: secret)

@@ -1,6 +1,7 @@
 @testable import DocServer
 import DocStore
 import Foundation
+import TestSupport
 import XCTest
 
 final class SecurityTests: XCTestCase {
@@ -42,28 +43,43 @@ final class SecurityTests: XCTestCase {
     }
 
     /// As CouchDB: once a tenth of its lifetime has passed, a request signed in by the session cookie
-    /// gets a fresh cookie, so a session in use does not end; Basic requests get none.
-    func testASessionInUseIsRenewed() async throws {
-        let server = try await populatedServer { $0.sessionLifetime = .seconds(3) }
+    /// gets a fresh cookie, so a session in use does not end; Basic requests get none; a cookie past
+    /// its lifetime signs in no one. The server's time is a test clock's: nothing waits.
+    func testASessionInUseIsRenewedAndOneUnusedEnds() async throws {
+        let clock = TestClock(advancesOnSleep: false)
+        let epoch = Date()
+        let server = try await populatedServer {
+            $0.sessionLifetime = .seconds(600)
+            $0.clock = clock
+            $0.currentDate = { epoch.addingTimeInterval(Double(clock.now.offset.components.seconds)) }
+        }
         let login = try await server.request("POST", "/_session", json: ["name": "alice", "password": "alice-pw"], as: .none)
-        let cookie = try XCTUnwrap(login.header("Set-Cookie")?.split(separator: ";").first?.dropFirst("AuthSession=".count))
-        let first = try await server.request("GET", "/db/red1", as: .cookie(String(cookie)))
+        let cookie = String(try XCTUnwrap(login.header("Set-Cookie")?.split(separator: ";").first?.dropFirst("AuthSession=".count)))
+        let first = try await server.request("GET", "/db/red1", as: .cookie(cookie))
         XCTAssertEqual(first.status, 200)
         XCTAssertNil(first.header("Set-Cookie"), "a new session is not renewed")
-        var renewed: String?
-        _ = await eventually(timeout: .seconds(10), "a renewed cookie") {
-            let answer = try? await server.request("GET", "/db/red1", as: .cookie(String(cookie)))
-            renewed = answer?.header("Set-Cookie")
-            return renewed != nil
-        }
-        let setCookie = try XCTUnwrap(renewed)
-        XCTAssertTrue(setCookie.hasPrefix("AuthSession=") && setCookie.contains("Max-Age=3") && setCookie.contains("HttpOnly"), setCookie)
+        clock.advance(by: .seconds(60))
+        let atATenth = try await server.request("GET", "/db/red1", as: .cookie(cookie))
+        XCTAssertEqual(atATenth.status, 200)
+        XCTAssertNil(atATenth.header("Set-Cookie"), "not before a tenth of the lifetime has passed")
+        clock.advance(by: .seconds(1))
+        let renewed = try await server.request("GET", "/db/red1", as: .cookie(cookie))
+        let setCookie = try XCTUnwrap(renewed.header("Set-Cookie"))
+        XCTAssertTrue(setCookie.hasPrefix("AuthSession=") && setCookie.contains("Max-Age=600") && setCookie.contains("HttpOnly"), setCookie)
         let fresh = String(setCookie.dropFirst("AuthSession=".count).prefix { $0 != ";" })
-        XCTAssertNotEqual(fresh, String(cookie))
+        XCTAssertNotEqual(fresh, cookie)
         let session = try await server.request("GET", "/_session", as: .cookie(fresh))
         XCTAssertEqual(session.json["userCtx"]?["name"], "alice", "the renewed cookie signs in")
         let basic = try await server.request("GET", "/db/red1", as: alice)
         XCTAssertNil(basic.header("Set-Cookie"))
+
+        // 600 s after the login the first cookie has ended; the renewed one, made at 61 s, has not.
+        clock.advance(by: .seconds(539))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/red1", as: .cookie(cookie)).status, 401)
+        await XCTAssertEqualAsync(try await server.request("GET", "/_session", as: .cookie(cookie)).json["userCtx"]?["name"], .null)
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/red1", as: .cookie(fresh)).status, 200)
+        clock.advance(by: .seconds(61))
+        await XCTAssertEqualAsync(try await server.request("GET", "/db/red1", as: .cookie(fresh)).status, 401)
     }
 
     func testCookieSessions() async throws {

@@ -116,7 +116,7 @@ struct Authenticator: Sendable {
             // CouchDB's JWT: its roles are the user's channels; `_admin` among them makes an admin.
             // Without keys in `[jwt_keys]` the handler is off and the token is ignored, as CouchDB's
             // default handlers do.
-            let (name, roles) = try JWTAuthentication(node: node).verify(String(authorization.dropFirst(7)))
+            let (name, roles) = try JWTAuthentication(node: node, now: configuration.currentDate()).verify(String(authorization.dropFirst(7)))
             if roles.contains("_admin") { return (.admin(name: name, roles: roles), "jwt") }
             return (.user(ServerUser(name: name, readChannels: roles, writeChannels: roles, roles: roles)), "jwt")
         }
@@ -191,7 +191,7 @@ struct Authenticator: Sendable {
     /// `base64url(name:expiry:hmac)`; the HMAC covers the name, the expiry and the user's salt.
     func makeSessionToken(for principal: Principal) async throws -> String {
         let name = principal.name ?? ""
-        let expiry = Int(Date.now.timeIntervalSince1970) + Int(configuration.sessionLifetime.components.seconds)
+        let expiry = Int(configuration.currentDate().timeIntervalSince1970) + Int(configuration.sessionLifetime.components.seconds)
         let binding = principal.isAdmin ? "admin" : (try await users.sessionSecret(for: name) ?? "")
         let payload = "\(name):\(expiry)"
         return Base64URL.encode((payload + ":" + sessionMAC(payload, binding: binding)).utf8)
@@ -208,7 +208,7 @@ struct Authenticator: Sendable {
     func renewedSessionCookie(for request: CouchRequest, principal: Principal) async throws -> String? {
         guard let token = cookie(named: "AuthSession", in: request.header(.cookie)), let (_, expiry, _) = sessionFields(token) else { return nil }
         let lifetime = Int(configuration.sessionLifetime.components.seconds)
-        guard expiry - Int(Date.now.timeIntervalSince1970) < lifetime - max(1, lifetime / 10) else { return nil }
+        guard expiry - Int(configuration.currentDate().timeIntervalSince1970) < lifetime - max(1, lifetime / 10) else { return nil }
         return sessionCookie(try await makeSessionToken(for: principal))
     }
 
@@ -226,7 +226,7 @@ struct Authenticator: Sendable {
     }
 
     private func principal(forSession token: String) async throws -> Principal? {
-        guard let (name, expiry, mac) = sessionFields(token), expiry > Int(Date.now.timeIntervalSince1970) else { return nil }
+        guard let (name, expiry, mac) = sessionFields(token), expiry > Int(configuration.currentDate().timeIntervalSince1970) else { return nil }
         let isAdmin = node.value("admins", name) != nil
         // The user document is read once: it gives the salt the cookie is bound to, and the user.
         let document = isAdmin ? ((try? await users.document(named: name)) ?? nil) : try await users.document(named: name)

@@ -13,6 +13,8 @@ import Foundation
 /// is 400, as in CouchDB.
 struct JWTAuthentication {
     let node: NodeConfiguration
+    /// The time of day `exp` and `nbf` are judged at.
+    let now: Date
 
     /// The name and roles a token vouches for.
     func verify(_ token: String) throws -> (name: String, roles: [String]) {
@@ -54,7 +56,7 @@ struct JWTAuthentication {
     }
 
     private func checkClaims(_ claims: JSONObject) throws {
-        let now = Date.now.timeIntervalSince1970
+        let now = now.timeIntervalSince1970
         for requirement in Self.requirements(node.value("jwt_auth", "required_claims") ?? "") {
             guard let value = claims[requirement.claim] else { throw CouchError.badRequest("Missing \(requirement.claim) claim") }
             if let expected = requirement.value, value.stringValue != expected {

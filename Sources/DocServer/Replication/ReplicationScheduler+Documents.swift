@@ -36,8 +36,8 @@ extension ReplicationScheduler {
         var lastUpdated: String?
         var source: String?
         var target: String?
-        /// When a document in `error` is looked at again.
-        var retryAt: ContinuousClock.Instant?
+        /// When a document in `error` is looked at again: a reading of the scheduler's ``elapsed``.
+        var retryAt: Duration?
     }
 
     // MARK: Following the database
@@ -55,7 +55,7 @@ extension ReplicationScheduler {
                     // Closed (deleted, or the server stopping): the end. Anything else is tried again.
                     if (error as? DocStoreError)?.code == .databaseClosed || Task.isCancelled { break }
                     logger.error("reading the changes of \(database.name) failed, trying again in 1 s: \(error)")
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await clock.sleep(for: .seconds(1))
                     continue
                 }
                 for change in page.changes where !Task.isCancelled {
@@ -63,7 +63,7 @@ extension ReplicationScheduler {
                 }
                 since = page.lastSequence
                 // Documents in `error` are looked at again when their time comes, by this same loop.
-                let now = ContinuousClock.now
+                let now = elapsed.now()
                 let due = documents.withLock { documents -> [String] in
                     let ids = documents.entries.compactMap { id, entry in entry.retryAt.flatMap { $0 <= now ? id : nil } }
                     for id in ids { documents.entries[id]?.retryAt = nil }
@@ -71,8 +71,8 @@ extension ReplicationScheduler {
                 }
                 for id in due.sorted() where !Task.isCancelled { await process(id, in: database) }
                 let next = documents.withLock { $0.entries.values.compactMap(\.retryAt).min() }
-                let wait = next.map { max(.milliseconds(10), min(.seconds(60), $0 - ContinuousClock.now)) } ?? .seconds(60)
-                _ = await database.waitForCommit(after: since, timeout: wait)
+                let wait = next.map { max(.milliseconds(10), min(.seconds(60), $0 - elapsed.now())) } ?? .seconds(60)
+                _ = await database.waitForCommit(after: since, timeout: wait, clock: clock)
             }
         }
         let previous = documents.withLock { documents -> Task<Void, Never>? in
@@ -108,7 +108,7 @@ extension ReplicationScheduler {
         } catch {
             // Not a deletion: the job is left as it is, and the document looked at again in a second.
             logger.error("reading replication document \(id) failed: \(error)")
-            documents.withLock { $0.entries[id, default: Entry()].retryAt = ContinuousClock.now + .seconds(1) }
+            documents.withLock { $0.entries[id, default: Entry()].retryAt = elapsed.now() + .seconds(1) }
             return
         }
         let previous = documents.withLock { $0.entries[id] }
@@ -174,7 +174,7 @@ extension ReplicationScheduler {
             var entry = Entry(request: request, state: .error)
             entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running as a transient replication, started via `_replicate` API endpoint")]
             entry.errorCount = (previous?.state == .error ? previous?.errorCount ?? 0 : 0) + 1
-            entry.retryAt = ContinuousClock.now + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
+            entry.retryAt = elapsed.now() + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
             documents.withLock { $0.entries[id] = entry }
             return
         }
@@ -213,7 +213,7 @@ extension ReplicationScheduler {
                 }
                 let changesState = key == "_replication_state" && body[key] != value
                 body[key] = value
-                if changesState { body["_replication_state_time"] = .string(Date().couchTimestamp) }
+                if changesState { body["_replication_state_time"] = .string(currentDate().couchTimestamp) }
             }
             guard body != document.body else { return }
             document.body = body

@@ -33,8 +33,10 @@ final class ReplicationScheduler: Sendable {
         let document: DocumentOrigin?
         /// A serial number, shown as the job's `pid`.
         let serial: Int
-        let startTime = Date()
-        private let progress = Locked(Progress())
+        let startTime: Date
+        /// The server's time of day, for the job's history.
+        private let currentDate: @Sendable () -> Date
+        private let progress: Locked<Progress>
 
         struct Progress {
             var replicator: Replicator?
@@ -43,11 +45,15 @@ final class ReplicationScheduler: Sendable {
             var crashing = false
             var errorCount = 0
             var lastError: String?
-            var lastUpdated = Date()
+            var lastUpdated: Date
             var history: [(date: Date, type: String, reason: String?)] = []
         }
 
-        init(id: String, request: ReplicationRequest, user: String?, document: DocumentOrigin?, serial: Int) {
+        init(id: String, request: ReplicationRequest, user: String?, document: DocumentOrigin?, serial: Int,
+             currentDate: @escaping @Sendable () -> Date) {
+            startTime = currentDate()
+            self.currentDate = currentDate
+            progress = Locked(Progress(lastUpdated: startTime))
             self.id = id
             self.request = request
             self.user = user
@@ -68,10 +74,11 @@ final class ReplicationScheduler: Sendable {
         var lastError: String? { progress.withLock { $0.lastError } }
 
         fileprivate func record(_ type: String, reason: String? = nil) {
+            let now = currentDate()
             progress.withLock {
-                $0.history.insert((Date(), type, reason), at: 0)
+                $0.history.insert((now, type, reason), at: 0)
                 if $0.history.count > 20 { $0.history.removeLast() }
-                $0.lastUpdated = Date()
+                $0.lastUpdated = now
             }
         }
 
@@ -147,12 +154,21 @@ final class ReplicationScheduler: Sendable {
     private let serials = Atomic<Int>(0)
     /// The `_replicator` documents and the task that follows that database.
     let documents = Locked<Documents>(Documents())
+    /// What the jobs wait on (backoffs, and their replicators' waits), and the time of day they show.
+    let clock: any Clock<Duration>
+    /// ``clock`` read as the time since the scheduler was made: when documents in `error` are due.
+    let elapsed: ElapsedClock
+    let currentDate: @Sendable () -> Date
 
-    init(registry: DatabaseRegistry, metrics: ServerMetrics, logger: Logger, host: String) {
+    init(registry: DatabaseRegistry, metrics: ServerMetrics, logger: Logger, host: String,
+         clock: any Clock<Duration> = ContinuousClock(), currentDate: @escaping @Sendable () -> Date = { Date() }) {
         self.registry = registry
         self.metrics = metrics
         self.logger = logger
         self.node = "docstore@\(host)"
+        self.clock = clock
+        elapsed = ElapsedClock(clock)
+        self.currentDate = currentDate
     }
 
     // MARK: Jobs
@@ -169,7 +185,7 @@ final class ReplicationScheduler: Sendable {
     func add(_ request: ReplicationRequest, id: String, user: String?, document: DocumentOrigin?, retrying: Bool,
              completion: @escaping @Sendable (Job, ReplicatorStatus) async -> Void = { _, _ in }) -> Job? {
         let job = Job(id: id, request: request, user: user, document: document,
-                      serial: serials.wrappingAdd(1, ordering: .relaxed).newValue)
+                      serial: serials.wrappingAdd(1, ordering: .relaxed).newValue, currentDate: currentDate)
         // The driver exists before the job is listed (so whoever finds the job can wait for it or stop
         // it), and waits at the gate until it is.
         let (gate, open) = AsyncStream<Void>.makeStream()
@@ -307,7 +323,7 @@ final class ReplicationScheduler: Sendable {
         logger.warning("replication \(job.id) crashed: \(reason)")
         guard retrying else { return false }
         do {
-            try await Task.sleep(for: job.backoff)
+            try await clock.sleep(for: job.backoff)
         } catch {
             return false
         }
@@ -337,9 +353,15 @@ final class ReplicationScheduler: Sendable {
             // Its client waits for the answer: an unreachable peer is tried twice, not for minutes.
             configuration.retry.maximumAttempts = 2
         }
-        let replicator = Replicator(configuration: configuration)
+        let replicator = Self.replicator(configuration, on: self.clock)
         job.update { $0.replicator = replicator }
         return replicator
+    }
+
+    /// A replicator waiting on `clock`: a generic function opens the configured clock's type, which
+    /// `Replicator`'s initializer asks for.
+    private static func replicator(_ configuration: ReplicationConfiguration, on clock: some Clock<Duration>) -> Replicator {
+        Replicator(configuration: configuration, clock: clock)
     }
 
     /// A replication endpoint: a URL, or one of this server's databases.
@@ -365,7 +387,7 @@ final class ReplicationScheduler: Sendable {
 
     /// The running jobs, as CouchDB's `_active_tasks` lists replications.
     func activeTasks() -> [JSON] {
-        let now = Int(Date().timeIntervalSince1970)
+        let now = Int(currentDate().timeIntervalSince1970)
         return allJobs.filter { $0.state == .running }.map { job in
             var task = job.report
             task["type"] = "replication"

@@ -264,13 +264,12 @@ extension DocServer {
                 // Waiting after the sequence read before the rows: a commit in between is not missed,
                 // and one that adds no row (a filtered feed, a local document) is not waited for again.
                 var waitAfter = max(last, seen)
-                let clock = ContinuousClock()
-                let started = clock.now
+                let elapsed = ElapsedClock(configuration.clock)
                 let ends = parameters.heartbeat == nil || request.query["timeout"] != nil
                 while !Task.isCancelled, !db.isClosed {
                     var wait = parameters.heartbeat.map { min($0, parameters.timeout) } ?? parameters.timeout
                     if ends {
-                        let left = parameters.timeout - (clock.now - started)
+                        let left = parameters.timeout - elapsed.now()
                         guard left > .zero else { break }
                         wait = min(wait, left)
                     }
@@ -282,7 +281,7 @@ extension DocServer {
                         waitAfter = max(last, seen)
                         continue
                     }
-                    if ends, clock.now - started >= parameters.timeout { break }
+                    if ends, elapsed.now() >= parameters.timeout { break }
                     try await writer.write(ByteBuffer(string: "\n"))
                 }
                 try await writer.write(ByteBuffer(string: try await changesAnswer(db, rows, last: last).streamClosing))
@@ -335,7 +334,7 @@ extension DocServer {
     /// is shutting down gracefully, which ends the feed waiting (as the server's stop must not wait
     /// for a client that never leaves).
     func waitForNews(_ db: Database, after sequence: Int64, timeout: Duration) async -> Bool? {
-        let committed = await cancelWhenGracefulShutdown { await db.waitForCommit(after: sequence, timeout: timeout) }
+        let committed = await cancelWhenGracefulShutdown { await db.waitForCommit(after: sequence, timeout: timeout, clock: self.configuration.clock) }
         return Task.isShuttingDownGracefully ? nil : committed
     }
 

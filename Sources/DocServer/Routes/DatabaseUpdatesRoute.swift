@@ -13,6 +13,7 @@ import NIOCore
 final class DatabaseEvents: Sendable {
     private let directory: URL
     private let logger: Logger
+    private let clock: any Clock<Duration>
     private let state = Locked<State>(State())
 
     private struct State {
@@ -22,9 +23,10 @@ final class DatabaseEvents: Sendable {
         var closed = false
     }
 
-    init(systemDirectory: URL, logger: Logger) {
+    init(systemDirectory: URL, logger: Logger, clock: any Clock<Duration>) {
         directory = systemDirectory
         self.logger = logger
+        self.clock = clock
     }
 
     /// The database the events are kept in, opened on first use.
@@ -62,7 +64,7 @@ final class DatabaseEvents: Sendable {
     /// Writes the pending events, and those that come meanwhile, until there are none.
     private func writePending() async {
         while true {
-            try? await Task.sleep(for: DatabaseEvents.gathering)
+            try? await clock.sleep(for: DatabaseEvents.gathering)
             let keys = state.withLock { state -> [String] in
                 defer { state.pending = [] }
                 if state.pending.isEmpty { state.writing = false }

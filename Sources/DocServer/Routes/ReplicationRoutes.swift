@@ -80,7 +80,7 @@ extension DocServer {
             // CouchDB replicates listed documents without checkpoints, and says so.
             let figures = job.figures
             return Response.json(["ok": true, "start_time": .string(job.startTime.checkpointTimestamp),
-                                  "end_time": .string(Date.now.checkpointTimestamp), "docs_read": .integer(figures.documentsRead),
+                                  "end_time": .string(configuration.currentDate().checkpointTimestamp), "docs_read": .integer(figures.documentsRead),
                                   "docs_written": .integer(figures.documentsWritten), "doc_write_failures": .integer(figures.documentWriteFailures)])
         }
         // The checkpoint's sessions, this one first, as CouchDB's answer gives them.
@@ -91,7 +91,7 @@ extension DocServer {
         }
         var entry = ReplicationCheckpoint.Session(sessionID: RandomHex.make())
         entry.startTime = job.startTime.checkpointTimestamp
-        entry.endTime = Date.now.checkpointTimestamp
+        entry.endTime = configuration.currentDate().checkpointTimestamp
         entry.startSequence = position?.startedFrom ?? 0
         entry.endSequence = position?.checkpointed ?? 0
         entry.recordedSequence = entry.endSequence

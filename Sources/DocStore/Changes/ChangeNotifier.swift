@@ -58,8 +58,8 @@ final class ChangeNotifier: Sendable {
     /// Waits until a sequence above `sequence` is committed, for at most `timeout`; returns whether
     /// one was (at once if one already is). Unlike a stream, waiting leaves nothing behind: call it
     /// again with the sequence read since, any number of times. Returns `false` when the database
-    /// closes or the task is cancelled.
-    func waitForCommit(after sequence: Int64, timeout: Duration) async -> Bool {
+    /// closes or the task is cancelled. The timeout passes on `clock`.
+    func waitForCommit(after sequence: Int64, timeout: Duration, clock: any Clock<Duration>) async -> Bool {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -82,7 +82,7 @@ final class ChangeNotifier: Sendable {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(for: timeout)
                 return false
             }
             let first = await group.next() ?? false

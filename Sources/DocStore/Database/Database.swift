@@ -376,9 +376,11 @@ public final class Database: Sendable {
 
     /// Waits until a change after `sequence` is committed, at most `timeout`; returns whether one was
     /// (at once when one already is). For feeds that read up to a sequence and then wait for news:
-    /// nothing is missed between the read and the wait, and nothing is consumed by waiting.
-    package func waitForCommit(after sequence: Int64, timeout: Duration) async -> Bool {
-        await notifier.waitForCommit(after: sequence, timeout: timeout)
+    /// nothing is missed between the read and the wait, and nothing is consumed by waiting. The
+    /// timeout passes on `clock` (a server's or a replication's, which tests give in virtual time).
+    package func waitForCommit(after sequence: Int64, timeout: Duration,
+                               clock: any Clock<Duration> = ContinuousClock()) async -> Bool {
+        await notifier.waitForCommit(after: sequence, timeout: timeout, clock: clock)
     }
 
     /// The delegate told about every committed batch of changes. Held weakly.

@@ -65,7 +65,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     }
 
     let idleLimit: Duration
-    private let clock: TimeoutClock
+    private let clock: ElapsedClock
     private let exchanges = Locked<[Int: Exchange]>([:])
     /// The watchdog task, while it runs.
     private let watchdog = Locked<Task<Void, Never>?>(nil)
@@ -90,7 +90,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     /// A session with `configuration` whose requests fail after `idleLimit` without progress on `clock`.
     init(configuration: URLSessionConfiguration, idleLimit: Duration, clock: some Clock<Duration>) {
         self.idleLimit = idleLimit
-        self.clock = TimeoutClock(clock)
+        self.clock = ElapsedClock(clock)
         super.init()
         // The clock decides; the session's own (real-time) idle timer is only a far backstop.
         configuration.timeoutIntervalForRequest = 7 * 24 * 3600
@@ -301,21 +301,5 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
         case .stream(let receiver):
             receiver.ended(status: (task.response as? HTTPURLResponse)?.statusCode ?? 0, error: failure)
         }
-    }
-}
-
-/// A clock read as durations since it was given, so the transport needs no generic parameter.
-struct TimeoutClock: Sendable {
-    let now: @Sendable () -> Duration
-    private let sleepUntil: @Sendable (Duration) async throws -> Void
-
-    init<C: Clock<Duration>>(_ clock: C) {
-        let origin = clock.now
-        now = { origin.duration(to: clock.now) }
-        sleepUntil = { try await clock.sleep(until: origin.advanced(by: $0), tolerance: nil) }
-    }
-
-    func sleep(until deadline: Duration) async throws {
-        try await sleepUntil(deadline)
     }
 }

@@ -5,6 +5,8 @@ import Foundation
 /// A replication peer over a database of this process.
 struct LocalPeer: ReplicationPeer {
     let database: Database
+    /// The replication's clock, on which a continuous replication's wait for news passes.
+    let clock: any Clock<Duration>
 
     func identity() async throws -> String {
         "local:" + (try await database.info().uuid)
@@ -32,7 +34,7 @@ struct LocalPeer: ReplicationPeer {
         // Each leaf judged on its own, as a CouchDB source judges them for the replicator (`style=all_docs`).
         changesFilter = changesFilter.judgingEachLeaf
         var page = try await database.changes(since: start, limit: limit, filter: changesFilter)
-        if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait) {
+        if page.changes.isEmpty, let wait, await database.waitForCommit(after: page.lastSequence, timeout: wait, clock: clock) {
             page = try await database.changes(since: page.lastSequence, limit: limit, filter: changesFilter)
         }
         // Every leaf, as the replicator asks a remote source for (`style=all_docs`).
