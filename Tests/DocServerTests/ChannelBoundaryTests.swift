@@ -47,6 +47,10 @@ final class ChannelBoundaryTests: XCTestCase {
             ["_id": "_design/app", "language": "javascript", "views": [
                 "by_v": ["map": "function (doc) { if (doc.v) emit(doc.v, doc.secret || null); }"],
                 "sum": ["map": "function (doc) { if (doc.v) emit(doc.v, doc.v); }", "reduce": "_sum"],
+                // Linked documents: every row links red1 and carries its document's secret, but red2's
+                // links a hidden one (its id spelled in two pieces, so that the design document does
+                // not name it).
+                "links": ["map": "function (doc) { if (doc.v) emit(doc.v, {_id: doc.v == 2 ? 'hid' + 'den-blue' : 'red1', s: doc.secret}); }"],
             ], "shows": [
                 "doc": "function (doc, req) { return {json: doc}; }",
             ], "lists": [
@@ -172,6 +176,10 @@ final class ChannelBoundaryTests: XCTestCase {
             Probe("GET", "/db/_design/app/_view/by_v"),
             Probe("GET", "/db/_design/app/_view/by_v?include_docs=true&conflicts=true", shows: "red2"),
             Probe("POST", "/db/_design/app/_view/by_v", json: ["keys": [3, 4, 1]]),
+            // red2's value names the hidden document it links: its row shows `"doc": null`.
+            Probe("GET", "/db/_design/app/_view/links?include_docs=true", names: true, shows: #""id":"red2","key":2,"value":{"_id":"hidden-blue"},"doc":null"#),
+            Probe("GET", "/db/_design/app/_view/links", names: true, shows: "red2"),
+            Probe("GET", "/db/_design/app/_list/rows/links?include_docs=true", names: true, shows: "red2"),
             Probe("GET", "/db/_design/app/_view/sum"),
             Probe("GET", "/db/_design/app/_view/sum?group=true"),
             Probe("GET", "/db/_design/app/_view/sum?reduce=false"),

@@ -489,12 +489,37 @@ extension DocServer {
             }
         }
         if filtering {
-            answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
-                guard let document = row.document, principal.canRead(document.channels) else { return nil }
-                return json
-            }
+            answer.rows = try await readableRows(result.rows, answer.rows, db, principal: principal, includeDocuments: requestedDocs)
         }
         return answer
+    }
+
+    /// The rows of a view answer a user limited to channels may see: those whose emitting document is
+    /// in their channels. A row's included document is that document, or one its value links to
+    /// (`{"_id"}` or `{"_rev"}`, as CouchDB's linked documents); the row is judged on the emitting
+    /// document's current revision all the same, read for it here, and a linked document outside the
+    /// user's channels is shown as `null`, as one that does not exist.
+    private func readableRows(_ rows: [QueryRow], _ answers: [ViewRow], _ db: Database, principal: Principal,
+                              includeDocuments: Bool) async throws -> [ViewRow] {
+        var readable: [ViewRow] = []
+        for (row, answer) in zip(rows, answers) {
+            guard let id = row.documentID else { continue }
+            var answer = answer
+            if let document = row.document, document.id.utf8.elementsEqual(id.utf8), !Self.linksADocument(row.value) {
+                guard principal.canRead(document.channels) else { continue }
+            } else {
+                guard let emitting = try await db.document(withID: id), principal.canRead(emitting.channels) else { continue }
+                if includeDocuments, let linked = row.document, !principal.canRead(linked.channels) { answer.document = .null }
+            }
+            readable.append(answer)
+        }
+        return readable
+    }
+
+    /// Whether a view row's value names the document `include_docs` shows (`{"_id"}` or `{"_rev"}`).
+    private static func linksADocument(_ value: JSON) -> Bool {
+        guard case .object(let object) = value else { return false }
+        return object["_id"]?.stringValue != nil || object["_rev"]?.stringValue != nil
     }
 
     /// `…/_view/{b}?full_text="query"&snippets=true&limit=L&skip=S&include_docs=true`: a full-text
