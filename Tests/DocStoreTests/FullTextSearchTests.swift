@@ -149,6 +149,24 @@ final class FullTextSearchTests: XCTestCase {
         XCTAssertEqual(result, ["a"])
     }
 
+    /// Two ids that differ only in their Unicode normalization are two documents (DESIGN.md §3):
+    /// updated together, each loses its own old text.
+    func testIDsEqualAsSwiftStringsKeepTheirOwnText() async throws {
+        let db = try await makeDatabase(self) { $0.indexes = [Self.fieldsIndex] }
+        let nfc = "caf\u{00E9}", nfd = "cafe\u{0301}"
+        _ = try await db.save([Document(id: nfc, body: ["fields": ["old apple"]]), Document(id: nfd, body: ["fields": ["old pear"]])])
+        var result = try await db.search(index: "text", query: "old").rows.map { Array($0.documentID.utf8) }
+        XCTAssertEqual(Set(result), [Array(nfc.utf8), Array(nfd.utf8)])
+        var a = try await db.document(withID: nfc)!, b = try await db.document(withID: nfd)!
+        a.body["fields"] = ["new apple"]
+        b.body["fields"] = ["new pear"]
+        _ = try await db.save([a, b])
+        result = try await db.search(index: "text", query: "old").rows.map { Array($0.documentID.utf8) }
+        XCTAssertEqual(result, [], "both old texts are gone")
+        result = try await db.search(index: "text", query: "new").rows.map { Array($0.documentID.utf8) }
+        XCTAssertEqual(Set(result), [Array(nfc.utf8), Array(nfd.utf8)])
+    }
+
     func testSnippetsMarkMatchedTokensOfPositiveTermsOnly() async throws {
         let db = try await database([
             "a": ["The quick brown fox jumps over the lazy dog"],

@@ -65,6 +65,16 @@ final class ModelTests: XCTestCase {
         XCTAssertEqual(saved.revision?.generation, 2)
     }
 
+    /// Ids that differ only in their Unicode normalization are two models (DESIGN.md §3).
+    func testIDsEqualAsSwiftStringsAreTwoModels() async throws {
+        let db = try await makeDatabase(self)
+        let nfc = "Ren\u{00E9}e", nfd = "Rene\u{0301}e"
+        _ = try await db.add([Person(id: nfc, name: "composed", age: 1), Person(id: nfd, name: "decomposed", age: 2)])
+        let fetched = try await db.fetch(Person.self, ids: [nfd, nfc])
+        XCTAssertEqual(fetched.map(\.name), ["decomposed", "composed"])
+        XCTAssertEqual(fetched.map { Array($0.id.utf8) }, [Array(nfd.utf8), Array(nfc.utf8)])
+    }
+
     func testAFailureInTheMiddleWritesNothingAndNamesTheItem() async throws {
         let db = try await makeDatabase(self)
         let first = try await db.add([Person(id: "a", name: "A", age: 1), Person(id: "b", name: "B", age: 2),

@@ -21,7 +21,8 @@ extension ReplicationScheduler {
     struct Documents: Sendable {
         var database: Database?
         var watcher: Task<Void, Never>?
-        var entries: [String: Entry] = [:]
+        /// By document id, compared as bytes (DESIGN.md §3).
+        var entries: [ExactString: Entry] = [:]
     }
 
     /// One `_replicator` document: its job, or the state it rests in.
@@ -67,7 +68,7 @@ extension ReplicationScheduler {
                 let due = documents.withLock { documents -> [String] in
                     let ids = documents.entries.compactMap { id, entry in entry.retryAt.flatMap { $0 <= now ? id : nil } }
                     for id in ids { documents.entries[id]?.retryAt = nil }
-                    return ids
+                    return ids.map(\.value)
                 }
                 for id in due.sorted() where !Task.isCancelled { await process(id, in: database) }
                 let next = documents.withLock { $0.entries.values.compactMap(\.retryAt).min() }
@@ -108,12 +109,12 @@ extension ReplicationScheduler {
         } catch {
             // Not a deletion: the job is left as it is, and the document looked at again in a second.
             logger.error("reading replication document \(id) failed: \(error)")
-            documents.withLock { $0.entries[id, default: Entry()].retryAt = elapsed.now() + .seconds(1) }
+            documents.withLock { $0.entries[ExactString(id), default: Entry()].retryAt = elapsed.now() + .seconds(1) }
             return
         }
-        let previous = documents.withLock { $0.entries[id] }
+        let previous = documents.withLock { $0.entries[ExactString(id)] }
         guard let document = current, !document.isDeleted else {
-            documents.withLock { _ = $0.entries.removeValue(forKey: id) }
+            documents.withLock { _ = $0.entries.removeValue(forKey: ExactString(id)) }
             if let jobID = previous?.jobID { await stop(jobID) }
             return
         }
@@ -133,7 +134,7 @@ extension ReplicationScheduler {
             let request = try? ReplicationRequest(body)
             entry.source = request?.source.description
             entry.target = request?.target.description
-            documents.withLock { $0.entries[id] = entry }
+            documents.withLock { $0.entries[ExactString(id)] = entry }
             return
         case .some:
             // `triggered` or `error`, written by CouchDB before 2.1: cleared, and the document runs.
@@ -175,10 +176,10 @@ extension ReplicationScheduler {
             entry.info = ["error": .string("Replication `\(jobID)` specified by document `\(id)` already running as a transient replication, started via `_replicate` API endpoint")]
             entry.errorCount = (previous?.state == .error ? previous?.errorCount ?? 0 : 0) + 1
             entry.retryAt = elapsed.now() + .seconds(min(1 << min(entry.errorCount - 1, 10), 600))
-            documents.withLock { $0.entries[id] = entry }
+            documents.withLock { $0.entries[ExactString(id)] = entry }
             return
         }
-        documents.withLock { $0.entries[id] = Entry(request: request, jobID: added.id) }
+        documents.withLock { $0.entries[ExactString(id)] = Entry(request: request, jobID: added.id) }
     }
 
     /// Marks a document `failed` with `reason`, as CouchDB does with a document it cannot run.
@@ -192,7 +193,7 @@ extension ReplicationScheduler {
         let request = try? ReplicationRequest(body)
         entry.source = request?.source.description
         entry.target = request?.target.description
-        documents.withLock { $0.entries[id] = entry }
+        documents.withLock { $0.entries[ExactString(id)] = entry }
         await updateState(of: id, in: database, ["_replication_state": "failed", "_replication_stats": nil,
                                                  "_replication_state_reason": .string(reason)])
         metrics.replicationDocumentState(completed: false)
@@ -234,8 +235,8 @@ extension ReplicationScheduler {
     /// The `_replicator` documents as `_scheduler/docs` shows them, by document id.
     func schedulerDocuments() -> [JSON] {
         let entries = documents.withLock { $0.entries }
-        return entries.sorted { $0.key < $1.key }.map { id, entry in
-            var object: JSONObject = ["database": .string(ReplicationScheduler.databaseName), "doc_id": .string(id)]
+        return entries.sorted { $0.key.value < $1.key.value }.map { id, entry in
+            var object: JSONObject = ["database": .string(ReplicationScheduler.databaseName), "doc_id": .string(id.value)]
             if let jobID = entry.jobID, let job = job(jobID) {
                 object["id"] = .string(jobID)
                 object["node"] = .string(node)

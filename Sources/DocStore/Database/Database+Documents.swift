@@ -247,6 +247,10 @@ extension Database {
 
     /// The current revisions of the live documents among `ids`, by id; missing and deleted documents
     /// are left out. Reads one consistent snapshot (as ``documents(withIDs:)``, which keeps the order).
+    ///
+    /// Swift's `String` keys are compared by canonical equivalence: of two documents whose ids differ
+    /// only in their Unicode normalization (two documents for CouchDB and DocStore), the dictionary
+    /// keeps the first. ``documents(withIDs:)`` keeps both.
     public func fetchDocuments(_ ids: [String]) async throws -> [String: Document] {
         let found = try await documents(withIDs: ids)
         return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

@@ -200,8 +200,8 @@ actor DatabaseWriter {
             }
             // A replicated revision may have made a conflict that the documents' histories resolve.
             if mergesPropertyHistory && !steps.conflicted.isEmpty {
-                var seen = Set<String>()
-                for id in steps.conflicted where seen.insert(id).inserted {
+                var seen = Set<ExactString>()
+                for id in steps.conflicted where seen.insert(ExactString(id)).inserted {
                     changes += try steps.mergePropertyHistories(id: id)
                 }
             }

@@ -349,7 +349,7 @@ actor IndexWriter {
         let rows = try IndexRowWriter(connection: connection, state: updated)
         let texts = updated.hasText ? try IndexTextWriter(connection: connection, state: updated) : nil
         // The window's old fields go first, all at once: see IndexTextWriter.remove(documentIDs:).
-        try texts?.remove(documentIDs: Set(window.purged + window.documents.filter { $0.sequence > freshUpTo }.map(\.id)))
+        try texts?.remove(documentIDs: Set((window.purged + window.documents.filter { $0.sequence > freshUpTo }.map(\.id)).map(ExactString.init)))
         for id in window.purged {
             try rows.removeRows(of: id, from: &updated)
             try records.setMapError(nil, indexID: indexID, documentID: id)

@@ -158,10 +158,10 @@ extension Database {
     /// ``fetch(_:ids:)``, each model with the document it was read from.
     func fetchWithDocuments<M: Model>(_ type: M.Type, ids: [String]) async throws -> [(model: M, document: Document)] {
         let documents = try await documents(withIDs: ids)
-        var byID: [String: Document] = [:]
-        for document in documents { byID[document.id] = document }
+        var byID: [ExactString: Document] = [:]
+        for document in documents { byID[ExactString(document.id)] = document }
         return try ids.enumerated().map { position, id in
-            guard let document = byID[id] else {
+            guard let document = byID[ExactString(id)] else {
                 throw DocStoreError.notFound("No \(M.collection) \(id)").naming(item: position, id: id)
             }
             do {

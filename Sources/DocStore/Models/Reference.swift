@@ -107,6 +107,8 @@ public struct Related<M: Model>: Sendable {
     /// The model.
     public let model: M
     /// The documents its properties reference, by id (a reference to a missing document is absent).
+    /// Swift's `String` keys are compared by canonical equivalence: of two referenced ids that differ
+    /// only in their Unicode normalization, one document is kept.
     public let references: [String: Document]
     /// The live documents that reference it, in id order.
     public let referencedBy: [Document]

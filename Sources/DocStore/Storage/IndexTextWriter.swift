@@ -23,12 +23,13 @@ final class IndexTextWriter {
     /// and the text table, in the order of their rows. FTS5 keeps pending changes in rowid order and
     /// writes them out as a segment whenever a change comes for a lower rowid than the last: removing
     /// each document's old fields just before inserting its new ones (at the end) did that once per
-    /// document, and updating an index was ten times slower than building it.
-    func remove(documentIDs: Set<String>) throws {
+    /// document, and updating an index was ten times slower than building it. The ids are exact
+    /// strings: two that differ only in their Unicode normalization are two documents.
+    func remove(documentIDs: Set<ExactString>) throws {
         var fields: [(row: Int64, text: String)] = []
         for documentID in documentIDs {
             select.reset()
-            try select.bind(documentID, at: 1)
+            try select.bind(documentID.value, at: 1)
             while try select.step() { fields.append((select.int64(0), select.text(1))) }
         }
         select.reset()
