@@ -10,7 +10,9 @@ struct DocStoreCommand: AsyncParsableCommand {
         abstract: "A document database with CouchDB-compatible revisions, on SQLite.",
         discussion: """
             Commands operate on a local database given with --db PATH: the database NAME in folder DIR \
-            for PATH = DIR/NAME (its file is DIR/NAME.sqlite). The default is ./docstore-data/default.
+            for PATH = DIR/NAME (its file is DIR/NAME.sqlite). The default is ./docstore-data/default. \
+            --db http://user:password@host:5984/db names a database of a CouchDB-compatible server \
+            (Apache CouchDB, docstore serve) instead: the commands ask it over HTTP and print its answers.
             """,
         subcommands: [Put.self, Get.self, Delete.self, All.self, Changes.self, Query.self, Find.self, Index.self, Search.self, Info.self,
                       Import.self, Export.self, Compact.self, Serve.self, User.self, Replicate.self]
@@ -19,8 +21,12 @@ struct DocStoreCommand: AsyncParsableCommand {
 
 /// The `--db` option shared by the commands.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The database: DIR/NAME stores NAME.sqlite in DIR.", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("The database: DIR/NAME stores NAME.sqlite in DIR; or a server's http://user:password@host:port/NAME.",
+                                            valueName: "path"))
     var db: String = "./docstore-data/default"
+
+    /// The server's database, when `--db` is an `http` or `https` URL.
+    var remote: RemoteDatabase? { RemoteDatabase(db) }
 
     /// The folder and name `--db` designates.
     var location: (directory: URL, name: String) {

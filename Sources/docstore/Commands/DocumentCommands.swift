@@ -19,6 +19,11 @@ struct Put: AsyncParsableCommand {
     func run() async throws {
         let text = json ?? String(decoding: readStandardInput(), as: UTF8.self)
         guard !text.allSatisfy(\.isWhitespace) else { fail("bad_request: no document JSON given") }
+        if let remote = options.remote {
+            let body = parseJSONArgument(text, name: "the document")
+            guard case .object = body else { fail("bad_request: the document must be a JSON object") }
+            return try await withRemote(remote) { printJSON(try await $0.json("POST", body: body)) }
+        }
         let document: Document
         do {
             document = try Document(json: text)
@@ -53,6 +58,13 @@ struct Get: AsyncParsableCommand {
 
     func run() async throws {
         let revision = rev.map(parseRevision)
+        if let remote = options.remote {
+            return try await withRemote(remote) { server in
+                printJSON(try await server.json("GET", RemoteDatabase.documentPath(id),
+                                                query: [("rev", rev), ("conflicts", conflicts ? "true" : nil), ("revs", revs ? "true" : nil),
+                                                        ("attachments", attachments ? "true" : nil)]))
+            }
+        }
         try await withDatabase(options) { db in
             guard let document = try await db.document(withID: id, revision: revision, includeConflicts: conflicts,
                                                        includeRevisionHistory: revs) else {
@@ -83,6 +95,14 @@ struct Delete: AsyncParsableCommand {
 
     func run() async throws {
         let revision = rev.map(parseRevision)
+        if let remote = options.remote {
+            return try await withRemote(remote) { server in
+                let path = RemoteDatabase.documentPath(id)
+                var target = rev
+                if target == nil { target = try await server.json("GET", path)["_rev"]?.stringValue }
+                printJSON(try await server.json("DELETE", path, query: [("rev", target)]))
+            }
+        }
         try await withDatabase(options) { db in
             let target: RevisionID
             if let revision {
@@ -126,6 +146,21 @@ struct All: AsyncParsableCommand {
     var includeDocuments = false
 
     func run() async throws {
+        if let remote = options.remote {
+            let parameters: [(String, String?)] = [
+                ("startkey", startKey.map { JSON.string($0).description }), ("endkey", endKey.map { JSON.string($0).description }),
+                ("inclusive_end", exclusiveEnd ? "false" : nil), ("descending", descending ? "true" : nil),
+                ("limit", limit.map(String.init)), ("skip", skip > 0 ? String(skip) : nil), ("include_docs", includeDocuments ? "true" : nil),
+            ]
+            return try await withRemote(remote) { server in
+                if let keys {
+                    let body: JSON = ["keys": .array(keys.split(separator: ",").map { .string(String($0)) })]
+                    printJSON(try await server.json("POST", "_all_docs", query: parameters, body: body))
+                } else {
+                    printJSON(try await server.json("GET", "_all_docs", query: parameters))
+                }
+            }
+        }
         let query = AllDocumentsQuery(startKey: startKey, endKey: endKey, inclusiveEnd: !exclusiveEnd,
                                       descending: descending, limit: limit, skip: skip,
                                       keys: keys.map { $0.split(separator: ",").map(String.init) },
@@ -141,8 +176,8 @@ struct Changes: AsyncParsableCommand {
 
     @OptionGroup var options: DatabaseOptions
 
-    @Option(help: "The sequence to start after.")
-    var since: Int64 = 0
+    @Option(help: "The sequence to start after (a server's as it gave it).")
+    var since: String = "0"
 
     @Option(help: "The most rows to print.")
     var limit: Int?
@@ -160,6 +195,15 @@ struct Changes: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let remote = options.remote {
+            return try await withRemote(remote) { server in
+                printJSON(try await server.json("GET", "_changes", query: [
+                    ("since", since), ("limit", limit.map(String.init)), ("include_docs", includeDocuments ? "true" : nil),
+                    ("style", style == "all_docs" ? style : nil),
+                ]))
+            }
+        }
+        guard let since = Int64(since) else { fail("bad_request: --since must be a sequence number for a local database") }
         try await withDatabase(options) { db in
             let page = try await db.changes(since: since, limit: limit, includeDocuments: includeDocuments)
             let pending = try await db.pendingChangeCount(since: page.lastSequence)
@@ -175,6 +219,9 @@ struct Info: AsyncParsableCommand {
     @OptionGroup var options: DatabaseOptions
 
     func run() async throws {
+        if let remote = options.remote {
+            return try await withRemote(remote) { printJSON(try await $0.json("GET")) }
+        }
         try await withDatabase(options) { db in
             printJSON(try await db.info().couchDBJSON)
         }
@@ -191,6 +238,10 @@ struct Compact: AsyncParsableCommand {
     var quiet = false
 
     func run() async throws {
+        if let remote = options.remote {
+            // The server compacts in the background, as CouchDB answers `_compact` at once.
+            return try await withRemote(remote) { printJSON(try await $0.json("POST", "_compact", body: [:])) }
+        }
         let bar = TerminalProgress("compact", unit: nil, enabled: !quiet)
         try await withDatabase(options) { db in
             let dropped = try await bar.ticking { try await db.compact() }

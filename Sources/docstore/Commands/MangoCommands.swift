@@ -44,6 +44,9 @@ struct Find: AsyncParsableCommand {
         if let fields { body["fields"] = parseJSONArgument(fields, name: "--fields") }
         if let bookmark { body["bookmark"] = .string(bookmark) }
         if let useIndex { body["use_index"] = JSON(useIndex.split(separator: "/", maxSplits: 1).map(String.init)) }
+        if let remote = options.remote {
+            return try await withRemote(remote) { printJSON(try await $0.json("POST", explain ? "_explain" : "_find", body: .object(body))) }
+        }
         try await withDatabase(options) { db in
             let query = try FindRequest.query(json: .object(body))
             if explain {
@@ -93,6 +96,9 @@ struct Index: AsyncParsableCommand {
             var body: JSONObject = ["index": .object(index), "type": .string(type)]
             if let name { body["name"] = .string(name) }
             if let ddoc { body["ddoc"] = .string(ddoc) }
+            if let remote = options.remote {
+                return try await withRemote(remote) { printJSON(try await $0.json("POST", "_index", body: .object(body))) }
+            }
             try await withDatabase(options) { db in
                 let request = try CreateIndexRequest(json: .object(body))
                 printJSON(CreateIndexRequest.answer(try await request.create(in: db)))
@@ -106,6 +112,9 @@ struct Index: AsyncParsableCommand {
         @OptionGroup var options: DatabaseOptions
 
         func run() async throws {
+            if let remote = options.remote {
+                return try await withRemote(remote) { printJSON(try await $0.json("GET", "_index")) }
+            }
             try await withDatabase(options) { db in
                 printJSON(IndexListResponse.json(try await db.mangoIndexes()))
             }
@@ -131,6 +140,11 @@ struct Index: AsyncParsableCommand {
         }
 
         func run() async throws {
+            if let remote = options.remote {
+                let design = ddoc.hasPrefix("_design/") ? String(ddoc.dropFirst("_design/".count)) : ddoc
+                let path = "_index/" + [design, type, name].map(RemoteDatabase.encode).joined(separator: "/")
+                return try await withRemote(remote) { printJSON(try await $0.json("DELETE", path)) }
+            }
             try await withDatabase(options) { db in
                 try await db.deleteIndex(designDocument: ddoc, name: name, type: MangoIndex.Kind(rawValue: type)!)
                 printJSON(["ok": true])

@@ -11,12 +11,19 @@ struct Query: AsyncParsableCommand {
             every document that has it, and whose value is --value FIELD (or null). The index is created on \
             first use, kept in the database and updated incrementally. Keys are JSON: --key '"Paris"', \
             --start-key '[2026,1]'. Prints CouchDB's view JSON.
+
+            With --db naming a server's database (a URL), --view DDOC/NAME asks the view NAME of its \
+            design document _design/DDOC instead, with the same options (the view's own reduce applies; \
+            --group and --group-level group it).
             """)
 
     @OptionGroup var options: DatabaseOptions
 
     @Option(name: .customLong("by"), help: ArgumentHelp("The field whose value is the key.", valueName: "field"))
-    var field: String
+    var field: String?
+
+    @Option(help: ArgumentHelp("A view of the server's design document (with a URL --db).", valueName: "ddoc/name"))
+    var view: String?
 
     @Option(name: .customLong("value"), help: ArgumentHelp("The field whose value is the row value.", valueName: "field"))
     var valueField: String?
@@ -60,6 +67,11 @@ struct Query: AsyncParsableCommand {
     var stale: String?
 
     func validate() throws {
+        guard (field == nil) != (view == nil) else { throw ValidationError("give either --by FIELD or --view DDOC/NAME") }
+        if let view, view.split(separator: "/", omittingEmptySubsequences: false).count != 2 {
+            throw ValidationError("--view must be DDOC/NAME")
+        }
+        if view != nil, reduce != nil { throw ValidationError("--reduce goes with --by: a view has its own reduce") }
         if let reduce, !["count", "sum", "stats"].contains(reduce) {
             throw ValidationError("--reduce must be count, sum or stats")
         }
@@ -69,6 +81,11 @@ struct Query: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let remote = options.remote {
+            guard let view else { fail("bad_request: --by builds an index in a local database; for a server's database give --view DDOC/NAME") }
+            return try await withRemote(remote) { try await queryView(view, on: $0) }
+        }
+        guard let field else { fail("bad_request: --view asks a server's view: give --db its database URL") }
         let reduceFunction: ReduceFunction? = switch reduce {
         case "count": .count
         case "sum": .sum
@@ -106,6 +123,28 @@ struct Query: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }
             printJSON(ViewResponse(result, includeDocuments: rows.includeDocuments).json)
+        }
+    }
+}
+
+extension Query {
+    /// The view `design/name` of a server's database, asked with the options given.
+    private func queryView(_ view: String, on server: RemoteDatabase) async throws {
+        let parts = view.split(separator: "/", omittingEmptySubsequences: false).map { RemoteDatabase.encode(String($0)) }
+        let path = "_design/\(parts[0])/_view/\(parts[1])"
+        func json(_ text: String?, _ name: String) -> String? { text.map { parseJSONArgument($0, name: name).description } }
+        let parameters: [(String, String?)] = [
+            ("key", json(key, "--key")), ("startkey", json(startKey, "--start-key")), ("endkey", json(endKey, "--end-key")),
+            ("startkey_docid", startKeyDocID), ("endkey_docid", endKeyDocID), ("inclusive_end", exclusiveEnd ? "false" : nil),
+            ("descending", descending ? "true" : nil), ("limit", rows.limit.map(String.init)), ("skip", rows.skip > 0 ? String(rows.skip) : nil),
+            ("include_docs", rows.includeDocuments ? "true" : nil), ("group", group ? "true" : nil), ("group_level", groupLevel.map(String.init)),
+            ("update", stale == "ok" ? "false" : stale == "update_after" ? "lazy" : nil),
+        ]
+        if let keys {
+            guard case .array = parseJSONArgument(keys, name: "--keys") else { fail("bad_request: --keys must be a JSON array") }
+            printJSON(try await server.json("POST", path, query: parameters, body: ["keys": parseJSONArgument(keys, name: "--keys")]))
+        } else {
+            printJSON(try await server.json("GET", path, query: parameters))
         }
     }
 }

@@ -27,6 +27,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var rows: RowOptions
 
     func run() async throws {
+        if let remote = options.remote { return try await withRemote(remote, searchRemote) }
         try await withDatabase(options) { db in
             let textIndexes = try await db.mangoIndexes().filter { $0.type == .text }
             let matching = textIndexes.filter { candidate in
@@ -49,5 +50,26 @@ struct Search: AsyncParsableCommand {
                 .ticking { try await db.search(index: chosen.indexName, search) }
             printJSON(SearchResponse.json(found, includeDocuments: rows.includeDocuments))
         }
+    }
+
+    /// The search on a server: its text index named `--index` (from `_index`), asked at its view
+    /// endpoint with `full_text`, as DocServer answers it.
+    private func searchRemote(_ server: RemoteDatabase) async throws {
+        let indexes = try await server.json("GET", "_index")["indexes"]?.arrayValue ?? []
+        let textIndexes = indexes.compactMap { index -> (design: String, name: String)? in
+            guard index["type"]?.stringValue == "text", let design = index["ddoc"]?.stringValue, let name = index["name"]?.stringValue else { return nil }
+            return (String(design.dropFirst("_design/".count)), name)
+        }
+        let matching = textIndexes.filter { $0.name == index || "\($0.design)/\($0.name)" == index || "_design/\($0.design)/\($0.name)" == index }
+        guard let chosen = matching.first else {
+            let known = textIndexes.map { "\($0.design)/\($0.name)" }
+            throw RemoteError(error: "not_found", reason: "No text index named \(index)" + (known.isEmpty ? "; there is none" : "; there are: \(known.joined(separator: ", "))"))
+        }
+        guard matching.count == 1 else { throw RemoteError(error: "bad_request", reason: "\(index) names several text indexes: give DDOC/NAME") }
+        let path = "_design/" + RemoteDatabase.encode(chosen.design) + "/_view/" + RemoteDatabase.encode(chosen.name)
+        printJSON(try await server.json("GET", path, query: [
+            ("full_text", JSON.string(query).description), ("snippets", snippets ? "true" : nil), ("limit", rows.limit.map(String.init)),
+            ("skip", rows.skip > 0 ? String(rows.skip) : nil), ("include_docs", rows.includeDocuments ? "true" : nil),
+        ]))
     }
 }

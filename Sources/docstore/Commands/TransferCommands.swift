@@ -1,6 +1,7 @@
 import ArgumentParser
 import CouchProtocol
 import DocStore
+import DocSync
 import Foundation
 
 struct Import: AsyncParsableCommand {
@@ -17,6 +18,11 @@ struct Import: AsyncParsableCommand {
             line is printed and flushed per document once its batch commits (every printed \
             {"ok":true,…} line is durable); records that fail are reported and the others saved, and \
             the exit status is 1 if any failed. For files too large for one transaction.
+
+            Into a server's database (--db URL) the records are NDJSON and always go in batches \
+            (--batch-size, 500 by default), each one `_bulk_docs` request, with a result line per \
+            record: a server has no all-or-nothing import. A record without _rev updates the \
+            document's current revision, as a local import does.
             """)
 
     @OptionGroup var options: DatabaseOptions
@@ -42,6 +48,7 @@ struct Import: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let remote = options.remote { return try await importRemote(remote) }
         guard let batchSize else { return try await importAll() }
         let handle: FileHandle
         if let file {
@@ -84,6 +91,86 @@ struct Import: AsyncParsableCommand {
             }
         } }
         if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// NDJSON records into a server's database, a `_bulk_docs` request per batch.
+    private func importRemote(_ server: RemoteDatabase) async throws {
+        let handle: FileHandle
+        if let file {
+            guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
+            handle = opened
+        } else {
+            handle = FileHandle.standardInput
+        }
+        let batchSize = self.batchSize ?? 500
+        var failures = 0
+        let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
+        try await withRemote(server) { server in try await bar.around {
+            var lines = LineReader(handle: handle)
+            var lineNumber = 0
+            while true {
+                var batch: [JSONObject] = []
+                var output = ""
+                while batch.count < batchSize, let line = lines.next() {
+                    lineNumber += 1
+                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                    if line.first == UInt8(ascii: "[") {
+                        fail("bad_request: an import into a server reads NDJSON, one document per line (docstore export --format ndjson)")
+                    }
+                    do {
+                        guard case .object(let record) = try JSON(parsing: line) else {
+                            throw DocStoreError(.badRequest, "A record must be a JSON object")
+                        }
+                        batch.append(record)
+                    } catch let error as DocStoreError {
+                        output += JSON(["line": .integer(lineNumber), "error": .string(error.couchDBError), "reason": .string(error.reason)]).description + "\n"
+                        failures += 1
+                    }
+                }
+                if batch.isEmpty && output.isEmpty { break }
+                if !batch.isEmpty {
+                    for result in try await save(batch, to: server) {
+                        if !result.isSuccess { failures += 1 }
+                        output += result.json.description + "\n"
+                    }
+                }
+                FileHandle.standardOutput.write(Data(output.utf8))
+                bar.update(lineNumber, note: failures > 0 ? "\(failures) failed" : nil)
+            }
+        } }
+        if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// One batch into a server: with --keep-revisions as they are (`new_edits=false`, whose answer
+    /// lists only the refused); otherwise each record without `_rev` gets its document's current
+    /// revision first, so that it updates it.
+    private func save(_ batch: [JSONObject], to server: RemoteDatabase) async throws -> [WriteResult] {
+        if keepRevisions {
+            let answer = try await server.json("POST", "_bulk_docs", body: ["docs": .array(batch.map(JSON.object)), "new_edits": false])
+            var refused: [ExactString: WriteResult] = [:]
+            for row in answer.arrayValue ?? [] {
+                if let result = try? WriteResult(json: row), !result.isSuccess, let id = result.id { refused[ExactString(id)] = result }
+            }
+            return batch.map { record in
+                let id = record["_id"]?.stringValue ?? ""
+                return refused[ExactString(id)] ?? WriteResult(id: id, revision: record["_rev"]?.stringValue)
+            }
+        }
+        var documents = batch
+        let unrevised = documents.indices.filter { documents[$0]["_rev"] == nil && documents[$0]["_id"]?.stringValue != nil }
+        if !unrevised.isEmpty {
+            let keys = unrevised.map { documents[$0]["_id"]! }
+            let rows = try await server.json("POST", "_all_docs", body: ["keys": .array(keys)])["rows"]?.arrayValue ?? []
+            for (index, row) in zip(unrevised, rows) where row["value"]?["deleted"]?.boolValue != true {
+                if let revision = row["value"]?["rev"] { documents[index]["_rev"] = revision }
+            }
+        }
+        let answer = try await server.json("POST", "_bulk_docs", body: ["docs": .array(documents.map(JSON.object))])
+        let rows = answer.arrayValue ?? []
+        guard rows.count == documents.count else {
+            throw RemoteError(error: "bad_response", reason: "_bulk_docs answered \(rows.count) rows for \(documents.count) documents")
+        }
+        return try rows.map(WriteResult.init(json:))
     }
 
     private func importAll() async throws {
@@ -134,23 +221,54 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         var exportOptions = ExportOptions(format: ExportOptions.Format(rawValue: format)!, form: compact ? .compact : .full)
         if let selector { exportOptions.selector = try MangoSelector(JSON(parsing: selector)) }
-        let quiet = self.quiet
-        try await withDatabase(options) { db in
-            // The total is the documents' count (with the deleted ones in the full form); a selection
-            // or conflicts make it an estimate, and the bar ends full either way.
-            let info = try await db.info()
-            let bar = TerminalProgress("export", unit: ("record", "records"),
-                                       total: info.documentCount + (exportOptions.form == .full ? info.deletedDocumentCount : 0), enabled: !quiet)
-            var records = 0
-            try await bar.around {
-                let written = try await db.export(exportOptions) { chunk in
-                    FileHandle.standardOutput.write(chunk)
-                    // About one line per record (its JSON is written without line breaks).
-                    records += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-                    bar.update(records)
-                }
-                bar.update(written, total: written)
+        if let remote = options.remote {
+            return try await withRemote(remote) { try await exportRemote($0, exportOptions) }
+        }
+        try await withDatabase(options) { db in try await export(db, exportOptions) }
+    }
+
+    /// A server's database, exported as a local one is: pulled first (every leaf, deleted ones and
+    /// attachments, as replication carries them) into a temporary local database.
+    private func exportRemote(_ server: RemoteDatabase, _ exportOptions: ExportOptions) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docstore-export-" + RandomHex.make())
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = try await Database.open(name: "export", directory: folder)
+        do {
+            let replicator = Replicator(configuration: ReplicationConfiguration(source: .remote(server.replicationURL), target: .local(copy)))
+            let pulled = try await TerminalProgress("pull \(server.name)", unit: nil, enabled: !quiet, delay: .seconds(1)).ticking {
+                try await replicator.run()
             }
+            if pulled.documentWriteFailures > 0 {
+                throw RemoteError(error: "replication_failed", reason: "\(pulled.documentWriteFailures) documents of \(server.name) could not be read")
+            }
+            try await export(copy, exportOptions)
+        } catch let error as ReplicationError {
+            await copy.close()
+            throw RemoteError(error: "replication_failed", reason: "\(error)")
+        } catch {
+            await copy.close()
+            throw error
+        }
+        await copy.close()
+    }
+
+    /// Writes `db`'s export to standard output, with a progress bar on a terminal.
+    private func export(_ db: Database, _ exportOptions: ExportOptions) async throws {
+        let quiet = self.quiet
+        // The total is the documents' count (with the deleted ones in the full form); a selection
+        // or conflicts make it an estimate, and the bar ends full either way.
+        let info = try await db.info()
+        let bar = TerminalProgress("export", unit: ("record", "records"),
+                                   total: info.documentCount + (exportOptions.form == .full ? info.deletedDocumentCount : 0), enabled: !quiet)
+        var records = 0
+        try await bar.around {
+            let written = try await db.export(exportOptions) { chunk in
+                FileHandle.standardOutput.write(chunk)
+                // About one line per record (its JSON is written without line breaks).
+                records += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                bar.update(records)
+            }
+            bar.update(written, total: written)
         }
     }
 }
