@@ -26,8 +26,13 @@ public enum ReplicationDirection: String, Sendable {
 public enum ReplicationAuthentication: Sendable {
     /// HTTP Basic with a name and password.
     case basic(name: String, password: String)
-    /// A CouchDB `AuthSession` cookie.
+    /// A CouchDB `AuthSession` cookie, sent as it is.
     case sessionCookie(String)
+    /// A CouchDB session, as CouchDB's own replicator keeps one: the replicator signs in at
+    /// `POST /_session` with the name and password, sends the session cookie instead of the password,
+    /// keeps the fresh cookie the server sends while it is in use, and signs in again when the server
+    /// answers 401.
+    case session(name: String, password: String)
     /// `Authorization: Bearer <token>`.
     case bearer(String)
 }

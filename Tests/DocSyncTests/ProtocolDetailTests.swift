@@ -106,6 +106,87 @@ final class ProtocolDetailTests: XCTestCase {
     }
 }
 
+final class SessionAuthenticationTests: XCTestCase {
+    /// `.session(name:password:)`, as CouchDB's replicator keeps a session: one sign-in, the cookie the
+    /// server renews while it is in use kept, a new sign-in once every cookie has ended. The server's
+    /// time is a test clock's, so the 600 s sessions end at once.
+    func testASessionIsSignedInForRenewedAndSignedInForAgain() async throws {
+        let log = MessageLog()
+        let clock = TestClock(advancesOnSleep: false)
+        let epoch = Date()
+        let (_, url, remote) = try await makeServer(logger: Logger(label: "session") { _ in CollectingLogHandler(log: log) }) {
+            $0.clock = clock
+            $0.currentDate = { epoch.addingTimeInterval(Double(clock.now.offset.components.seconds)) }
+            $0.sessionLifetime = .seconds(600)
+        }
+        func signIns() -> Int { log.count(containing: "POST /_session") }
+        let local = try await makeDatabase("session")
+        try await seed(local, prefix: "a", count: 5)
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(URL(string: "http://127.0.0.1:\(url.port!)/remote")!))
+        configuration.authentication = .session(name: "admin", password: "pw")
+        configuration.continuous = true
+        let replicator = Replicator(configuration: configuration)
+        replicator.start()
+        try await eventually { try await remote.info().documentCount == 5 }
+        XCTAssertEqual(signIns(), 1)
+
+        // 400 s on, the first request with the cookie gets a fresh one (expiring at 1 000 s) …
+        clock.advance(by: .seconds(400))
+        _ = try await local.save(Document(id: "b1", body: [:]))
+        try await eventually { try await remote.document(withID: "b1") != nil }
+        // … so at 700 s, past the first cookie's end, the writes go on without signing in.
+        clock.advance(by: .seconds(300))
+        _ = try await local.save(Document(id: "b2", body: [:]))
+        try await eventually { try await remote.document(withID: "b2") != nil }
+        XCTAssertEqual(signIns(), 1, "the renewed cookie signed the requests in")
+
+        // Every cookie has ended: the 401 makes the replicator sign in again.
+        clock.advance(by: .seconds(2000))
+        _ = try await local.save(Document(id: "b3", body: [:]))
+        try await eventually { try await remote.document(withID: "b3") != nil }
+        XCTAssertEqual(signIns(), 2)
+        XCTAssertNil(replicator.status.error)
+        await replicator.stop()
+
+        // A wrong password fails the replication as unauthorized, at the start.
+        configuration.authentication = .session(name: "admin", password: "wrong")
+        configuration.continuous = false
+        do {
+            try await Replicator(configuration: configuration).run()
+            XCTFail("expected a failure")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .unauthorized)
+        }
+    }
+}
+
+extension SessionAuthenticationTests {
+    /// `.session(name:password:)` against a real Apache CouchDB (`COUCHDB_URL`, credentials in it): it
+    /// signs in at CouchDB's `_session` and pushes with the cookie CouchDB gives.
+    func testASessionWithARealCouchDB() async throws {
+        guard let base = ProcessInfo.processInfo.environment["COUCHDB_URL"].flatMap(URLComponents.init(string:)),
+              let name = base.user, let password = base.password else {
+            throw XCTSkip("COUCHDB_URL (with a name and password) is not set: no CouchDB to sign in to")
+        }
+        var plain = base
+        (plain.user, plain.password) = (nil, nil)
+        let url = try XCTUnwrap(plain.url).appendingPathComponent("docstore-session-\(UUID().uuidString.lowercased())")
+        let local = try await makeDatabase("couch-session")
+        try await seed(local, prefix: "s", count: 5)
+        var configuration = ReplicationConfiguration(source: .local(local), target: .remote(url))
+        configuration.createTarget = true
+        configuration.authentication = .session(name: name, password: password)
+        let status = try await Replicator(configuration: configuration).run()
+        XCTAssertEqual(status.documentsWritten, 5)
+        var check = URLRequest(url: url)
+        check.setValue("Basic " + Data("\(name):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: check)
+        XCTAssertEqual(try JSON(parsing: data)["doc_count"], 5)
+        check.httpMethod = "DELETE"
+        _ = try await URLSession.shared.data(for: check)
+    }
+}
+
 final class ContinuousFeedTests: XCTestCase {
     /// Once caught up, a continuous pull reads one streamed `_changes` feed: later changes arrive without
     /// new `_changes` requests.

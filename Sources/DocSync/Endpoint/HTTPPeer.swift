@@ -11,6 +11,8 @@ struct HTTPPeer: ReplicationPeer {
     let databaseURL: URL
     let transport: HTTPTransport
     let headers: [String: String]
+    /// The session of ``ReplicationAuthentication/session(name:password:)``.
+    let session: SessionLogin?
     /// DocServer and Sync Gateway filter channels with `sync_gateway/bychannel`; CouchDB with a selector.
     let channelsByFilter: Bool
     /// How many revisions with attachments are fetched or sent at once.
@@ -31,6 +33,7 @@ struct HTTPPeer: ReplicationPeer {
             throw ReplicationError(.invalidConfiguration, "Not an http(s) database URL: \(url)")
         }
         var headers = configuration.headers
+        var sessionCredentials: (name: String, password: String)?
         switch configuration.authentication {
         case .basic(let name, let password)?:
             headers["Authorization"] = "Basic " + Data("\(name):\(password)".utf8).base64EncodedString()
@@ -38,6 +41,8 @@ struct HTTPPeer: ReplicationPeer {
             headers["Cookie"] = "AuthSession=\(cookie)"
         case .bearer(let token)?:
             headers["Authorization"] = "Bearer \(token)"
+        case .session(let name, let password)?:
+            sessionCredentials = (name, password)
         case nil:
             if let user = components.percentEncodedUser {
                 let name = user.removingPercentEncoding ?? user
@@ -60,17 +65,23 @@ struct HTTPPeer: ReplicationPeer {
         var root = components
         root.path = "/"
         root.query = nil
+        var session: SessionLogin?
+        if let sessionCredentials, let sessionURL = URL(string: "_session", relativeTo: root.url)?.absoluteURL {
+            session = SessionLogin(url: sessionURL, name: sessionCredentials.name, password: sessionCredentials.password)
+            try await session?.signIn(on: transport, headers: headers)
+        }
         var byFilter = true
         if let rootURL = root.url {
             var request = URLRequest(url: rootURL)
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            if let cookie = session?.header { request.setValue(cookie, forHTTPHeaderField: "Cookie") }
             if let (data, response) = try? await transport.data(for: request), (response as? HTTPURLResponse)?.statusCode == 200,
                 let welcome = try? JSON(parsing: data) {
                 let vendor = welcome["vendor"]?["name"]?.stringValue ?? ""
                 byFilter = vendor == "DocStore" || welcome["couchdb"] == nil || vendor.contains("Couchbase")
             }
         }
-        return HTTPPeer(databaseURL: databaseURL, transport: transport, headers: headers, channelsByFilter: byFilter,
+        return HTTPPeer(databaseURL: databaseURL, transport: transport, headers: headers, session: session, channelsByFilter: byFilter,
                         maximumRequestsInFlight: lanes)
     }
 
@@ -91,6 +102,7 @@ struct HTTPPeer: ReplicationPeer {
         var request = URLRequest(url: url)
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let cookie = session?.header { request.setValue(cookie, forHTTPHeaderField: "Cookie") }
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         return request
     }
@@ -103,11 +115,23 @@ struct HTTPPeer: ReplicationPeer {
             request.httpBody = try json.serializedData()
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        let data: Data, response: URLResponse
-        do {
-            (data, response) = try await transport.data(for: request)
-        } catch {
-            throw ReplicationError(.network, "\(method) \(url.path): \(error.localizedDescription)", cause: error)
+        func ask() async throws -> (Data, URLResponse) {
+            do {
+                return try await transport.data(for: request)
+            } catch {
+                throw ReplicationError(.network, "\(method) \(url.path): \(error.localizedDescription)", cause: error)
+            }
+        }
+        var (data, response) = try await ask()
+        if let session, let http = response as? HTTPURLResponse {
+            session.remember(http)
+            if http.statusCode == 401 {
+                // The session ended: sign in again, and ask once more.
+                try await session.signIn(on: transport, headers: headers)
+                request.setValue(session.header, forHTTPHeaderField: "Cookie")
+                (data, response) = try await ask()
+                if let renewed = response as? HTTPURLResponse { session.remember(renewed) }
+            }
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         return (status, data)
@@ -219,6 +243,7 @@ struct HTTPPeer: ReplicationPeer {
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let cookie = session?.header { request.setValue(cookie, forHTTPHeaderField: "Cookie") }
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try JSON.object(body).serializedData()
         return try ChangeFeed(request, on: transport)

@@ -73,7 +73,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, URLSessionDownloadD
     private let session = Locked<URLSession?>(nil)
 
     /// The session settings DocSync's requests use: ephemeral, without cookies of the session's own
-    /// (the session cookie is the replication's configuration, `sessionCookie`; accepting none also
+    /// (the session cookie is the replication's: `sessionCookie`, or the one `SessionLogin` keeps; accepting none also
     /// spares FoundationNetworking parsing every answer's header lines for cookies to store), and
     /// without a response cache (replication never reuses a response, and FoundationNetworking's cache
     /// lookup runs on a queue of its own, which lets a cancel race the task's completion and trap:

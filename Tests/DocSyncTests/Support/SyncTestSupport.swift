@@ -22,12 +22,14 @@ extension XCTestCase {
     /// the server's own handle on that database.
     func makeServer(filters: [String: ChangesFilterFunction] = [:],
                     indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
-                    logger: Logger = Logger(label: "test.server")) async throws -> (DocServer, URL, Database) {
+                    logger: Logger = Logger(label: "test.server"),
+                    configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> (DocServer, URL, Database) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docsync-server-\(UUID().uuidString)")
         var configuration = ServerConfiguration(dataDirectory: folder)
         configuration.port = 0
         configuration.admin = ("admin", "pw")
         configuration.passwordIterations = 1000
+        configure(&configuration)
         let server = try await DocServer(configuration: configuration, indexes: indexes, filters: filters, logger: logger)
         let port = try await server.start()
         let database = try await server.registry.open("remote")
