@@ -505,7 +505,7 @@ extension DocServer {
         for (row, answer) in zip(rows, answers) {
             guard let id = row.documentID else { continue }
             var answer = answer
-            if let document = row.document, document.id.utf8.elementsEqual(id.utf8), !Self.linksADocument(row.value) {
+            if let document = row.document, document.id.isIdentical(to: id), !Self.linksADocument(row.value) {
                 guard principal.canRead(document.channels) else { continue }
             } else {
                 guard let emitting = try await db.document(withID: id), principal.canRead(emitting.channels) else { continue }

@@ -67,8 +67,15 @@ struct HTTPPeer: ReplicationPeer {
         root.query = nil
         var session: SessionLogin?
         if let sessionCredentials, let sessionURL = URL(string: "_session", relativeTo: root.url)?.absoluteURL {
-            session = SessionLogin(url: sessionURL, name: sessionCredentials.name, password: sessionCredentials.password)
-            try await session?.signIn(on: transport, headers: headers)
+            let login = SessionLogin(url: sessionURL, name: sessionCredentials.name, password: sessionCredentials.password)
+            do {
+                try await login.signIn(on: transport, headers: headers)
+            } catch {
+                // The peer is not made: its URL session would otherwise stay alive, unused.
+                transport.close()
+                throw error
+            }
+            session = login
         }
         var byFilter = true
         if let rootURL = root.url {
