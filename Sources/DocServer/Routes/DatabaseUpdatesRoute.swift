@@ -19,7 +19,8 @@ final class DatabaseEvents: Sendable {
     private struct State {
         var database: Database?
         var pending: [String] = []
-        var writing = false
+        /// The task writing the pending events, while there is one.
+        var writer: Task<Void, Never>?
         var closed = false
     }
 
@@ -46,15 +47,13 @@ final class DatabaseEvents: Sendable {
 
     /// Records an event of database `name`: `created`, `updated` or `deleted`.
     func record(_ kind: String, _ name: String) {
-        let starts = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        state.withLock { state in
+            guard !state.closed else { return }
             let key = "\(kind):\(name)"
             if !state.pending.contains(key) { state.pending.append(key) }
-            guard !state.writing else { return false }
-            state.writing = true
-            return true
+            // One writer at a time, set under the lock before it can look at the state.
+            if state.writer == nil { state.writer = Task { await self.writePending() } }
         }
-        if starts { Task { await writePending() } }
     }
 
     /// How long events gather before they are written: a busy server writes its events a few times a
@@ -67,7 +66,7 @@ final class DatabaseEvents: Sendable {
             try? await clock.sleep(for: DatabaseEvents.gathering)
             let keys = state.withLock { state -> [String] in
                 defer { state.pending = [] }
-                if state.pending.isEmpty { state.writing = false }
+                if state.pending.isEmpty { state.writer = nil }
                 return state.pending
             }
             guard !keys.isEmpty else { return }
@@ -88,11 +87,14 @@ final class DatabaseEvents: Sendable {
     }
 
     /// Writes the events still gathering, and closes the database; later events are not recorded.
+    /// The writer's wait is cancelled: nothing of a stopped server sleeps on (a test's clock may
+    /// never move again).
     func close() async {
-        let keys = state.withLock { state in
-            defer { (state.closed, state.pending) = (true, []) }
-            return state.pending
+        let (keys, writer) = state.withLock { state in
+            defer { (state.closed, state.pending, state.writer) = (true, [], nil) }
+            return (state.pending, state.writer)
         }
+        writer?.cancel()
         if !keys.isEmpty { await write(keys) }
         if let database = state.withLock({ $0.database }) { await database.close() }
     }
