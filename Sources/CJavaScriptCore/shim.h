@@ -8,16 +8,11 @@
 
 // Declared in JavaScriptCore's private header JSContextRefPrivate.h, which neither SDK ships, and
 // exported by both libraries: a context group's watchdog. Once JavaScript entered from the C API
-// has run for `limit` seconds, `callback` is asked whether to stop it; returning true throws an
-// uncatchable termination exception out of the running script.
+// has run for `limit` seconds of CPU time, `callback` is asked whether to stop it; returning true
+// throws an uncatchable termination exception out of the running script. Returning false lets it
+// run on, and the callback is asked again only if it set a new limit itself.
 typedef bool (*JSShouldTerminateCallback)(JSContextRef ctx, void *context);
 JS_EXPORT void JSContextGroupSetExecutionTimeLimit(JSContextGroupRef group, double limit,
                                                    JSShouldTerminateCallback callback, void *context);
 JS_EXPORT void JSContextGroupClearExecutionTimeLimit(JSContextGroupRef group);
-
-// Stops every script that runs over its group's limit (the callback needs no state).
-static inline bool cjsc_always_terminate(JSContextRef ctx, void *context) {
-    (void)ctx; (void)context;
-    return true;
-}
 #endif

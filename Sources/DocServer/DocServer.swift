@@ -60,7 +60,7 @@ public final class DocServer: Sendable {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
         self.metrics = ServerMetrics()
-        let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit) : nil
+        let engine = configuration.javaScript ? JavaScriptEngine(timeLimit: configuration.javaScriptTimeLimit, memoryLimit: configuration.javaScriptMemoryLimit) : nil
         self.javaScript = engine
         let registry = DatabaseRegistry(directory: configuration.dataDirectory, indexes: indexes, javaScript: engine,
                                         metrics: metrics, logger: logger, lockTimeout: configuration.lockTimeout,

@@ -43,6 +43,10 @@ public struct ServerConfiguration: Sendable {
     /// How long one call of a design document's function may run before it is stopped (CouchDB's
     /// `os_process_timeout`, 5 s).
     public var javaScriptTimeLimit: Duration = .seconds(5)
+    /// How far one such call may grow the process's resident memory before it is stopped, in bytes
+    /// (``JavaScriptEngine/memoryLimit``; 256 MiB, `nil` for no bound). CouchDB stops its JavaScript
+    /// processes at a 64 MiB heap.
+    public var javaScriptMemoryLimit: Int? = 256 * 1024 * 1024
 
     /// How long a write waits for the write lock of a database file that another connection (another
     /// process, such as a `docstore` command) holds before it fails with a 503 (`service_unavailable`,

@@ -27,7 +27,8 @@ extension Database {
         let (design, indexName) = try await javaScriptView(designDocument: name, view: view, engine: engine)
         let result = try await self.query(indexName, query)
         if let stopped = result.mapErrors.first(where: { $0.reason.hasPrefix(JavaScriptViews.timeoutMarker) }) {
-            throw DocStoreError(.scriptTimeout, "The map function of \(design.id)/_view/\(view) ran over its time limit for document \(stopped.documentID)")
+            let why = stopped.reason.dropFirst(JavaScriptViews.timeoutMarker.count).trimmingCharacters(in: .whitespaces)
+            throw DocStoreError(.scriptTimeout, "The map function of \(design.id)/_view/\(view) was stopped on document \(stopped.documentID): \(why)")
         }
         return result
     }

@@ -8,7 +8,8 @@ import Logging
 ///
 /// Not `Sendable`: a context belongs to the thread that made it (``JavaScriptEngine`` keeps one per
 /// thread) and is only ever used there. Its context group is its own, so its watchdog
-/// (``JavaScriptEngine/timeLimit``) stops only its own runaway scripts.
+/// (``JavaScriptEngine/timeLimit``, ``JavaScriptEngine/memoryLimit``) stops only its own runaway
+/// scripts.
 final class JavaScriptContext {
     let group: JSContextGroupRef
     let context: JSGlobalContextRef
@@ -18,13 +19,18 @@ final class JavaScriptContext {
     private let entry: [String: JSObjectRef]
     /// Calls since the last garbage collection.
     private var callsSinceCollection = 0
+    /// What the watchdog judges each call by; kept alive as long as the group that points at it.
+    private let watch: CallWatch
     static let cacheLimit = 512
 
-    init(timeLimit: Double) throws {
+    /// A context whose calls may each take `timeLimit` seconds of CPU (0: no limit) and grow the
+    /// process's resident memory by `memoryLimit` bytes (`nil`: no bound).
+    init(timeLimit: Double, memoryLimit: Int? = nil) throws {
         group = JSContextGroupCreate()
         context = JSGlobalContextCreateInGroup(group, nil)
-        if timeLimit > 0 {
-            JSContextGroupSetExecutionTimeLimit(group, timeLimit, cjsc_always_terminate, nil)
+        watch = CallWatch(timeLimit: timeLimit, memoryLimit: memoryLimit)
+        if watch.isActive {
+            JSContextGroupSetExecutionTimeLimit(group, watch.tick, watchdogCallback, Unmanaged.passUnretained(watch).toOpaque())
         }
         let global = JSContextGetGlobalObject(context)!
         JavaScriptContext.installNativeLog(in: context, global: global)
@@ -176,6 +182,7 @@ final class JavaScriptContext {
     /// (``failure(_:)``).
     func call(_ name: String, _ arguments: [JSValueRef?]) throws -> JSValueRef {
         guard let function = entry[name] else { preconditionFailure("no runtime entry point \(name)") }
+        watch.reset()
         var exception: JSValueRef?
         let result = arguments.withUnsafeBufferPointer { buffer in
             JSObjectCallAsFunction(context, function, nil, buffer.count, buffer.baseAddress, &exception)
@@ -217,6 +224,9 @@ final class JavaScriptContext {
     func failure(_ exception: JSValueRef) -> DocStoreError {
         let message = JavaScriptContext.describe(exception, in: context)
         if message.contains("JavaScript execution terminated") {
+            if watch.stopped == .memory, let limit = watch.memoryLimit {
+                return DocStoreError(.scriptTimeout, "The JavaScript function used more than \(limit / (1024 * 1024)) MB of memory and was stopped")
+            }
             return DocStoreError(.scriptTimeout, "The JavaScript function ran over its time limit and was stopped")
         }
         if JSValueIsObject(context, exception) {

@@ -5,8 +5,9 @@ import Foundation
 /// each, never shared: JavaScript never runs on Swift's cooperative thread pool (DESIGN.md §6), and
 /// however many threads call in (index writers mapping windows of documents, the writer validating,
 /// `async` callers), an engine holds at most `threads` contexts (each costs JavaScriptCore some
-/// 15 MB). Every context has a watchdog: a function that runs longer than ``timeLimit`` is stopped
-/// with ``DocStoreError/Code/scriptTimeout`` (CouchDB's `os_process_timeout`), and the thread goes on.
+/// 15 MB). Every context has a watchdog: a function that runs longer than ``timeLimit``, or that grows
+/// the process's resident memory by more than ``memoryLimit`` while it runs, is stopped with
+/// ``DocStoreError/Code/scriptTimeout`` (CouchDB's `os_process_error`), and the thread goes on.
 ///
 /// ```swift
 /// let engine = JavaScriptEngine(timeLimit: .seconds(5))
@@ -20,18 +21,26 @@ public final class JavaScriptEngine: Sendable {
     /// `os_process_timeout`, 5 s by default).
     public let timeLimit: Duration
 
+    /// How far one call into JavaScript may grow the process's resident memory before it is stopped,
+    /// in bytes (`nil`: no bound). CouchDB's JavaScript processes stop at a 64 MiB heap; the default
+    /// here, 256 MiB, also covers what the process's other threads allocate meanwhile, which the
+    /// measure (the whole process's) cannot tell apart. It is measured from the call's first 50 ms of
+    /// CPU time on: shorter calls are never looked at.
+    public let memoryLimit: Int?
+
     /// How many threads (and contexts) the engine has.
     public let threads: Int
 
     private let contexts: ThreadContexts
     private let workers: Workers
 
-    /// An engine whose functions may each run for `timeLimit`, with `threads` threads for `async`
-    /// callers.
-    public init(timeLimit: Duration = .seconds(5), threads: Int = 2) {
+    /// An engine whose functions may each run for `timeLimit` and grow the resident memory by
+    /// `memoryLimit` bytes, with `threads` threads for `async` callers.
+    public init(timeLimit: Duration = .seconds(5), memoryLimit: Int? = 256 * 1024 * 1024, threads: Int = 2) {
         self.timeLimit = timeLimit
+        self.memoryLimit = memoryLimit
         let seconds = Double(timeLimit.components.seconds) + Double(timeLimit.components.attoseconds) / 1e18
-        contexts = ThreadContexts(timeLimit: seconds)
+        contexts = ThreadContexts(timeLimit: seconds, memoryLimit: memoryLimit)
         self.threads = max(1, threads)
         workers = Workers(javaScriptThreads: self.threads, name: "docstore.javascript")
     }
@@ -80,9 +89,11 @@ public final class JavaScriptEngine: Sendable {
 final class ThreadContexts: Sendable {
     private let key: pthread_key_t
     private let timeLimit: Double
+    private let memoryLimit: Int?
 
-    init(timeLimit: Double) {
+    init(timeLimit: Double, memoryLimit: Int?) {
         self.timeLimit = timeLimit
+        self.memoryLimit = memoryLimit
         ThreadContexts.configureJavaScriptCore
         var key = pthread_key_t()
         pthread_key_create(&key) { pointer in
@@ -126,7 +137,7 @@ final class ThreadContexts: Sendable {
         if let pointer = pthread_getspecific(key) {
             return Unmanaged<JavaScriptContext>.fromOpaque(pointer).takeUnretainedValue()
         }
-        let context = try JavaScriptContext(timeLimit: timeLimit)
+        let context = try JavaScriptContext(timeLimit: timeLimit, memoryLimit: memoryLimit)
         pthread_setspecific(key, Unmanaged.passRetained(context).toOpaque())
         return context
     }

@@ -167,6 +167,31 @@ final class JavaScriptViewTests: XCTestCase {
         XCTAssertEqual(value3, 5)
     }
 
+    /// A map function that goes on allocating is stopped once it has grown the process's memory past
+    /// the engine's bound (DESIGN.md §14), long before its time limit, and the engine goes on; each
+    /// call is judged on its own.
+    func testAMapThatEatsMemoryIsStoppedAndOtherWorkGoesOn() async throws {
+        let db = try await makeDatabase(self)
+        try await fruit(db)
+        let engine = JavaScriptEngine(timeLimit: .seconds(60), memoryLimit: 64 * 1024 * 1024)
+        _ = try await design(db, ["views": [
+            "greedy": ["map": "function(doc) { if (doc._id == 'carrot') { var kept = []; while (true) { kept.push(new Array(1024).join('x') + kept.length); } } emit(doc._id, null); }"],
+            "modest": ["map": "function(doc) { var s = []; for (var i = 0; i < 20000; i++) s.push('' + i); emit(doc._id, s.length); }"],
+        ]])
+        let started = ContinuousClock.now
+        do {
+            _ = try await db.query(designDocument: "app", view: "greedy", engine: engine)
+            XCTFail("the greedy map was not stopped")
+        } catch let error as DocStoreError {
+            XCTAssertEqual(error.code, .scriptTimeout)
+            XCTAssertTrue(error.reason.contains("carrot") && error.reason.contains("64 MB of memory"), error.reason)
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(30), "stopped for its memory, not its time")
+        let modest = try await db.query(designDocument: "app", view: "modest", engine: engine).rows
+        XCTAssertEqual(modest.count, 5)
+        XCTAssertEqual(modest.first?.value, 20000)
+    }
+
     func testDesignDocumentsMappedOnlyWithIncludeDesignAndRawCollation() async throws {
         let db = try await makeDatabase(self)
         for id in ["a", "B", "c"] { _ = try await db.save(Document(id: id)) }

@@ -144,8 +144,9 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidRequirePath = Code("invalidRequirePath", couchDB: "invalid_require_path", status: 500)
         /// A design document's function failed when it ran (CouchDB `os_process_error`).
         public static let scriptFailure = Code("scriptFailure", couchDB: "os_process_error", status: 500)
-        /// A design document's function ran over its time limit and was stopped (CouchDB answers
-        /// `os_process_error` for its `os_process_timeout`).
+        /// A design document's function ran over its time limit, or grew the memory past its bound,
+        /// and was stopped (CouchDB answers `os_process_error` for its `os_process_timeout` and for a
+        /// JavaScript process out of memory).
         public static let scriptTimeout = Code("scriptTimeout", couchDB: "os_process_error", status: 500)
         /// A show or list function answered with something CouchDB cannot send (CouchDB `render_error`).
         public static let renderError = Code("renderError", couchDB: "render_error", status: 500)

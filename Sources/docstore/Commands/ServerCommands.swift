@@ -54,6 +54,11 @@ struct Serve: AsyncParsableCommand {
                                valueName: "seconds"))
     var javaScriptTimeout: Double = 5
 
+    @Option(name: .customLong("javascript-memory"),
+            help: ArgumentHelp("Megabytes one call of a design document's function may grow the server's memory by before it is stopped; 0 for no bound.",
+                               valueName: "MB"))
+    var javaScriptMemory = 256
+
     @Option(name: .customLong("lock-timeout"),
             help: ArgumentHelp("Seconds a write waits for a database file's write lock that another process holds before it answers 503.",
                                valueName: "seconds"))
@@ -71,6 +76,7 @@ struct Serve: AsyncParsableCommand {
         guard javaScriptTimeout > 0, javaScriptTimeout <= 3600 else {
             throw ValidationError("--javascript-timeout must be a number of seconds above 0, at most 3600")
         }
+        guard javaScriptMemory >= 0 else { throw ValidationError("--javascript-memory must be a number of megabytes, 0 for no bound") }
         guard lockTimeout >= 0, lockTimeout <= 3600 else {
             throw ValidationError("--lock-timeout must be a number of seconds from 0 to 3600")
         }
@@ -101,6 +107,7 @@ struct Serve: AsyncParsableCommand {
         configuration.javaScript = !noJavaScript
         configuration.utilsPage = !noUtils
         configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
+        configuration.javaScriptMemoryLimit = javaScriptMemory == 0 ? nil : javaScriptMemory * 1024 * 1024
         configuration.lockTimeout = .milliseconds(Int(lockTimeout * 1000))
         configuration.maximumBodySize = maxBodyMegabytes * 1024 * 1024
         configuration.maximumAttachmentSize = maxAttachmentMegabytes * 1024 * 1024
