@@ -50,13 +50,7 @@ struct Import: AsyncParsableCommand {
     func run() async throws {
         if let remote = options.remote { return try await importRemote(remote) }
         guard let batchSize else { return try await importAll() }
-        let handle: FileHandle
-        if let file {
-            guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
-            handle = opened
-        } else {
-            handle = FileHandle.standardInput
-        }
+        let handle = input()
         var failures = 0
         let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
         try await withDatabase(options) { db in try await bar.around {
@@ -93,15 +87,16 @@ struct Import: AsyncParsableCommand {
         if failures > 0 { throw ExitCode(1) }
     }
 
+    /// The file to import, or standard input.
+    private func input() -> FileHandle {
+        guard let file else { return FileHandle.standardInput }
+        guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
+        return opened
+    }
+
     /// NDJSON records into a server's database, a `_bulk_docs` request per batch.
     private func importRemote(_ server: RemoteDatabase) async throws {
-        let handle: FileHandle
-        if let file {
-            guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
-            handle = opened
-        } else {
-            handle = FileHandle.standardInput
-        }
+        let handle = input()
         let batchSize = self.batchSize ?? 500
         var failures = 0
         let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
