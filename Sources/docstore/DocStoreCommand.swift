@@ -44,7 +44,7 @@ struct DatabaseOptions: ParsableArguments {
 /// Runs a command body with a database, closing it afterwards and turning errors into one clear line
 /// on standard error and a non-zero exit code.
 func withDatabase(_ options: DatabaseOptions, _ body: (Database) async throws -> Void) async throws {
-    do {
+    try await reportingErrors {
         let database = try await options.open()
         do {
             try await body(database)
@@ -53,6 +53,16 @@ func withDatabase(_ options: DatabaseOptions, _ body: (Database) async throws ->
             throw error
         }
         await database.close()
+    }
+}
+
+/// Runs a command body, turning its errors — a database's, a server's answer, any other — into one
+/// clear line on standard error and exit status 1; an `ExitCode` passes through.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as RemoteError {
+        fail("\(error.error): \(error.reason)")
     } catch let error as DocStoreError {
         fail("\(error.couchDBError): \(error.reason)")
     } catch let error as ExitCode {

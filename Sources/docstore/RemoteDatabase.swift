@@ -103,15 +103,5 @@ struct RemoteError: Error {
 /// Runs a command body with the remote database `--db` names, turning errors into one clear line on
 /// standard error and a non-zero exit code, as ``withDatabase(_:_:)`` does for a local one.
 func withRemote(_ remote: RemoteDatabase, _ body: (RemoteDatabase) async throws -> Void) async throws {
-    do {
-        try await body(remote)
-    } catch let error as RemoteError {
-        fail("\(error.error): \(error.reason)")
-    } catch let error as DocStoreError {
-        fail("\(error.couchDBError): \(error.reason)")
-    } catch let error as ExitCode {
-        throw error
-    } catch {
-        fail("\(error)")
-    }
+    try await reportingErrors { try await body(remote) }
 }

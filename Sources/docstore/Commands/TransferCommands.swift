@@ -52,71 +52,52 @@ struct Import: AsyncParsableCommand {
         guard let batchSize else { return try await importAll() }
         let handle = input()
         var failures = 0
-        let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
-        try await withDatabase(options) { db in try await bar.around {
-            var lines = LineReader(handle: handle)
-            var lineNumber = 0
-            while true {
-                var batch: [Document] = []
-                var rejected: [JSON] = []
-                while batch.count < batchSize, let line = lines.next() {
-                    lineNumber += 1
-                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                    do {
-                        batch.append(try Document(json: JSON(parsing: line)))
-                    } catch let error as DocStoreError {
-                        rejected.append(["line": .integer(lineNumber), "error": .string(error.couchDBError),
-                                         "reason": .string(error.reason)])
-                    }
-                }
-                if batch.isEmpty && rejected.isEmpty { break }
-                var output = ""
-                for row in rejected { output += row.description + "\n" }
-                failures += rejected.count
-                if !batch.isEmpty {
-                    let results = keepRevisions ? try await db.insertRevisions(batch, source: .local) : try await db.save(batch)
-                    for result in results {
-                        if !result.isSuccess { failures += 1 }
-                        output += WriteResult(result).json.description + "\n"
-                    }
-                }
-                FileHandle.standardOutput.write(Data(output.utf8))
-                bar.update(lineNumber, note: failures > 0 ? "\(failures) failed" : nil)
+        try await withDatabase(options) { db in
+            failures = try await importInBatches(from: handle, of: batchSize, parse: { try Document(json: JSON(parsing: $0)) }) { batch in
+                let results = keepRevisions ? try await db.insertRevisions(batch, source: .local) : try await db.save(batch)
+                return results.map(WriteResult.init)
             }
-        } }
+        }
         if failures > 0 { throw ExitCode(1) }
-    }
-
-    /// The file to import, or standard input.
-    private func input() -> FileHandle {
-        guard let file else { return FileHandle.standardInput }
-        guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
-        return opened
     }
 
     /// NDJSON records into a server's database, a `_bulk_docs` request per batch.
     private func importRemote(_ server: RemoteDatabase) async throws {
         let handle = input()
-        let batchSize = self.batchSize ?? 500
+        var failures = 0
+        try await withRemote(server) { server in
+            failures = try await importInBatches(from: handle, of: batchSize ?? 500, parse: { line in
+                if line.first == UInt8(ascii: "[") {
+                    fail("bad_request: an import into a server reads NDJSON, one document per line (docstore export --format ndjson)")
+                }
+                guard case .object(let record) = try JSON(parsing: line) else {
+                    throw DocStoreError(.badRequest, "A record must be a JSON object")
+                }
+                return record
+            }) { batch in try await save(batch, to: server) }
+        }
+        if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// Reads `handle`'s NDJSON lines in batches of `batchSize` records, each read by `parse`, and
+    /// hands each batch to `save`. Prints, and flushes once its batch is saved, a line per record: the
+    /// line and error of one `parse` refused, then `save`'s result of each one it was given. Returns
+    /// how many records failed.
+    private func importInBatches<Record>(from handle: FileHandle, of batchSize: Int, parse: ([UInt8]) throws -> Record,
+                                         save: ([Record]) async throws -> [WriteResult]) async throws -> Int {
         var failures = 0
         let bar = TerminalProgress("import", unit: ("record", "records"), enabled: !quiet)
-        try await withRemote(server) { server in try await bar.around {
+        try await bar.around {
             var lines = LineReader(handle: handle)
             var lineNumber = 0
             while true {
-                var batch: [JSONObject] = []
+                var batch: [Record] = []
                 var output = ""
                 while batch.count < batchSize, let line = lines.next() {
                     lineNumber += 1
                     if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                    if line.first == UInt8(ascii: "[") {
-                        fail("bad_request: an import into a server reads NDJSON, one document per line (docstore export --format ndjson)")
-                    }
                     do {
-                        guard case .object(let record) = try JSON(parsing: line) else {
-                            throw DocStoreError(.badRequest, "A record must be a JSON object")
-                        }
-                        batch.append(record)
+                        batch.append(try parse(line))
                     } catch let error as DocStoreError {
                         output += JSON(["line": .integer(lineNumber), "error": .string(error.couchDBError), "reason": .string(error.reason)]).description + "\n"
                         failures += 1
@@ -124,7 +105,7 @@ struct Import: AsyncParsableCommand {
                 }
                 if batch.isEmpty && output.isEmpty { break }
                 if !batch.isEmpty {
-                    for result in try await save(batch, to: server) {
+                    for result in try await save(batch) {
                         if !result.isSuccess { failures += 1 }
                         output += result.json.description + "\n"
                     }
@@ -132,8 +113,15 @@ struct Import: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(output.utf8))
                 bar.update(lineNumber, note: failures > 0 ? "\(failures) failed" : nil)
             }
-        } }
-        if failures > 0 { throw ExitCode(1) }
+        }
+        return failures
+    }
+
+    /// The file to import, or standard input.
+    private func input() -> FileHandle {
+        guard let file else { return FileHandle.standardInput }
+        guard let opened = FileHandle(forReadingAtPath: file) else { fail("not_found: cannot read \(file)") }
+        return opened
     }
 
     /// One batch into a server: with --keep-revisions as they are (`new_edits=false`, whose answer
