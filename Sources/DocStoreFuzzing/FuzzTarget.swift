@@ -214,7 +214,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let json = try? JSON(parsing: bytes), case .object = json else { return nil }
         let document: Document
         do {
-            document = try Document(json: json)
+            document = try Document(couchJSON: json)
         } catch is DocStoreError {
             return nil
         } catch {

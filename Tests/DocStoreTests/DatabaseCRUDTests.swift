@@ -186,12 +186,19 @@ final class DatabaseCRUDTests: XCTestCase {
 
     func testCustomIDFactoryAndDateFormat() async throws {
         let counter = Counter()
-        let db = try await makeDatabase(self) { config in
-            config.idFactory = { "doc-\(counter.next())" }
-        }
-        let a = try await db.save(Document(body: ["x": 1]))
+        let standard = Document.idFactory
+        Document.idFactory = { "doc-\(counter.next())" }
+        defer { Document.idFactory = standard }
+        let db = try await makeDatabase(self)
+        let created = Document(body: ["x": 1])
+        XCTAssertEqual(created.id, "doc-1", "the id is made when the document is")
+        let a = try await db.save(created)
         let b = try await db.save(["y": 2])
         XCTAssertEqual([a.id, b.id], ["doc-1", "doc-2"])
+        Document.idFactory = standard
+        let standardID = Document().id
+        XCTAssertEqual(standardID.count, 32)
+        XCTAssertTrue(standardID.allSatisfy(\.isHexDigit))
 
         var dated = Document(id: "dated")
         let when = Date(timeIntervalSince1970: 1_700_000_000.25)
@@ -215,7 +222,7 @@ final class DatabaseCRUDTests: XCTestCase {
         let invoice = Invoice(_id: "inv-7", number: 7, customer: "ACME", issued: issued, lines: [1.5, 2])
         let saved = try await db.save(try Document(from: invoice))
         XCTAssertEqual(saved.id, "inv-7")
-        XCTAssertNil(saved["_id"])
+        XCTAssertNil(saved.body["_id"])
         let fetched = try await db.document(withID: "inv-7")!
         let decoded = try fetched.decode(as: Invoice.self)
         XCTAssertEqual(decoded, invoice)
@@ -235,7 +242,7 @@ final class DatabaseCRUDTests: XCTestCase {
         note.text = "two"
         let document = try Document(from: note)
         XCTAssertEqual(document.revision, first.revision, "_rev becomes the revision")
-        XCTAssertNil(document["_rev"], "and leaves the body")
+        XCTAssertNil(document.body["_rev"], "and leaves the body")
         let second = try await db.save(document)
         XCTAssertEqual(second.revision?.generation, 2)
         XCTAssertEqual(try second.decode(as: Note.self), Note(_id: "n", _rev: second.revision?.description, text: "two"))

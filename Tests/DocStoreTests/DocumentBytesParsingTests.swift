@@ -11,8 +11,8 @@ final class DocumentBytesParsingTests: XCTestCase {
     @discardableResult
     private func assertSameDocument(_ text: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws -> Document? {
         let shown = String(decoding: text, as: UTF8.self)
-        let tree: Result<Document, Error> = Result { try Document(json: JSON(parsing: Data(text))) }
-        let bytes: Result<Document, Error> = Result { try Document(json: JSON(parsing: text, documentDepth: 1)) }
+        let tree: Result<Document, Error> = Result { try Document(couchJSON: JSON(parsing: Data(text))) }
+        let bytes: Result<Document, Error> = Result { try Document(couchJSON: JSON(parsing: text, documentDepth: 1)) }
         // And inside a `_bulk_get` answer, read straight into a document (`BulkGetAnswer`): invalid
         // JSON fails the answer, a valid object that is no document is that entry's error.
         let answer = Array(#"{"results":[{"id":"x","docs":[{"ok":"#.utf8) + text + Array("}]}]}".utf8)

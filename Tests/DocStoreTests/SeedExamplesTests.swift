@@ -3,9 +3,13 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// The examples of the PredixSDK database documentation (the API the seeds describe), each translated
-/// only from completion handlers to `await` and from its type names to DocStore's as Docs/Porting.md
-/// maps them; what an example prints is collected and compared with what the documentation says.
+/// The examples of the PredixSDK documentation — its "PredixSDK Database Guide" and the guide's
+/// "NoSQL Database Advance Topics" page, which repeats the guide's last part — each translated only from
+/// completion handlers to `await` and from its type names to DocStore's as Docs/Porting.md maps them;
+/// what an example prints is collected and compared with what the documentation says it prints. The
+/// comment above each test quotes the guide and the first words of its example. Its replication
+/// examples are in `SeedReplicationExamplesTests`, the views of its "PredixMobilityConfiguration" page
+/// in `SeedViewExamplesTests`.
 final class SeedExamplesTests: XCTestCase {
     /// What the examples "print".
     private final class Output: @unchecked Sendable {
@@ -193,7 +197,8 @@ final class SeedExamplesTests: XCTestCase {
         XCTAssertEqual(underscore.body, ["n": 1])
         let notAString: Document = ["id": 7]
         XCTAssertEqual(notAString["id"], 7, "only a string id is an id")
-        XCTAssertFalse(notAString.hasID)
+        XCTAssertNotEqual(notAString.id, "7", "the document has an id of its own")
+        XCTAssertEqual(notAString.id.count, 32)
 
         // A body that legitimately has an `id` member keeps it: JSON, Codable and `body` are data.
         let db = try await open(try configuration())
@@ -326,5 +331,527 @@ final class SeedExamplesTests: XCTestCase {
         XCTAssertEqual(rows.map(\.key), ["apple", "apply"])
         XCTAssertEqual(rows.map(\.value), ["a fruit", "to put to use"])
         XCTAssertEqual("Found \(rows.count) words", "Found 2 words")
+    }
+}
+
+// MARK: - The guide's examples, in its order
+
+extension SeedExamplesTests {
+    /// PredixSDK Database Guide — "let configuration = Database.OpenDatabaseConfiguration.default
+    /// do { let database = try Database.open(with: configuration, create: true)".
+    func testGuideOpenTheDefaultDatabase() async throws {
+        let data = try makeTemporaryDirectory(self)
+        setenv("XDG_DATA_HOME", data.path, 1)
+        defer { unsetenv("XDG_DATA_HOME") }
+        let output = Output()
+
+        let configuration = DatabaseConfiguration.default
+        do {
+            let database = try await Database.open(with: configuration, create: true)
+            if let database = database {
+                output.print("open: \(database.configuration.name)")
+                await database.close()
+            }
+        } catch let error {
+            output.print("error: \(error)")
+        }
+        XCTAssertEqual(output.lines, ["open: default"])
+        try await Database.delete(configuration)
+    }
+
+    /// PredixSDK Database Guide — "let myValue = myDocument[myKey]" and the Document initializers:
+    /// "let document: Document = ["aString": "string data", …]", "let document = Document()",
+    /// "Document(id: "my_document")", "Document(dictionary)" (`[String: Any]` and
+    /// `[AnyHashable: Any]`), "Document(json: jsonData)", "Document(json: "{/"aString/": …")".
+    func testGuideDocumentInitializers() throws {
+        let myDocument: Document = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        let myKey = "anInt"
+        let myValue = myDocument[myKey]
+        XCTAssertEqual(myValue, 123)
+
+        let literal: Document = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        XCTAssertEqual(Array(literal.body.keys), ["aString", "anInt", "aDouble"])
+
+        let empty = Document()
+        XCTAssertTrue(empty.body.isEmpty)
+
+        let named = Document(id: "my_document")
+        XCTAssertEqual(named.id, "my_document")
+        XCTAssertTrue(named.body.isEmpty)
+
+        let dictionary: [String: Any] = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        let fromDictionary = try Document(dictionary)
+        XCTAssertEqual(fromDictionary.body, ["aDouble": 3.14, "aString": "string data", "anInt": 123], "members in key order")
+
+        let anyHashable: [AnyHashable: Any] = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        let fromAnyHashable = try Document(anyHashable)
+        XCTAssertEqual(fromAnyHashable.body, fromDictionary.body)
+        // "as long as all the dictionary keys are strings"
+        let notAllStrings: [AnyHashable: Any] = ["aString": "string data", 7: "seven"]
+        XCTAssertThrowsError(try Document(notAllStrings)) { error in
+            XCTAssertEqual((error as? DocStoreError)?.code, .invalidDocument)
+        }
+
+        let jsonData = Data(#"{"aString": "string data", "anInt": 123, "aDouble": 3.14}"#.utf8)
+        let fromData = try Document(json: jsonData)
+        XCTAssertEqual(fromData.body, literal.body)
+        // The guide's string escapes its quotes with `/"`, a typo for `\"`.
+        let fromString = try Document(json: "{\"aString\": \"string data\", \"anInt\": 123, \"aDouble\": 3.14}")
+        XCTAssertEqual(fromString.body, literal.body)
+        XCTAssertThrowsError(try Document(json: "{/\"aString/\": /\"string data/\"}"), "the typo itself is not JSON")
+
+        // "When document is created without providing an Id, one will be automatically generated for
+        // the document." — by every initializer, at once, and a different one each time.
+        let generated = [literal.id, empty.id, fromDictionary.id, fromAnyHashable.id, fromData.id, fromString.id]
+        XCTAssertEqual(Set(generated).count, generated.count)
+        XCTAssertTrue(generated.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+    }
+
+    /// PredixSDK Database Guide — "let document1: Document = ["aString": …] let stringValue =
+    /// document1["aString"]", "document1["aString"] = "new value"" and "for (key, value) in document1".
+    func testGuideDocumentDataAndIteration() {
+        let output = Output()
+        let document1: Document = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        let stringValue = document1["aString"]
+        XCTAssertEqual(stringValue, "string data")              // "The value of "stringValue" will be "string data""
+
+        var changed: Document = ["aString": "string data", "anInt": 123, "aDouble": 3.14]   // `var`: a value
+        changed["aString"] = "new value"
+        XCTAssertEqual(changed["aString"], "new value")
+        changed["anotherKey"] = "A new key/value pair"          // "this will add a new key/value pair"
+        XCTAssertEqual(changed.body.keys.last, "anotherKey")
+
+        // A `JSON` value prints as JSON text, so a string prints quoted; `.stringValue` gives the
+        // bare string where the guide prints one.
+        for (key, value) in document1 {
+            output.print("key: \(key) : value: \(value.stringValue ?? value.description)")
+        }
+        XCTAssertEqual(output.lines, [
+            "key: aString : value: string data",
+            "key: anInt : value: 123",
+            "key: aDouble : value: 3.14",
+        ])
+    }
+
+    /// PredixSDK Database Guide — "let document1: Document = ["id": "my_document_id"]
+    /// print(document1.metaData.id)", and the metadata it lists (`type` and `channels` read/write).
+    func testGuideMetadata() async throws {
+        let output = Output()
+        let document1: Document = ["id": "my_document_id"]
+        output.print(document1.metaData.id)
+        XCTAssertEqual(output.lines, ["my_document_id"])
+
+        var document = document1
+        document.type = "invoice"
+        document.channels = ["sales"]
+        let db = try await open(try configuration())
+        let saved = try await db.save(document)
+        XCTAssertEqual(saved.metaData.type, "invoice")
+        XCTAssertEqual(saved.metaData.channels, ["sales"])
+        let created = try XCTUnwrap(saved.metaData.createDate)
+        XCTAssertEqual(saved.metaData.lastChange, created, "created and last changed by the same save")
+    }
+
+    /// PredixSDK Database Guide — "Documents can have associated blobs of data called attachments …
+    /// They can be created from either a Data object, or a URL."
+    func testGuideAttachmentsFromDataAndURL() async throws {
+        let db = try await open(try configuration())
+        let folder = try makeTemporaryDirectory(self)
+        let file = folder.appendingPathComponent("clip.wav")
+        try Data("RIFF-sound".utf8).write(to: file)
+        var document = Document(id: "with-attachments")
+        document.attachments["photo"] = Attachment(data: Data("JPEG-bytes".utf8), contentType: "image/jpeg")
+        document.attachments["clip"] = try Attachment(contentsOf: file, contentType: "audio/wav")
+        let saved = try await db.save(document)
+        let fetched = try await db.fetchDocument(saved.id)
+        XCTAssertEqual(fetched.map { Array($0.attachments.keys) }, ["photo", "clip"])
+        await XCTAssertEqualAsync(try await db.attachmentData(fetched!.attachments["clip"]!), Data("RIFF-sound".utf8))
+    }
+
+    /// PredixSDK Database Guide — "let database = Database.openedWith(Database.Configuration())
+    /// let document1: Document = [...] database.save(document1) { result in switch result {".
+    func testGuideSave() async throws {
+        let config = try configuration()
+        _ = try await open(config)
+        let output = Output()
+
+        let database = Database.openedWith(config)!
+        let document1: Document = ["aString": "string data", "anInt": 123, "aDouble": 3.14]
+        do {
+            let savedDocument = try await database.save(document1)
+            output.print("Saved document with id: \(savedDocument.metaData.id)")
+        } catch {
+            output.print("Error saving document: \(error)")
+        }
+        XCTAssertEqual(output.lines, ["Saved document with id: \(document1.id)"], "the id it was created with")
+    }
+
+    /// PredixSDK Database Guide — "let myDocumentId = "my_document" database.fetchDocument(myDocumentId)".
+    func testGuideFetchDocument() async throws {
+        let config = try configuration()
+        _ = try await open(config)
+        let output = Output()
+        let database = Database.openedWith(config)!
+        for myDocumentId in ["my_document", "my_document"] {
+            if let document = try await database.fetchDocument(myDocumentId) {
+                output.print("Fetched document with id: \(document.metaData.id)")
+            } else {
+                output.print("No document with id: \(myDocumentId) exists")
+            }
+            _ = try await database.save(Document(id: "my_document"))
+        }
+        XCTAssertEqual(output.lines, ["No document with id: my_document exists", "Fetched document with id: my_document"])
+    }
+
+    /// PredixSDK Database Guide — "// a document with the id of "my_document" exists, but not
+    /// "not_a_document_id". let ids = ["my_document_id", "not_a_document_id"]".
+    func testGuideFetchDocuments() async throws {
+        let config = try configuration()
+        let database = try await open(config)
+        _ = try await database.save(Document(id: "my_document_id"))
+        let output = Output()
+
+        let ids = ["my_document_id", "not_a_document_id"]
+        let fetchedDocuments = try await database.fetchDocuments(ids)
+        for (_, document) in fetchedDocuments {
+            output.print("fetched document: \(document.metaData.id)")
+        }
+        XCTAssertEqual(output.lines, ["fetched document: my_document_id"])   // "Will print:"
+    }
+
+    /// PredixSDK Database Guide — "database.delete("my_document_id") { result in switch result {".
+    func testGuideDelete() async throws {
+        let database = try await open(try configuration())
+        _ = try await database.save(Document(id: "my_document_id"))
+        let output = Output()
+        do {
+            let deletedDocumentId = try await database.delete(documentWithID: "my_document_id")
+            output.print("Deleted document with id: \(deletedDocumentId)")
+        } catch {
+            output.print("Error deleting document: \(error)")
+        }
+        XCTAssertEqual(output.lines, ["Deleted document with id: my_document_id"])
+    }
+
+    /// The invoices the guide's index examples assume.
+    private func invoices(_ database: Database) async throws {
+        _ = try await database.save([
+            ["id": "inv-1", "InvoiceNumber": "A-100", "TotalCost": 250],
+            ["id": "inv-2", "InvoiceNumber": "A-101", "TotalCost": 1000],
+            ["id": "inv-3", "InvoiceNumber": "A-102", "TotalCost": 4200.5],
+            ["id": "inv-4", "InvoiceNumber": "A-103", "TotalCost": 999.99],
+            ["id": "inv-5", "InvoiceNumber": "A-104"],                        // no cost: no row
+            ["id": "inv-6", "InvoiceNumber": "A-105", "TotalCost": 1500],
+        ])
+    }
+
+    /// The guide's map: "let map = { document, addIndexRow in if let totalCost = document["TotalCost"] {
+    /// addIndexRow(totalCost, document["InvoiceNumber"]".
+    static let invoiceCostIndex = IndexDefinition(name: "InvoiceCostIndex", version: "1") { document, addIndexRow in
+        if let totalCost = document["TotalCost"] {
+            addIndexRow(totalCost, document["InvoiceNumber"])
+        }
+    }
+
+    /// PredixSDK Database Guide — "let map = { document, addIndexRow in if let totalCost =
+    /// document["TotalCost"]", then "let query= QueryByKeyRange() query.startKey = 1000" with and without
+    /// "while let queryRow = queryEnumerator.next()": an open-ended ascending range.
+    func testGuideMapAndOpenEndedRange() async throws {
+        var config = try configuration()
+        config.indexes = [Self.invoiceCostIndex]
+        let database = try await open(config)
+        try await invoices(database)
+        let output = Output()
+
+        var query = IndexQuery()
+        query.startKey = 1000
+        let queryEnumerator = try await database.query("InvoiceCostIndex", query)
+        output.print("Returned \(queryEnumerator.count) invoices with a total cost greater than 1000")
+        for queryRow in queryEnumerator {
+            output.print(" Invoice: \(queryRow.value.stringValue ?? "") - total cost: \(queryRow.key)")
+        }
+        XCTAssertEqual(output.lines, [
+            "Returned 3 invoices with a total cost greater than 1000",   // "1000 or greater", as it explains
+            " Invoice: A-101 - total cost: 1000",
+            " Invoice: A-105 - total cost: 1500",
+            " Invoice: A-102 - total cost: 4200.5",
+        ])
+        // "a nil end key indicates the results should end at the last row"; a nil start key starts at
+        // the first.
+        var below = IndexQuery()
+        below.endKey = 1000
+        below.inclusiveEnd = false
+        await XCTAssertEqualAsync(try await database.query("InvoiceCostIndex", below).map(\.key), [250, 999.99])
+    }
+
+    /// PredixSDK Database Guide — "let query= QueryByKeyList() query.keys = ["red", "green", "blue",
+    /// "purple"] database.runQuery(on: "ColorIndex", with: query)".
+    func testGuideQueryByKeyList() async throws {
+        var config = try configuration()
+        config.indexes = [IndexDefinition(name: "ColorIndex", version: "1") { document, addIndexRow in
+            if let color = document["color"] { addIndexRow(color, nil) }
+        }]
+        let database = try await open(config)
+        _ = try await database.save(["red", "green", "orange", "blue", "red", "black"].map { ["color": .string($0)] })
+        let output = Output()
+
+        var query = IndexQuery()
+        query.keys = ["red", "green", "blue", "purple"]
+        let queryEnumerator = try await database.query("ColorIndex", query)
+        output.print("Returned \(queryEnumerator.count) rows")
+        XCTAssertEqual(output.lines, ["Returned 4 rows"])
+        XCTAssertEqual(queryEnumerator.map(\.key), ["red", "red", "green", "blue"], "in the order of the keys")
+    }
+
+    /// PredixSDK Database Guide and Advanced Topics — "Given an index that emits the type string of each
+    /// document, and no value. let reduce = { ( keys, values, rereduce) in var result: [String: Int]",
+    /// as written: without a rereduce it counts each type; with one it counts, per type, the partial
+    /// results that name it ("Return the unique key values").
+    func testGuideReduceAsWritten() async throws {
+        let reduce: @Sendable ([JSON], [JSON], Bool) throws -> JSON = { keys, values, rereduce in
+            var result: [String: Int] = [:]
+            if !rereduce {
+                let sKeys = keys.compactMap(\.stringValue)
+                if sKeys.count == keys.count {
+                    for key in sKeys {
+                        var count = result[key] ?? 0
+                        count += 1
+                        result[key] = count
+                    }
+                }
+            } else {
+                let counts = values.compactMap(\.objectValue)
+                if counts.count == values.count {
+                    for count in counts {
+                        for key in count.keys {
+                            var count = result[key] ?? 0
+                            count += 1
+                            result[key] = count
+                        }
+                    }
+                }
+            }
+            return .object(JSONObject(result.sorted { $0.key < $1.key }.map { ($0.key, JSON.integer($0.value)) }))
+        }
+        let types = ["a", "b", "c", "d", "a", "b", "a", "x", "a", "c"]
+        var oneChunk = IndexDefinition(name: "types", version: "1", reduce: .custom(reduce)) { document, emit in
+            if let type = document["type"] { emit(type, nil) }
+        }
+        var chunked = oneChunk
+        chunked = IndexDefinition(name: "types-chunked", version: "1", reduce: .custom(reduce)) { document, emit in
+            if let type = document["type"] { emit(type, nil) }
+        }
+        chunked.reduceChunkSize = 4                                    // 10 rows: three chunks, then a rereduce
+        oneChunk.reduceChunkSize = 100
+        var config = try configuration()
+        config.indexes = [oneChunk, chunked]
+        let database = try await open(config)
+        _ = try await database.save(types.enumerated().map { n, type in ["id": .string("doc\(n)"), "type": .string(type)] })
+
+        let counted = try await database.query("types")
+        XCTAssertEqual(counted.first?.value, ["a": 4, "b": 2, "c": 2, "d": 1, "x": 1])
+        let rereduced = try await database.query("types-chunked")
+        XCTAssertEqual(rereduced.first?.value.objectValue.map { Set($0.keys) }, ["a", "b", "c", "d", "x"],
+                       "the unique key values")
+        XCTAssertEqual(rereduced.first?.value, ["a": 1, "b": 1, "c": 1, "d": 1, "x": 1],
+                       "rows come in key order (a a a a | b b c c | d x), and the guide's rereduce counts the chunks holding each type")
+    }
+
+    /// PredixSDK Database Guide and Advanced Topics — "The database function observeQuery(on: with:
+    /// changehandler:) is used to observe the query … use the database method removeObserver()".
+    func testGuideObserveQuery() async throws {
+        var config = try configuration()
+        config.indexes = [Self.invoiceCostIndex]
+        let database = try await open(config)
+        let counts = Locked<[Int]>([])
+        let (seen, seenContinuation) = AsyncStream<Int>.makeStream()
+        var query = IndexQuery()
+        query.startKey = 1000
+        let observer = database.addQueryObserver(index: "InvoiceCostIndex", query: query) { result in
+            let count = (try? result.get())?.count ?? -1
+            counts.withLock { $0.append(count) }
+            seenContinuation.yield(count)
+        }
+        var iterator = seen.makeAsyncIterator()
+        await XCTAssertEqualAsync(await iterator.next(), 0, "the result set now")
+        try await invoices(database)
+        await XCTAssertEqualAsync(await iterator.next(), 3, "and again when a change alters it")
+        await observer.remove()
+        _ = try await database.save(["id": "inv-7", "InvoiceNumber": "A-106", "TotalCost": 7000])
+        _ = try await database.query("InvoiceCostIndex", query)       // the index has seen the change
+        XCTAssertEqual(counts.withLock { $0 }, [0, 3], "no call after removeObserver")
+    }
+
+    private final class ChangeRecorder: DatabaseChangeDelegate, @unchecked Sendable {
+        // Appended to on the database's delivery task and read by the test after awaiting the stream
+        // that the same call feeds: the lock orders the two.
+        let changes = Locked<[DocumentChange]>([])
+        let continuation: AsyncStream<Void>.Continuation
+        init(_ continuation: AsyncStream<Void>.Continuation) { self.continuation = continuation }
+        func database(_ database: Database, didChange changes: [DocumentChange]) {
+            self.changes.withLock { $0 += changes }
+            continuation.yield()
+        }
+    }
+
+    /// PredixSDK Database Guide and Advanced Topics — "A developer can establish a trigger to be informed
+    /// of any database changes, by associating a databaseChangeDelegate with the database … the document
+    /// id of the changed document, if the source of the change was replication or not, and if the
+    /// document change was a deletion or not."
+    func testGuideDatabaseChangeDelegate() async throws {
+        let database = try await open(try configuration())
+        let (calls, continuation) = AsyncStream<Void>.makeStream()
+        let recorder = ChangeRecorder(continuation)
+        database.changeDelegate = recorder
+        var iterator = calls.makeAsyncIterator()
+        _ = try await database.save(Document(id: "watched"))
+        _ = await iterator.next()
+        _ = try await database.delete(documentWithID: "watched")
+        _ = await iterator.next()
+        let changes = recorder.changes.withLock { $0 }
+        XCTAssertEqual(changes.map(\.id), ["watched", "watched"])
+        XCTAssertEqual(changes.map(\.isDeleted), [false, true])
+        XCTAssertEqual(changes.map(\.source), [.local, .local])
+    }
+
+    /// Advanced Topics — "Documents created without an id, are automatically given an id. This id is
+    /// generated in a static closure on the Document class: idFactory."
+    func testAdvancedIDFactory() async throws {
+        let standard = Document.idFactory
+        defer { Document.idFactory = standard }
+        let database = try await open(try configuration())
+
+        let automatic = Document()
+        XCTAssertEqual(automatic.id.count, 32, "by default 128 random bits, as CouchDB writes the ids it makes")
+        Document.idFactory = { "sensor-" + UUID().uuidString }          // "a custom-scheme"
+        let custom: Document = ["reading": 21.5]
+        XCTAssertTrue(custom.id.hasPrefix("sensor-"), "given when created, not when saved")
+        let saved = try await database.save(custom)
+        XCTAssertEqual(saved.id, custom.id)
+    }
+
+    /// Advanced Topics — "the Document object will recogize data that is a date, and automatically
+    /// convert it to a Date type. By default the Document class will use the ISO8601 date format
+    /// standard, however a custom DataFormatter can be replace this".
+    func testAdvancedDates() async throws {
+        let when = Date(timeIntervalSince1970: 1_511_000_000.5)
+        var document = Document(id: "inspection")
+        document.setDate(when, forKey: "inspectedAt")
+        XCTAssertEqual(document["inspectedAt"], "2017-11-18T10:13:20.500Z", "stored as an ISO 8601 string")
+        XCTAssertEqual(document.date(forKey: "inspectedAt"), when, "and read back as a Date")
+        XCTAssertNil(document.date(forKey: "missing"))
+
+        // A custom format for a database: its models and `makeDocument`/`decode` use it.
+        struct Inspection: Model {
+            var id: String
+            var revision: RevisionID?
+            var inspectedAt: Date
+        }
+        var config = try configuration()
+        config.dateFormat = .secondsSince1970
+        let database = try await open(config)
+        let saved = try await database.add(Inspection(id: "i-1", inspectedAt: when))
+        let stored = try await database.fetchDocument("i-1")
+        XCTAssertEqual(stored?["inspectedAt"], "1511000000.5")
+        XCTAssertEqual(stored?.date(forKey: "inspectedAt", format: .secondsSince1970), when)
+        await XCTAssertEqualAsync(try await database.fetch(Inspection.self, id: "i-1")?.inspectedAt, saved.inspectedAt)
+    }
+
+    /// Advanced Topics — "These defaults can be changed by using a subclass of OpenDatabaseConfiguration
+    /// and overriding the defaultDatabaseName() and defaultLocation() methods", and "Two
+    /// Database.Configuration objects are equal if their database name, and file location are equal. All
+    /// databases opened with equal configurations return the same database object."
+    func testAdvancedConfigurationDefaultsAndEquality() async throws {
+        let folder = try makeTemporaryDirectory(self)
+        SeedDefaults.folder.withLock { $0 = folder }
+        let plant = try await Database.open(with: .plantFloor, create: true)
+        let clinic = try await Database.open(with: .clinic, create: true)
+        addTeardownBlock { await plant?.close(); await clinic?.close() }
+        XCTAssertEqual(plant?.configuration.name, "plant")
+        XCTAssertEqual(clinic?.configuration.name, "clinic")
+        XCTAssertEqual(try Database.allDatabaseNames(in: folder), ["clinic", "plant"])
+
+        var tuned = DatabaseConfiguration.plantFloor
+        tuned.revisionsLimit = 1000                                     // settings do not make it another database
+        XCTAssertEqual(tuned, .plantFloor)
+        XCTAssertNotEqual(DatabaseConfiguration.plantFloor, .clinic)
+        let sameFolderSpelledOtherwise = DatabaseConfiguration(name: "plant", directory: folder.appendingPathComponent("x/.."))
+        XCTAssertEqual(sameFolderSpelledOtherwise, .plantFloor)
+        XCTAssertEqual(Set([tuned, .plantFloor, .clinic]).count, 2)
+        let again = try await Database.open(with: sameFolderSpelledOtherwise)
+        XCTAssertTrue(again === plant, "equal configurations open the same database object")
+    }
+}
+
+/// The folder of the configurations below (set by the test that uses them).
+private enum SeedDefaults {
+    static let folder = Locked(FileManager.default.temporaryDirectory)
+}
+
+extension DatabaseConfiguration {
+    /// A default of the app's own, as the guide's subclass overriding `defaultDatabaseName()` gives one.
+    fileprivate static var plantFloor: DatabaseConfiguration {
+        DatabaseConfiguration(name: "plant", directory: SeedDefaults.folder.withLock { $0 })
+    }
+    /// A second default, as a second subclass would give.
+    fileprivate static var clinic: DatabaseConfiguration {
+        DatabaseConfiguration(name: "clinic", directory: SeedDefaults.folder.withLock { $0 })
+    }
+}
+
+// MARK: - What a map function sees
+
+extension SeedExamplesTests {
+    /// A map function reads a document as a CouchDB map reads `doc`: `document["_id"]`, `["_rev"]`,
+    /// `["_attachments"]` (stubs), `["_conflicts"]` when the index asks for them; a deletion never
+    /// reaches a map, so `["_deleted"]` is absent there (a fetched tombstone reads `true`).
+    func testAMapSeesTheDocumentAsCouchDBShowsIt() async throws {
+        let seen = Locked<[String: JSON]>([:])
+        var index = IndexDefinition(name: "meta", version: "1") { document, emit in
+            let members: JSONObject = ["_id": document["_id"] ?? .null, "_rev": document["_rev"] ?? .null,
+                                       "_deleted": document["_deleted"] ?? .null, "_conflicts": document["_conflicts"] ?? .null,
+                                       "_attachments": document["_attachments"] ?? .null]
+            seen.withLock { $0[document.id] = .object(members) }
+            emit(document["_id"]!, nil)
+        }
+        index.includesConflicts = true
+        var config = try configuration()
+        config.indexes = [index]
+        let database = try await open(config)
+        var withAttachment = Document(id: "att")
+        withAttachment.attachments["a.txt"] = Attachment(data: Data("hello".utf8), contentType: "text/plain")
+        let saved = try await database.save(withAttachment)
+        let base = try await database.save(["id": "conflicted", "v": 1])
+        var branch = Document(id: "conflicted", revision: RevisionID("2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), body: ["v": 3])
+        branch.revisionHistory = [base.revision!]
+        var other = Document(id: "conflicted", revision: RevisionID("2-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), body: ["v": 2])
+        other.revisionHistory = [base.revision!]
+        _ = try await database.insertRevisions([branch, other])
+        _ = try await database.save(["id": "gone"])
+        _ = try await database.delete(documentWithID: "gone")
+
+        let rows = try await database.query("meta")
+        XCTAssertEqual(rows.map(\.key), ["att", "conflicted"], "the deletion is not mapped")
+        let members = seen.withLock { $0 }
+        XCTAssertEqual(members["att"]?["_id"], "att")
+        XCTAssertEqual(members["att"]?["_rev"], .string(saved.revision!.description))
+        XCTAssertEqual(members["att"]?["_deleted"], .null)
+        XCTAssertEqual(members["att"]?["_attachments"]?["a.txt"]?["stub"], true)
+        XCTAssertEqual(members["att"]?["_attachments"]?["a.txt"]?["length"], 5)
+        XCTAssertEqual(members["conflicted"]?["_rev"], "2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "the winner")
+        XCTAssertEqual(members["conflicted"]?["_conflicts"], ["2-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+
+        // Outside a map, the same members read the same way; assigning `_id` sets the id.
+        let tombstone = try await database.document(withID: "gone", revision: nil)
+        XCTAssertNil(tombstone)
+        let changes = try await database.changes().changes.first { $0.id == "gone" }
+        let deleted = try await database.document(withID: "gone", revision: changes?.revision)
+        XCTAssertEqual(deleted?["_deleted"], true)
+        var renamed = Document(id: "old")
+        renamed["_id"] = "new"
+        XCTAssertEqual(renamed.id, "new")
+        XCTAssertNil(renamed.body["_id"])
+        renamed["_other"] = 1
+        XCTAssertEqual(renamed.body["_other"], 1, "any other _ member is a (reserved) body member")
     }
 }

@@ -16,7 +16,7 @@ extension DocServer {
             do {
                 let json = try request.jsonBody(documentDepth: 1)
                 guard case .object = json else { throw CouchError.badRequest("Document must be a JSON object") }
-                return try Document(json: json)
+                return try Document(couchJSON: json)
             } catch let error as DocStoreError {
                 throw CouchError(error)
             }

@@ -230,7 +230,7 @@ extension DocServer {
         guard case .object = pair[0] else { return try externalResponse(pair[1], status: 200) }
         var document: Document
         do {
-            document = try Document(json: pair[0])
+            document = try Document(couchJSON: pair[0])
         } catch let error as DocStoreError {
             throw CouchError(error)
         }

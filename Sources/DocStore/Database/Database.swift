@@ -110,8 +110,7 @@ public final class Database: Sendable {
     ///
     /// While it is open, opening the same file again with the same settings returns the same object;
     /// with different settings (durability, revision limit, ancestor bodies, date format, reader
-    /// count or indexes) it fails rather than hand back an object configured otherwise. The
-    /// `idFactory` closure cannot be compared and is not checked.
+    /// count or indexes) it fails rather than hand back an object configured otherwise.
     ///
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/badRequest`` for an invalid name,
     ///   ``DocStoreError/Code/configurationMismatch`` if the file is open with other settings,

@@ -2,7 +2,20 @@ import Foundation
 import Logging
 
 /// Everything needed to open a database. Two opens with the same ``name`` and ``directory`` return
-/// the same ``Database`` object while it is open.
+/// the same ``Database`` object while it is open, and two configurations are equal (`==`) when they
+/// name the same database: the same ``name`` in the same ``directory``, whatever their other settings.
+///
+/// Several defaults, as subclasses of a configuration would give them elsewhere, are static members
+/// in an extension, used as ``default`` is:
+///
+/// ```swift
+/// extension DatabaseConfiguration {
+///     static var inspections: DatabaseConfiguration {
+///         DatabaseConfiguration(name: "inspections", directory: DatabaseConfiguration.defaultDirectory)
+///     }
+/// }
+/// let db = try await Database.open(with: .inspections, create: true)
+/// ```
 ///
 /// ```swift
 /// var config = DatabaseConfiguration(name: "inventory", directory: appSupportURL)
@@ -17,8 +30,6 @@ public struct DatabaseConfiguration: Sendable {
     public var directory: URL
     /// The map/reduce indexes of this database. Each is persisted; a changed version rebuilds it.
     public var indexes: [IndexDefinition]
-    /// Makes ids for documents saved without one. Default: a lowercase UUID without dashes, as CouchDB.
-    public var idFactory: @Sendable () -> String
     /// How ``Database/makeDocument(from:id:)`` writes `Date` values and ``Database/decode(_:as:)`` reads them.
     public var dateFormat: DateFormat
     /// How many generations of history each branch keeps (CouchDB `_revs_limit`, default 1000), unless
@@ -96,7 +107,6 @@ public struct DatabaseConfiguration: Sendable {
         self.name = name
         self.directory = directory
         self.indexes = []
-        self.idFactory = { RandomHex.make() }
         self.dateFormat = .iso8601
         self.revisionsLimit = 1000
         self.durability = .normal
@@ -108,8 +118,7 @@ public struct DatabaseConfiguration: Sendable {
     }
 
     /// The first setting in which `other` differs from this configuration, described for an error
-    /// message; `nil` when they agree (the name and folder are the caller's to compare, and
-    /// `idFactory` cannot be compared).
+    /// message; `nil` when they agree (the name and folder are the caller's to compare).
     func firstDifference(from other: DatabaseConfiguration) -> String? {
         if revisionsLimit != other.revisionsLimit { return "revisionsLimit \(revisionsLimit), not \(other.revisionsLimit)" }
         if durability != other.durability { return "durability \(durability), not \(other.durability)" }
@@ -149,5 +158,18 @@ public struct DatabaseConfiguration: Sendable {
             throw DocStoreError(.badRequest,
                                 "Invalid database name \"\(name)\": use letters, digits and _ - . ( ) + $, parts separated by / and not starting with a dot")
         }
+    }
+}
+
+extension DatabaseConfiguration: Hashable {
+    /// Whether both name the same database: the same name in the same folder (its standardized
+    /// path). Other settings are not compared: opening either gives the same ``Database``.
+    public static func == (lhs: DatabaseConfiguration, rhs: DatabaseConfiguration) -> Bool {
+        lhs.name == rhs.name && lhs.directory.standardizedFileURL.path == rhs.directory.standardizedFileURL.path
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(directory.standardizedFileURL.path)
     }
 }

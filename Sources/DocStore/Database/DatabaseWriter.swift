@@ -31,7 +31,6 @@ actor DatabaseWriter {
     var revisionsLimit: Int
     let keepsAncestorBodies: Bool
     let mergesPropertyHistory: Bool
-    let idFactory: @Sendable () -> String
     /// The highest sequence written (restored when a transaction rolls back).
     var lastSequence: Int64
     var isClosed = false
@@ -100,7 +99,6 @@ actor DatabaseWriter {
         connection.busyTimeoutMilliseconds = 0
         self.keepsAncestorBodies = configuration.keepsAncestorBodies
         self.mergesPropertyHistory = configuration.mergesPropertyHistory
-        self.idFactory = configuration.idFactory
     }
 
     func close() async {
@@ -181,7 +179,7 @@ actor DatabaseWriter {
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
             defer { pipeline?.finish() }
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revisionsLimit: revisionsLimit,
-                                       keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
+                                       keepsAncestorBodies: keepsAncestorBodies,
                                        now: Date.now.timeIntervalSince1970, source: source, validation: validation)
             defer { lastSequence = steps.lastSequence }
             var results: [SaveResult] = []
@@ -254,7 +252,7 @@ actor DatabaseWriter {
     func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         try transaction { records, changes in
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revisionsLimit: revisionsLimit,
-                                       keepsAncestorBodies: keepsAncestorBodies, idFactory: idFactory,
+                                       keepsAncestorBodies: keepsAncestorBodies,
                                        now: Date.now.timeIntervalSince1970, source: .local, validation: validation)
             defer { lastSequence = steps.lastSequence }
             return try body(&steps, records, &changes)

@@ -14,7 +14,6 @@ struct RevisionWriter {
     var lastSequence: Int64
     let revisionsLimit: Int
     let keepsAncestorBodies: Bool
-    let idFactory: @Sendable () -> String
     /// The time of the transaction, for `created` and `updated`.
     let now: Double
     let source: DocumentChange.Source
@@ -27,7 +26,7 @@ struct RevisionWriter {
     /// A local edit: the new revision is a child of the given (leaf) revision.
     mutating func applyEdit(_ input: Document, prepared: PreparedBody?, policy: WritePolicy) throws -> (Document, DocumentChange?) {
         var document = input
-        if !document.hasID { document.id = idFactory() }
+        if !document.hasID { document.id = Document.idFactory() }
         try DocumentValidation.validateID(document.id, allowDesign: true)
         let prepared = try prepare(&document, prepared, replicated: false)
         try validateBody(of: document, prepared: prepared)

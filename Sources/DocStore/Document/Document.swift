@@ -8,9 +8,9 @@ import OrderedCollections
 /// ``DocStoreError/Code/conflict``.
 ///
 /// ```swift
-/// var invoice: Document = ["customer": "ACME", "total": 120.5]
+/// var invoice: Document = ["customer": "ACME", "total": 120.5]   // id generated now
 /// invoice.type = "invoice"
-/// invoice = try await db.save(invoice)          // id generated, revision "1-…"
+/// invoice = try await db.save(invoice)          // revision "1-…"
 /// invoice["total"] = 99.0
 /// invoice = try await db.save(invoice)          // revision "2-…"
 /// ```
@@ -21,12 +21,13 @@ import OrderedCollections
 /// `_replication_stats`), which CouchDB accepts in any database. Ids are compared as exact UTF-8 bytes: two spellings of "é"
 /// (precomposed, or e + combining accent) name two different documents.
 public struct Document: Sendable, Hashable {
-    /// The document id. Empty until saved when created without one; the database then generates one.
+    /// The document id. A document created without one gets one at once from ``idFactory``.
     public var id: String {
         didSet { hasID = true }
     }
-    /// Whether an id was given (an empty given id is an error, an absent one is generated).
-    public internal(set) var hasID: Bool
+    /// Whether the document has an id: always, but for one read from CouchDB's JSON on the way to a
+    /// database, whose absent `_id` the receiver assigns as CouchDB's `POST` does.
+    package internal(set) var hasID: Bool
     /// The revision this document was read at or saved as; `nil` for a document never saved.
     public internal(set) var revision: RevisionID?
     /// The body fields (everything but CouchDB's `_`-prefixed metadata).
@@ -48,10 +49,21 @@ public struct Document: Sendable, Hashable {
     /// When this database last stored a revision of the document.
     public internal(set) var lastChange: Date?
 
-    /// A new document with the given id (or one generated when saved) and body.
+    /// A new empty document, its id from ``idFactory``.
+    public init() {
+        self.init(id: nil, generatingID: true, body: [:])
+    }
+
+    /// A new document with the given id (or one from ``idFactory``) and body.
     public init(id: String? = nil, body: JSONObject = [:], attachments: Attachments = [:]) {
-        self.id = id ?? ""
-        self.hasID = id != nil
+        self.init(id: id, generatingID: true, body: body, attachments: attachments)
+    }
+
+    /// A new document; without an id, one from ``idFactory`` when `generatingID`, else none
+    /// (``hasID`` false).
+    init(id: String?, generatingID: Bool, body: JSONObject, attachments: Attachments = [:]) {
+        self.id = id ?? (generatingID ? Document.idFactory() : "")
+        self.hasID = id != nil || generatingID
         self.revision = nil
         self.body = body
         self.attachments = attachments
@@ -87,6 +99,21 @@ public struct Document: Sendable, Hashable {
             guard let revision = RevisionID(text) else { throw DocStoreError(.invalidRevision, "_rev \(text) is not a revision id") }
             self.revision = revision
         }
+    }
+
+    /// A document from a dictionary whose keys are all strings (as `NSDictionary` and `userInfo`
+    /// dictionaries are typed), read as ``init(id:_:dateFormat:)`` reads a `[String: Any]`.
+    /// - Throws: ``DocStoreError/Code/invalidDocument`` for a key that is not a string or a value
+    ///   with no JSON form.
+    public init(id: String? = nil, _ dictionary: [AnyHashable: Any], dateFormat: DateFormat = .iso8601) throws {
+        var strings: [String: Any] = [:]
+        for (key, value) in dictionary {
+            guard let name = key.base as? String else {
+                throw DocStoreError(.invalidDocument, "Document keys must be strings, not \(Swift.type(of: key.base))")
+            }
+            strings[name] = value
+        }
+        try self.init(id: id, strings, dateFormat: dateFormat)
     }
 
     /// Takes the metadata a literal or dictionary may name out of `body`: the id from a string
@@ -163,10 +190,38 @@ public struct Document: Sendable, Hashable {
 
     // MARK: Body access
 
-    /// The body field `key`; assigning `nil` removes it.
+    /// The member `key` of the document as CouchDB's JSON shows it: a body field, or for the
+    /// metadata members `_id`, `_rev`, `_deleted` (`true` for a deletion, else absent), `_conflicts`
+    /// (when fetched with conflicts, or in a map function of an index that ``IndexDefinition/includesConflicts``)
+    /// and `_attachments` (stubs), the metadata. So a map function reads `document["_id"]` as a CouchDB
+    /// map reads `doc._id`.
+    ///
+    /// Assigning sets a body field (`nil` removes it) — but `_id` (a string) sets ``id`` and `_rev`
+    /// (a revision id) ``revision``. Other `_` members are reserved: a body holding one is refused
+    /// when saved.
     public subscript(key: String) -> JSON? {
-        get { body[key] }
-        set { body[key] = newValue }
+        get {
+            guard key.utf8.first == UInt8(ascii: "_") else { return body[key] }
+            switch key {
+            case "_id": return hasID ? .string(id) : nil
+            case "_rev": return revision.map { .string($0.description) }
+            case "_deleted": return isDeleted ? true : nil
+            case "_conflicts": return conflicts.isEmpty ? nil : JSON(conflicts.map(\.description))
+            case "_attachments":
+                guard !attachments.isEmpty else { return nil }
+                var stubs = JSONObject()
+                for (name, attachment) in attachments { stubs[name] = attachment.json(includeData: false) }
+                return .object(stubs)
+            default: return body[key]
+            }
+        }
+        set {
+            switch (key, newValue) {
+            case ("_id", .string(let text)?): id = text
+            case ("_rev", .string(let text)?) where RevisionID(text) != nil: revision = RevisionID(text)
+            default: body[key] = newValue
+            }
+        }
     }
 
     /// The body field `key` as a string.
@@ -187,6 +242,16 @@ public struct Document: Sendable, Hashable {
     public mutating func setDate(_ date: Date?, forKey key: String, format: DateFormat = .iso8601) {
         body[key] = date.map { .string(format.string(from: $0)) }
     }
+
+    /// Makes the id of every document created without one (literals, ``init(id:body:attachments:)``,
+    /// ``init(json:)-(String)`` without `_id`, …), process-wide. Default: 32 random lowercase hex digits
+    /// (a UUID's 128 bits written as CouchDB writes the ids it makes). Assign another to use your own
+    /// scheme, e.g. `Document.idFactory = { UUID().uuidString }`.
+    public static var idFactory: @Sendable () -> String {
+        get { idFactoryStorage.withLock { $0 } }
+        set { idFactoryStorage.withLock { $0 = newValue } }
+    }
+    private static let idFactoryStorage = Locked<@Sendable () -> String>({ RandomHex.make() })
 
     /// The `type` body field, as Sync Gateway and Couchbase Lite use it.
     public var type: String? {
@@ -221,14 +286,19 @@ public struct Document: Sendable, Hashable {
     /// The `channels` body field: the channels a document belongs to, for channel-limited replication
     /// and access. A single string is read as one channel.
     public var channels: [String] {
-        get {
-            switch body["channels"] {
-            case .string(let one)?: return [one]
-            case .array(let many)?: return many.compactMap(\.stringValue)
-            default: return []
-            }
-        }
+        get { channels(inField: "channels") }
         set { body["channels"] = newValue.isEmpty ? JSON?.none : JSON(newValue) }
+    }
+
+    /// The channels named by body field `field`: a string is one channel, an array of strings several.
+    /// For data whose channel field has another name (a PredixSync app's `channel`), as
+    /// `ServerConfiguration.channelsField` and ``ChangesFilter/channelsField`` read it.
+    public func channels(inField field: String) -> [String] {
+        switch body[field] {
+        case .string(let one)?: return [one]
+        case .array(let many)?: return many.compactMap(\.stringValue)
+        default: return []
+        }
     }
 }
 
@@ -253,8 +323,15 @@ extension Document {
         try self.init(json: JSON(parsing: data, documentDepth: 1))
     }
 
-    /// Reads a document from a parsed CouchDB JSON object.
+    /// Reads a document from a parsed CouchDB JSON object; without `_id`, it gets one from ``idFactory``.
     public init(json: JSON) throws {
+        try self.init(couchJSON: json)
+        if !hasID { id = Document.idFactory() }
+    }
+
+    /// Reads a document from a parsed CouchDB JSON object on its way to a database: an absent `_id`
+    /// stays absent (``hasID`` false), for the receiver to assign or refuse as CouchDB does.
+    package init(couchJSON json: JSON) throws {
         guard case .object(var object) = json else {
             throw DocStoreError(.invalidDocument, "Document must be a JSON object")
         }
@@ -330,7 +407,7 @@ extension Document {
             revision = ancestry[0]
             history = Array(ancestry.dropFirst())
         }
-        self.init(id: id, body: body, attachments: attachments)
+        self.init(id: id, generatingID: false, body: body, attachments: attachments)
         self.revision = revision
         self.isDeleted = isDeleted
         self.revisionHistory = history
@@ -396,7 +473,7 @@ extension Document: Sequence {
 extension Document: ExpressibleByDictionaryLiteral {
     /// A new document with the given body fields — but for the metadata it names: a string `"id"`
     /// (or `"_id"`) is the document's id, a string `"_rev"` that is a revision id its revision; neither
-    /// stays in the body. Without an id, one is generated when saved.
+    /// stays in the body. Without an id, one comes from ``idFactory``.
     ///
     /// ```swift
     /// let lamp: Document = ["id": "lamp", "price": 19.5]     // lamp.id == "lamp", body ["price": 19.5]

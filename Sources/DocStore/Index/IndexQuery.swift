@@ -87,7 +87,7 @@ public struct QueryRow: Sendable, Hashable {
 }
 
 /// The answer to a query: the rows, which a `for` loop iterates, and CouchDB's figures.
-public struct QueryResult: Sendable, Sequence {
+public struct QueryResult: Sendable, RandomAccessCollection {
     /// The rows.
     public let rows: [QueryRow]
     /// The number of rows in the whole index (`nil` for reduce queries, as CouchDB omits it).
@@ -108,5 +108,10 @@ public struct QueryResult: Sendable, Sequence {
         public let reason: String
     }
 
-    public func makeIterator() -> IndexingIterator<[QueryRow]> { rows.makeIterator() }
+    /// The position of the first row (the result is a collection of its ``rows``).
+    public var startIndex: Int { rows.startIndex }
+    /// The position after the last row.
+    public var endIndex: Int { rows.endIndex }
+    /// The row at `position`.
+    public subscript(position: Int) -> QueryRow { rows[position] }
 }

@@ -36,7 +36,7 @@ extension JSONReader {
         }
         index = start
         depth = startDepth
-        return try Document(json: readObject())
+        return try Document(couchJSON: readObject())
     }
 
     /// The metadata members and the body's bytes of the document at `index`, or `nil` (the position

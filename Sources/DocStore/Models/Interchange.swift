@@ -240,7 +240,7 @@ extension Database {
             guard case .string(let id)? = object["_id"], !id.isEmpty else {
                 throw DocStoreError(.invalidDocumentID, "A record needs an _id")
             }
-            var document = try Document(json: .object(object))
+            var document = try Document(couchJSON: .object(object))
             for (name, attachment) in encoded { document.attachments[name] = attachment }
             if document.revision != nil && document.revisionHistory == nil { document.revisionHistory = [] }
             return ImportRecord(document: document, place: place, offset: offset)

@@ -155,7 +155,7 @@ package struct MultipartDocumentReader {
             }
             object["_attachments"] = stubs.isEmpty ? nil : .object(stubs)
         }
-        document = try Document(json: .object(object))
+        document = try Document(couchJSON: .object(object))
     }
 
     /// What an attachment's JSON announces: its encoding, content length, and the number of bytes that

@@ -451,7 +451,7 @@ struct HTTPPeer: ReplicationPeer {
             return try decode("open_revs answer") {
                 try OpenRevsEntry.decode(JSON(parsing: bytes)).compactMap { entry in
                     guard case .ok(let document) = entry else { return nil }
-                    return try Document(json: document)
+                    return try Document(couchJSON: document)
                 }
             }
         }

@@ -76,7 +76,7 @@ enum OpenRevisionsReader {
                         }
                     case .partEnd:
                         switch part {
-                        case .json(let json): documents.append(try Document(json: JSON(parsing: json)))
+                        case .json(let json): documents.append(try Document(couchJSON: JSON(parsing: json)))
                         case .related(var reader): documents.append(try await reader.finish())
                         case .none, .skipped: break
                         }
