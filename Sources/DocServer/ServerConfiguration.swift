@@ -27,6 +27,11 @@ public struct ServerConfiguration: Sendable {
     public var passwordIterations = 100_000
     /// How long a `_session` cookie stays valid.
     public var sessionLifetime: Duration = .seconds(600)
+    /// The body field that names a document's channels, which decide which users read and write it
+    /// and which documents the `sync_gateway/bychannel` filter passes: a string (one channel) or an
+    /// array of strings. `channels` by default, as Sync Gateway's default sync function reads it;
+    /// `channel` serves data written for a PredixSync service, whose documents name one channel so.
+    public var channelsField = "channels"
 
     /// The clock the server waits on: the heartbeats and timeouts of `_changes` and `_db_updates`
     /// feeds, the retry delays of `_replicator` jobs and the replications it runs. Tests give one in

@@ -38,19 +38,28 @@ enum Principal: Sendable {
         }
     }
 
-    /// Whether the principal may read a document in `channels` — which are not read for an admin, nor
-    /// for a user who reads every channel (a stored body then stays unparsed).
-    func canRead(_ channels: @autoclosure () -> [String]) -> Bool {
+    /// Whether the principal may read `document` — whose channels are not read for an admin, nor for a
+    /// user who reads every channel (a stored body then stays unparsed).
+    func canRead(_ document: Document) -> Bool {
         switch self {
         case .admin: return true
-        case .user(let user): return user.canRead(channels())
+        case .user(let user): return user.canRead(document.channels(inField: user.channelsField))
         }
     }
 
-    func canWrite(_ channels: [String]) -> Bool {
+    /// Whether the principal may write `document` into its channels.
+    func canWrite(_ document: Document) -> Bool {
         switch self {
         case .admin: return true
-        case .user(let user): return user.canWrite(channels)
+        case .user(let user): return user.canWrite(document.channels(inField: user.channelsField))
+        }
+    }
+
+    /// The channels of `document` as the server reads them (``ServerConfiguration/channelsField``).
+    func channels(of document: Document) -> [String] {
+        switch self {
+        case .admin: return document.channels
+        case .user(let user): return document.channels(inField: user.channelsField)
         }
     }
 
@@ -110,6 +119,14 @@ struct Authenticator: Sendable {
     /// cookie (so a signed-in page's requests are its user's, whatever Basic credentials they also
     /// carry), then Basic credentials.
     func authenticate(_ request: CouchRequest) async throws -> (principal: Principal, handler: String)? {
+        guard let (principal, handler) = try await recognise(request) else { return nil }
+        guard case .user(var user) = principal else { return (principal, handler) }
+        user.channelsField = configuration.channelsField
+        return (.user(user), handler)
+    }
+
+    /// ``authenticate(_:)`` but for the channel field, which it sets on a user.
+    private func recognise(_ request: CouchRequest) async throws -> (principal: Principal, handler: String)? {
         let authorization = request.header(.authorization)
         if let authorization, authorization.lowercased().hasPrefix("bearer "),
             !node.section("jwt_keys").isEmpty {

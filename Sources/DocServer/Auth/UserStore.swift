@@ -15,6 +15,8 @@ public struct ServerUser: Sendable, Hashable {
     public var roles: [String] = []
     /// Whether the user administers the database of the request (named by its `_security` admins).
     var isDatabaseAdmin = false
+    /// The body field that holds a document's channels (``ServerConfiguration/channelsField``).
+    var channelsField = "channels"
 
     /// Whether the user may read a document in `channels`.
     func canRead(_ channels: @autoclosure () -> [String]) -> Bool {

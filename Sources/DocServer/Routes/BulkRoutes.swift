@@ -30,7 +30,7 @@ extension DocServer {
                 continue
             }
             do {
-                var document = try Document(json: item)
+                var document = try Document(couchJSON: item)
                 if document.hasID {
                     try DocumentValidation.validateID(document.id, allowDesign: true)
                 } else if newEdits {
@@ -171,7 +171,7 @@ extension DocServer {
             } else if let read = item.read {
                 if found[read].isEmpty { try refuse("not_found", "missing") }
                 for document in found[read] {
-                    guard principal.canRead(document.channels) else {
+                    guard principal.canRead(document) else {
                         try refuse("forbidden", "You are not allowed to access this document.")
                         continue
                     }
@@ -301,7 +301,7 @@ extension DocServer {
         }
         if filtering {
             answer.rows = zip(result.rows, answer.rows).compactMap { row, json in
-                if let document = row.document, !principal.canRead(document.channels) { return nil }
+                if let document = row.document, !principal.canRead(document) { return nil }
                 if row.document == nil, row.error == nil, !row.isDeleted { return nil }
                 return json
             }
@@ -506,10 +506,10 @@ extension DocServer {
             guard let id = row.documentID else { continue }
             var answer = answer
             if let document = row.document, document.id.isIdentical(to: id), !Self.linksADocument(row.value) {
-                guard principal.canRead(document.channels) else { continue }
+                guard principal.canRead(document) else { continue }
             } else {
-                guard let emitting = try await db.document(withID: id), principal.canRead(emitting.channels) else { continue }
-                if includeDocuments, let linked = row.document, !principal.canRead(linked.channels) { answer.document = .null }
+                guard let emitting = try await db.document(withID: id), principal.canRead(emitting) else { continue }
+                if includeDocuments, let linked = row.document, !principal.canRead(linked) { answer.document = .null }
             }
             readable.append(answer)
         }
@@ -537,7 +537,8 @@ extension DocServer {
                 indexName = textIndex.indexName
             }
             var search = SearchQuery(try TextQuery(try SearchResponse.query(fromParameter: text)))
-            search.snippets = try request.bool("snippets")
+            // A bare `&snippets` (no value), as the full-text URLs of PredixSync apps write it, asks for them.
+            search.snippets = request.query["snippets"] == "" ? true : try request.bool("snippets")
             search.limit = try request.int("limit")
             search.skip = try request.int("skip") ?? 0
             search.includeDocuments = try request.bool("include_docs")
@@ -554,7 +555,7 @@ extension DocServer {
             all.skip = 0
             all.includeDocuments = true
             let visible = try await db.search(index: indexName, all).rows.filter { row in
-                row.document.map { principal.canRead($0.channels) } ?? false
+                row.document.map { principal.canRead($0) } ?? false
             }
             let page = visible.dropFirst(search.skip).prefix(search.limit ?? Int.max)
             return Response.json(SearchResponse.json(rows: Array(page), totalRows: visible.count, includeDocuments: search.includeDocuments))

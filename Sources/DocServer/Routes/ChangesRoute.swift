@@ -191,16 +191,18 @@ struct ChangesRequest: Sendable {
         return parameters
     }
 
-    /// The store's filter for these parameters, narrowed to what `principal` may read.
-    func changesFilter(for principal: Principal) -> ChangesFilter {
+    /// The store's filter for these parameters, narrowed to what `principal` may read; channels are
+    /// read from `channelsField`.
+    func changesFilter(for principal: Principal, channelsField: String) -> ChangesFilter {
         var filter = ChangesFilter(documentIDs: documentIDs, channels: channels, selector: selector, designDocumentsOnly: designOnly)
+        filter.channelsField = channelsField
         let readsEverything = principal.readsEverything
         let function: ChangesFilterFunction? = self.function?.filter
         let parameters = self.function?.parameters ?? [:]
         let script = scriptPredicate
         if !readsEverything || function != nil || script != nil {
             filter.predicate = { document in
-                if !readsEverything, !principal.canRead(document.channels) { return false }
+                if !readsEverything, !principal.canRead(document) { return false }
                 if let function, !function(document, parameters) { return false }
                 if let script, !script(document) { return false }
                 return true
@@ -347,10 +349,10 @@ extension DocServer {
     /// the sequence to continue from.
     func collectChanges(_ db: Database, _ parameters: ChangesRequest, principal: Principal,
                         since: Int64) async throws -> (rows: [ChangesRow], last: Int64) {
-        var filter = parameters.changesFilter(for: principal)
+        var filter = parameters.changesFilter(for: principal, channelsField: configuration.channelsField)
         if parameters.judgesEachRevision {
             // The store passes the documents the user may read; each leaf is judged by the request's filters.
-            filter = parameters.withoutRevisionFilters.changesFilter(for: principal)
+            filter = parameters.withoutRevisionFilters.changesFilter(for: principal, channelsField: configuration.channelsField)
             filter.leafPredicate = parameters.revisionPredicate
         }
         let page = try await db.changes(since: since, limit: parameters.limit, filter: filter,

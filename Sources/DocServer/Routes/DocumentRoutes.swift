@@ -10,8 +10,8 @@ extension DocServer {
 
     /// Throws 403 unless `principal` may read `document`.
     func checkRead(_ document: Document, _ principal: Principal) throws {
-        guard principal.canRead(document.channels) else {
-            throw CouchError.forbidden("You are not allowed to access this document (channels \(document.channels)).")
+        guard principal.canRead(document) else {
+            throw CouchError.forbidden("You are not allowed to access this document (channels \(principal.channels(of: document))).")
         }
     }
 
@@ -24,11 +24,11 @@ extension DocServer {
         }
         if document.id.hasPrefix("_design/"), !principal.isDatabaseAdmin { throw CouchError.designDocumentsNeedAdmin }
         guard !principal.isAdmin else { return }
-        guard principal.canWrite(document.channels) else {
-            throw CouchError.forbidden("You are not allowed to write to channels \(document.channels).")
+        guard principal.canWrite(document) else {
+            throw CouchError.forbidden("You are not allowed to write to channels \(principal.channels(of: document)).")
         }
-        if document.hasID, let current = try await db.document(withID: document.id), !principal.canWrite(current.channels) {
-            throw CouchError.forbidden("You are not allowed to change a document in channels \(current.channels).")
+        if document.hasID, let current = try await db.document(withID: document.id), !principal.canWrite(current) {
+            throw CouchError.forbidden("You are not allowed to change a document in channels \(principal.channels(of: current)).")
         }
     }
 
@@ -84,7 +84,7 @@ extension DocServer {
             if id.hasPrefix("_design/"), !principal.isDatabaseAdmin { throw CouchError.designDocumentsNeedAdmin }
             if !principal.isAdmin {
                 guard let current = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
-                guard principal.canWrite(current.channels) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
+                guard principal.canWrite(current) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
             }
             let tombstone = try await db.delete(id: id, revision: revision)
             return Response.json(WriteResult(written: tombstone).json, headers: [.eTag: "\"\(tombstone.revision!)\""])
@@ -131,7 +131,7 @@ extension DocServer {
         var json = source.json()
         json["_id"] = .string(target)
         json["_rev"] = targetRevision.map { .string($0.description) }
-        var copy = try Document(json: json)
+        var copy = try Document(couchJSON: json)
         // The copy's attachments are new to its history: their contents go with them.
         copy.attachments = try source.attachments.mapValues { try db.loadingContent(of: $0) }
         try await checkWrite(&copy, in: db, principal)
@@ -307,7 +307,7 @@ extension DocServer {
                 missing.append(revision.description)
                 continue
             }
-            guard principal.canRead(document.channels) else { continue }
+            guard principal.canRead(document) else { continue }
             found.append(document)
         }
         return try await openRevisionsResponse(db, found, missing: RevisionID.couchDBOrdered(missing), options, request)
@@ -368,7 +368,7 @@ extension DocServer {
         if document.revision == nil, let text = request.query["rev"] ?? request.header(.ifMatch)?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) {
             var json = document.json()
             json["_rev"] = .string(text)
-            document = try Document(json: json).with(attachmentsOf: document)
+            document = try Document(couchJSON: json).with(attachmentsOf: document)
         }
         let newEdits = try request.bool("new_edits", default: true)
         if newEdits, request.query["batch"] == "ok" {

@@ -15,7 +15,7 @@ extension DocServer {
             let body = try request.jsonBody()
             var query = try FindRequest.query(json: body)
             if !principal.isAdmin {
-                query.visible = { principal.canRead($0.channels) }
+                query.visible = { principal.canRead($0) }
             }
             var partition = pathPartition
             if partition == nil, let given = body["partition"]?.stringValue, !given.isEmpty { partition = given }

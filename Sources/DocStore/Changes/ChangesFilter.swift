@@ -9,8 +9,11 @@ public struct ChangesFilter: Sendable {
     public var documentIDs: [String]? {
         didSet { exactIDs = documentIDs.map { Set($0.map(ExactString.init)) } }
     }
-    /// Only documents in at least one of these channels (a document's `channels` array).
+    /// Only documents in at least one of these channels (those the ``channelsField`` names).
     public var channels: [String]?
+    /// The body field that holds a document's channels: `channels` unless set
+    /// (``Document/channels(inField:)``).
+    public var channelsField = "channels"
     /// Only live documents that match this selector (a deletion never matches, as in CouchDB). A
     /// `$text` in it is not applied (it needs a text index): refuse one with ``MangoSelector/withoutText(for:)``.
     public var selector: MangoSelector?
@@ -71,7 +74,7 @@ public struct ChangesFilter: Sendable {
 
     /// Whether a revision passes `channels`, `selector` and `predicate` (not ``leafPredicate``).
     func passes(_ document: Document) -> Bool {
-        if let channels, !document.channels.contains(where: channels.contains) { return false }
+        if let channels, !document.channels(inField: channelsField).contains(where: channels.contains) { return false }
         if let selector, document.isDeleted || !selector.matches(document) { return false }
         if let predicate, !predicate(document) { return false }
         return true

@@ -64,6 +64,10 @@ struct Serve: AsyncParsableCommand {
                                valueName: "seconds"))
     var lockTimeout: Double = 10
 
+    @Option(name: .customLong("channels-field"),
+            help: ArgumentHelp("The document field that names its channels (a string or an array of strings).", valueName: "field"))
+    var channelsField = "channels"
+
     @Flag(name: .customLong("no-utils"), help: "Do not serve the web administration page at /_utils/.")
     var noUtils = false
 
@@ -106,6 +110,7 @@ struct Serve: AsyncParsableCommand {
         configuration.allowAnonymous = allowAnonymous
         configuration.javaScript = !noJavaScript
         configuration.utilsPage = !noUtils
+        configuration.channelsField = channelsField
         configuration.javaScriptTimeLimit = .milliseconds(Int(javaScriptTimeout * 1000))
         configuration.javaScriptMemoryLimit = javaScriptMemory == 0 ? nil : javaScriptMemory * 1024 * 1024
         configuration.lockTimeout = .milliseconds(Int(lockTimeout * 1000))
