@@ -8,10 +8,13 @@ import FoundationNetworking
 #endif
 import XCTest
 
-/// What the seeds ask of replication, each against a real DocServer on 127.0.0.1 (or a CouchDB's
-/// welcome in front of it): channels (an empty list is everything the user may see; a local source
-/// is narrowed too; CouchDB gets a selector), the receiving status, closing a database, filter
-/// parameters that are not strings, a resolver that merges, and the draft/CQRS example.
+/// The replication examples of the PredixSDK Database Guide, each against a real DocServer on 127.0.0.1
+/// (or a CouchDB's welcome in front of it), translated from completion handlers and delegates to
+/// `await` and from its type names to DocStore's as Docs/Porting.md maps them: the configuration's
+/// static initializers, starting and stopping, the status delegate's four events, channels (an empty
+/// list is everything the user may see; CouchDB gets a selector), the filter delegate and its
+/// parameters, closing a database, and a resolver that merges. The comment above each test quotes the
+/// guide and the first words of its example.
 final class SeedReplicationExamplesTests: XCTestCase {
     private func channelDocuments(_ database: Database) async throws {
         _ = try await database.save([
@@ -201,80 +204,97 @@ final class SeedReplicationExamplesTests: XCTestCase {
         XCTAssertTrue(kept.conflicts.isEmpty)
     }
 
-    // MARK: The draft/CQRS example
+    // MARK: The guide's configurations, start and stop
 
-    /// The view of the draft example: each item under its id, each draft (`<item>_DRAFT…`) under the
-    /// id of its item; the reduce (written with `keys as? [String]`, as the seed's) applies the drafts
-    /// in date order.
-    static let draftView = IndexDefinition(name: "views/get_id", version: "1", reduce: .custom(applyDraftsByKey)) { doc, emit in
-        if let range = doc.id.range(of: "_DRAFT") {
-            emit(.string(String(doc.id[..<range.lowerBound])), ["at": doc["at"] ?? .null, "changes": doc["changes"] ?? [:]])
-        } else if doc.type == "item" {
-            emit(.string(doc.id), ["document": .object(doc.body)])
-        }
+    /// PredixSDK Database Guide — "let replicationConfig =
+    /// ReplicationConfiguration.repeatingBidirectionalReplication(with: myPredixSyncURL)", the two
+    /// one-time initializers, and "database.startReplication(with: replicationConfig)" /
+    /// "database.stopReplication()": a repeating exchange goes both ways until stopped.
+    func testGuideConfigurationsStartAndStop() async throws {
+        let (_, myPredixSyncURL, remote) = try await makeServer()
+        let database = try await makeDatabase("guide")
+
+        let repeating = ReplicationConfiguration.repeatingBidirectional(with: myPredixSyncURL, database: database)
+        XCTAssertTrue(repeating.continuous)
+        XCTAssertEqual(repeating.direction, .pushAndPull)
+        let oneTime = ReplicationConfiguration.oneTimeBidirectional(with: myPredixSyncURL, database: database)
+        XCTAssertFalse(oneTime.continuous)
+        XCTAssertEqual(oneTime.direction, .pushAndPull)
+        let serverToClient = ReplicationConfiguration.oneTimeServerToClient(with: myPredixSyncURL, database: database)
+        XCTAssertFalse(serverToClient.continuous)
+        XCTAssertEqual(serverToClient.direction, .pull)
+
+        let replicator = Replicator(configuration: repeating)              // startReplication(with:)
+        replicator.start()
+        _ = try await database.save(["id": "from-device"])
+        _ = try await remote.save(["id": "from-server"])
+        try await eventually { try await remote.fetchDocument("from-device") != nil }
+        try await eventually { try await database.fetchDocument("from-server") != nil }
+        await replicator.stop()                                            // stopReplication()
+        XCTAssertEqual(replicator.status.activity, .stopped)
+        XCTAssertNil(replicator.status.error)
     }
 
-    @Sendable static func applyDraftsByKey(_ keys: [JSON], _ values: [JSON], _ rereduce: Bool) throws -> JSON {
-        // One item per reduce: the keys (when not rereducing) all name it.
-        if !rereduce, Set(keys.compactMap(\.stringValue)).count > 1 { return ["error": "reduce one item at a time"] }
-        var document = JSON.null
-        var drafts: [JSON] = []
-        for value in values {
-            if let base = value["document"], base != .null { document = base }
-            if value["changes"] != nil { drafts.append(value) }
-            drafts += value["drafts"]?.arrayValue ?? []
-        }
-        drafts.sort { ($0["at"]?.stringValue ?? "") < ($1["at"]?.stringValue ?? "") }
-        var current = document.objectValue ?? [:]
-        for draft in drafts {
-            for (member, value) in draft["changes"]?.objectValue ?? [:] { current[member] = value }
-        }
-        current["channels"] = nil
-        return ["current": .object(current), "document": document, "drafts": .array(drafts)]
+    /// PredixSDK Database Guide — "Stopping a non-repeating replication is not necessary, as the
+    /// replication will automatically stop when the data exchange has completed. However,
+    /// stopReplication() can still be called on a non-repeating replication to cancel a long-running
+    /// in-process replication."
+    func testGuideStoppingAOneTimeReplicationCancelsIt() async throws {
+        let (_, url, remote) = try await makeServer()
+        try await seed(remote, prefix: "r", count: 30)
+        let proxy = FaultProxy(upstream: "http://127.0.0.1:\(url.port!)", rules: [.init(pathContains: "_bulk_get", fault: .stall, remaining: 1)])
+        let port = try await proxy.start()
+        let held = Held(proxy)
+        addTeardownBlock { await held.take()?.stop() }
+        let slowURL = URL(string: "http://admin:pw@127.0.0.1:\(port)/remote")!
+
+        // Completing by itself: no stop needed.
+        let quick = try await makeDatabase("quick")
+        let finished = try await Replicator(configuration: .oneTimeServerToClient(with: url, database: quick)).run()
+        XCTAssertEqual(finished.activity, .idle)
+        await XCTAssertEqualAsync(try await quick.changes().changes.count, 30)
+
+        // Held up in the middle (its `_bulk_get` gets no answer): stop cancels it.
+        let database = try await makeDatabase("cancelled")
+        let replicator = Replicator(configuration: .oneTimeServerToClient(with: slowURL, database: database))
+        let delegate = FlowDelegate()
+        replicator.delegate = delegate
+        let run = Task { try await replicator.run() }
+        await proxy.waitForStalls(1)
+        await replicator.stop()
+        let status = try await run.value
+        XCTAssertEqual(status.activity, .stopped, "cancelled, not completed")
+        XCTAssertNil(status.error)
+        XCTAssertEqual(delegate.calls.last, "complete", "a stopped run ends as the guide's replicationDidComplete, not as a failure")
+        await XCTAssertEqualAsync(try await database.changes().changes.count, 0, "the held batch was not written")
     }
 
-    /// Drafts live in their author's private channel: pulled with an empty channel list, ann (who may
-    /// read `public` and `private-ann`) gets the item and her drafts, bob only the item; each asks
-    /// the same view offline and gets one row — ann banana/table/blue, bob the item as it is.
-    func testTheDraftExample() async throws {
-        let (server, url, remote) = try await makeServer(indexes: { _ in [Self.draftView] })
-        _ = try await remote.save([
-            ["id": "item1", "type": "item", "fruit": "apple", "furniture": "chair", "color": "red", "channels": ["public"]],
-            ["id": "item1_DRAFT_1", "type": "draft", "at": "2026-11-20T08:00:00Z", "changes": ["fruit": "banana"], "channels": ["private-ann"]],
-            ["id": "item1_DRAFT_2", "type": "draft", "at": "2026-11-20T09:00:00Z", "changes": ["furniture": "table"], "channels": ["private-ann"]],
-            ["id": "item1_DRAFT_3", "type": "draft", "at": "2026-11-21T10:00:00Z", "changes": ["color": "blue"], "channels": ["private-ann"]],
-        ])
-        try await server.users.setUser(name: "ann", password: "a-secret", readChannels: ["public", "private-ann"], writeChannels: ["private-ann"])
-        try await server.users.setUser(name: "bob", password: "b-secret", readChannels: ["public"])
-
-        var answers: [String: JSON] = [:]
-        for (name, password) in [("ann", "a-secret"), ("bob", "b-secret")] {
-            let folder = try makeTemporaryDirectory(self)
-            var config = DatabaseConfiguration(name: "items", directory: folder)
-            config.indexes = [Self.draftView]
-            let db = try await Database.open(config)
-            var replication = ReplicationConfiguration.oneTimeServerToClient(with: userURL(url, name, password), database: db)
-            replication.limitToChannels = []
-            try await Replicator(configuration: replication).run()
-            var query = IndexQuery()
-            query.key = "item1"
-            let result = try await db.query("views/get_id", query)
-            XCTAssertEqual(result.rows.count, 1, name)
-            answers[name] = result.rows.first?.value["current"]
-            await db.close()
+    /// PredixSDK Database Guide — "The object associated with the replicationStatusDelegate property of
+    /// the database will be called for these replication events: … replicationFailed": a server that
+    /// refuses the credentials fails the run, and the delegate hears of it with the error.
+    func testGuideReplicationFailed() async throws {
+        let (_, url, _) = try await makeServer()
+        var wrong = URLComponents(url: url, resolvingAgainstBaseURL: false)!
+        wrong.password = "not-the-password"
+        let database = try await makeDatabase("failing")
+        let replicator = Replicator(configuration: .oneTimeServerToClient(with: wrong.url!, database: database))
+        let delegate = FailureDelegate()
+        replicator.delegate = delegate
+        do {
+            try await replicator.run()
+            XCTFail("the run should fail")
+        } catch let error as ReplicationError {
+            XCTAssertEqual(error.code, .unauthorized)
         }
-        XCTAssertEqual(answers["ann"], ["type": "item", "fruit": "banana", "furniture": "table", "color": "blue"])
-        XCTAssertEqual(answers["bob"], ["type": "item", "fruit": "apple", "furniture": "chair", "color": "red"])
+        XCTAssertEqual(delegate.calls, ["failed: unauthorized"])
+        XCTAssertEqual(replicator.status.activity, .error)
+    }
 
-        // Over HTTP, the server's own view (registered in Swift) answers its administrator the same
-        // row as ann's copy: every draft applied.
-        var request = URLRequest(url: URL(string: url.absoluteString + "/_design/views/_view/get_id?key=%22item1%22")!)
-        request.setValue("Basic \(Data("admin:pw".utf8).base64EncodedString())", forHTTPHeaderField: "Authorization")
-        let (data, response) = try await URLSession.shared.data(for: request)
-        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 200)
-        let rows = try JSON(parsing: data)["rows"]?.arrayValue ?? []
-        XCTAssertEqual(rows.count, 1)
-        XCTAssertEqual(rows.first?["value"]?["current"], answers["ann"])
-        XCTAssertEqual(rows.first?["value"]?["drafts"]?.arrayValue?.count, 3)
+    private final class FailureDelegate: ReplicatorDelegate, @unchecked Sendable {
+        // Written by the replicator's delivery task, read by the test after `run()` returned, which
+        // happens after every delegate call of the run (the delivery is awaited): no overlap.
+        var calls: [String] = []
+        func replicationDidComplete(_ replicator: Replicator) { calls.append("complete") }
+        func replicationFailed(_ replicator: Replicator, error: ReplicationError) { calls.append("failed: \(error.code)") }
     }
 }
