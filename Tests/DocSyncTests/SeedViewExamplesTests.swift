@@ -6,7 +6,42 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TestSupport
 import XCTest
+
+// The PredixMobilityConfiguration page's draft view: "PredixMobilityConfiguration.appendDataViewDefinition(
+// "views/get_id", version: "1.0", mapFunction: { (properties, emit) in // This emit gives us keys of the
+// "_id" field" — its Swift translated to DocStore's, as Docs/Models.md shows it.
+
+let DraftIdSuffix = "_DRAFT"
+
+let getID = IndexDefinition(name: "views/get_id", version: "1.0", reduce: .custom { keys, values, re in
+    // our return data is a an array of dictionaries
+    var returnData: [JSON] = []
+
+    // keys and values are parallel arrays, containing data from above emit
+    // convert these from JSON arrays to String arrays to allow easier processing below
+    let stringKeys = keys.compactMap(\.stringValue), dictValues = values.compactMap(\.stringValue)
+    if stringKeys.count == keys.count, dictValues.count == values.count {
+        var ndx = 0
+        //loop through the arrays, identifying the first and last documents with matching ids
+        while ndx < stringKeys.count {
+            var skip = ndx
+            while skip < stringKeys.count - 1 && stringKeys[skip] + DraftIdSuffix == stringKeys[skip + 1] {
+                skip += 1
+            }
+
+            //create a dictionary with the original id, and the last draft data
+            let dic: JSONObject = ["id": .string(stringKeys[ndx]), "data": .string(dictValues[skip])]
+            returnData.append(.object(dic))
+            ndx = skip + 1
+        }
+    }
+    return .array(returnData)
+}) { properties, emit in
+    // This emit gives us keys of the "_id" field, and values of the "data" field
+    emit(properties["_id"]!, properties["data"])
+}
 
 /// The examples of the PredixSDK's "PredixMobilityConfiguration" page: data views defined in Swift
 /// with `appendDataViewDefinition`, queried through the SDK's local CDB service
@@ -89,39 +124,6 @@ final class SeedViewExamplesTests: XCTestCase {
         ["_id": "doc_color", "data": "blue", "channel": "everyone"],
     ]
 
-    /// The page's suffix of a draft's id.
-    static let DraftIdSuffix = "_DRAFT"
-
-    /// The page's view: "PredixMobilityConfiguration.appendDataViewDefinition("views/get_id", version:
-    /// "1.0", mapFunction: { (properties, emit) in // This emit gives us keys of the "_id" field".
-    static let getID = IndexDefinition(name: "views/get_id", version: "1.0", reduce: .custom { keys, values, re in
-        // our return data is a an array of dictionaries
-        var returnData: [JSON] = []
-
-        // keys and values are parallel arrays, containing data from above emit
-        // convert these from JSON arrays to String arrays to allow easier processing below
-        let stringKeys = keys.compactMap(\.stringValue), dictValues = values.compactMap(\.stringValue)
-        if stringKeys.count == keys.count, dictValues.count == values.count {
-            var ndx = 0
-            //loop through the arrays, identifying the first and last documents with matching ids
-            while ndx < stringKeys.count {
-                var skip = ndx
-                while skip < stringKeys.count - 1 && stringKeys[skip] + DraftIdSuffix == stringKeys[skip + 1] {
-                    skip += 1
-                }
-
-                //create a dictionary with the original id, and the last draft data
-                let dic: JSONObject = ["id": .string(stringKeys[ndx]), "data": .string(dictValues[skip])]
-                returnData.append(.object(dic))
-                ndx = skip + 1
-            }
-        }
-        return .array(returnData)
-    }) { properties, emit in
-        // This emit gives us keys of the "_id" field, and values of the "data" field
-        emit(properties["_id"]!, properties["data"])
-    }
-
     /// The same view as a design document, for `docstore serve`: the page's Swift in JavaScript, where
     /// CouchDB hands a reduce each key as `[key, id]`.
     static let getIDDesignDocument: JSON = [
@@ -178,7 +180,7 @@ final class SeedViewExamplesTests: XCTestCase {
     /// they will not be distributed to any other users": a colleague's copy shows the documents as
     /// they are.
     func testTheDraftExample() async throws {
-        let (server, url, _) = try await makeServer(indexes: { name in name == "remote" ? [Self.getID] : [] }) {
+        let (server, url, _) = try await makeServer(indexes: { name in name == "remote" ? [getID] : [] }) {
             $0.channelsField = "channel"
         }
         try await server.users.setUser(name: "user", password: "u-secret", readChannels: ["everyone", "user"],
@@ -188,7 +190,7 @@ final class SeedViewExamplesTests: XCTestCase {
         // The user's device: the documents, and the view answering the page's row.
         let deviceFolder = try makeTemporaryDirectory(self)
         var deviceConfiguration = DatabaseConfiguration(name: "device", directory: deviceFolder)
-        deviceConfiguration.indexes = [Self.getID]
+        deviceConfiguration.indexes = [getID]
         let device = try await Database.open(deviceConfiguration)
         addTeardownBlock { [weak device] in await device?.close() }
         _ = try await device.save(try Self.draftData.map { try Document(json: $0) })
@@ -221,7 +223,7 @@ final class SeedViewExamplesTests: XCTestCase {
         (colleagueURL.user, colleagueURL.password) = ("colleague", "c-secret")
         let colleagueFolder = try makeTemporaryDirectory(self)
         var colleagueConfiguration = DatabaseConfiguration(name: "colleague", directory: colleagueFolder)
-        colleagueConfiguration.indexes = [Self.getID]
+        colleagueConfiguration.indexes = [getID]
         let colleague = try await Database.open(colleagueConfiguration)
         addTeardownBlock { [weak colleague] in await colleague?.close() }
         var pull = ReplicationConfiguration.oneTimeServerToClient(with: colleagueURL.url!, database: colleague)
@@ -238,6 +240,16 @@ final class SeedViewExamplesTests: XCTestCase {
         XCTAssertEqual(bychannel, 200)
         XCTAssertEqual(changes["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue }.sorted(),
                        ["doc_fruit_DRAFT", "doc_fruit_DRAFT_DRAFT", "doc_furniture_DRAFT"], "the bychannel filter reads `channel` too")
+
+        // Docs/Models.md shows this view and these documents, and this answer.
+        try assertGuideBlocksAreIn(guide: "Models.md", section: "The draft/CQRS pattern", minimumBlocks: 1)
+        let guide = try String(contentsOf: guideURL("Models.md"), encoding: .utf8)
+        let section = try XCTUnwrap(guide.components(separatedBy: "## The draft/CQRS pattern").dropFirst().first)
+        let jsonBlocks = section.components(separatedBy: "```json\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        XCTAssertEqual(jsonBlocks.count, 2)
+        let guideDocuments = try jsonBlocks[0].split(separator: "\n").map { try JSON(parsing: String($0)) }
+        XCTAssertEqual(guideDocuments, Self.draftData)
+        XCTAssertEqual(try JSON(parsing: jsonBlocks[1]), answer)
     }
 
     // MARK: Full-text search
