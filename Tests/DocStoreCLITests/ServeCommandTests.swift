@@ -233,3 +233,39 @@ final class ServeCommandTests: XCTestCase {
         }
     }
 }
+
+/// The PredixSDK's draft/CQRS example through `docstore serve` itself: the page's documents, its view as
+/// a JavaScript design document, and its private channel read from the `channel` field.
+final class ServeDraftExampleTests: XCTestCase {
+    private func request(_ method: String, _ url: String, _ body: JSON? = nil, as user: String = "admin:pw") async throws -> (Int, JSON) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.httpBody = try body?.serializedData()
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Basic " + Data(user.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, try JSON(parsing: data))
+    }
+
+    /// `docstore serve --channels-field channel` answers the page's row at the page's URL shape
+    /// (`/{db}/_design/views/_view/get_id`), and a user granted only `everyone` sees no draft.
+    func testTheDraftExampleWithChannelsInTheChannelField() async throws {
+        let dir = try makeTemporaryDirectory(self)
+        let (_, _, url) = try launchServe(in: dir, self, arguments: ["--data", dir.appendingPathComponent("data").path,
+                                                                    "--channels-field", "channel"])
+        await XCTAssertEqualAsync(try await request("PUT", url + "device").0, 201)
+        let (bulk, _) = try await request("POST", url + "device/_bulk_docs", ["docs": .array(DraftExample.documents + [DraftExample.designDocument])])
+        XCTAssertEqual(bulk, 201)
+        let (status, answer) = try await request("GET", url + "device/_design/views/_view/get_id")
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(answer, DraftExample.answer)
+
+        let colleague: JSON = ["name": "colleague", "password": "c-secret", "roles": [], "type": "user", "read_channels": ["everyone"]]
+        await XCTAssertEqualAsync(try await request("PUT", url + "_users/org.couchdb.user:colleague", colleague).0, 201)
+        let (allStatus, all) = try await request("GET", url + "device/_all_docs", as: "colleague:c-secret")
+        XCTAssertEqual(allStatus, 200)
+        XCTAssertEqual(all["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue }, ["doc_color", "doc_fruit", "doc_furniture"])
+        let (draftStatus, _) = try await request("GET", url + "device/doc_fruit_DRAFT", as: "colleague:c-secret")
+        XCTAssertEqual(draftStatus, 403)
+    }
+}

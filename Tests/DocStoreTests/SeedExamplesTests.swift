@@ -28,6 +28,10 @@ final class SeedExamplesTests: XCTestCase {
         return database
     }
 
+    // The tests up to the guide's examples below check what the guide says in prose (opening only when
+    // asked, add/update/save, fetching, deleting, literal metadata) and the SDK's demo apps; each
+    // example of the guide itself has a test of its own further down.
+
     // MARK: Opening
 
     /// `Database.open(with:create:)` creates only when asked, and `openedWith` finds the open one.

@@ -113,68 +113,10 @@ final class SeedViewExamplesTests: XCTestCase {
 
     // MARK: The draft/CQRS example
 
-    /// PredixMobilityConfiguration — "So, using this pattern, you will have data that looks like this:",
-    /// exactly as printed.
-    static let draftData: [JSON] = [
-        ["_id": "doc_fruit", "data": "apple", "channel": "everyone"],
-        ["_id": "doc_fruit_DRAFT", "data": "orange", "channel": "user"],
-        ["_id": "doc_fruit_DRAFT_DRAFT", "data": "banana", "channel": "user"],
-        ["_id": "doc_furniture", "data": "chair", "channel": "everyone"],
-        ["_id": "doc_furniture_DRAFT", "data": "table", "channel": "user"],
-        ["_id": "doc_color", "data": "blue", "channel": "everyone"],
-    ]
-
-    /// The same view as a design document, for `docstore serve`: the page's Swift in JavaScript, where
-    /// CouchDB hands a reduce each key as `[key, id]`.
-    static let getIDDesignDocument: JSON = [
-        "views": ["get_id": [
-            "map": """
-                function (doc) {
-                  // This emit gives us keys of the "_id" field, and values of the "data" field
-                  emit(doc._id, doc.data);
-                }
-                """,
-            "reduce": """
-                function (keys, values, re) {
-                  var DraftIdSuffix = "_DRAFT";
-                  // our return data is a an array of dictionaries
-                  var returnData = [];
-                  // keys and values are parallel arrays, containing data from above emit
-                  var stringKeys = keys === null ? null : keys.map(function (key) { return key[0]; });
-                  var dictValues = values;
-                  if (stringKeys !== null && stringKeys.every(function (k) { return typeof k === "string"; })
-                      && dictValues.every(function (v) { return typeof v === "string"; })) {
-                    var ndx = 0;
-                    //loop through the arrays, identifying the first and last documents with matching ids
-                    while (ndx < stringKeys.length) {
-                      var skip = ndx;
-                      while (skip < stringKeys.length - 1 && stringKeys[skip] + DraftIdSuffix == stringKeys[skip + 1]) {
-                        skip += 1;
-                      }
-                      //create a dictionary with the original id, and the last draft data
-                      returnData.push({"id": stringKeys[ndx], "data": dictValues[skip]});
-                      ndx = skip + 1;
-                    }
-                  }
-                  return returnData;
-                }
-                """,
-        ]],
-    ]
-
-    /// What the page prints: "This query definition will result in a returned JSON object like:" — its
-    /// one row. (CouchDB, and so DocServer, writes no `offset` and `total_rows` beside a reduced row.)
-    static let draftAnswer: JSON = [
-        "key": nil,
-        "value": [
-            ["id": "doc_color", "data": "blue"],
-            ["id": "doc_fruit", "data": "banana"],
-            ["id": "doc_furniture", "data": "table"],
-        ],
-    ]
-
     /// PredixMobilityConfiguration — "Using Map/Reduce to return draft documents when they exist": the
-    /// page's documents and view give the page's one row, embedded and over HTTP (the view registered
+    /// page's documents ("So, using this pattern, you will have data that looks like this:", exactly as
+    /// printed, in `DraftExample`) and view give the page's one row ("This query definition will result
+    /// in a returned JSON object like:"), embedded and over HTTP (the view registered
     /// in Swift, and the same view in a design document); the drafts, in the user's private channel
     /// (`channel`, read through `ServerConfiguration.channelsField`), "will replicate to the server, [but]
     /// they will not be distributed to any other users": a colleague's copy shows the documents as
@@ -193,10 +135,10 @@ final class SeedViewExamplesTests: XCTestCase {
         deviceConfiguration.indexes = [getID]
         let device = try await Database.open(deviceConfiguration)
         addTeardownBlock { [weak device] in await device?.close() }
-        _ = try await device.save(try Self.draftData.map { try Document(json: $0) })
+        _ = try await device.save(try DraftExample.documents.map { try Document(json: $0) })
         let embedded = try await device.query("views/get_id")
         XCTAssertEqual(embedded.map(\.key), [.null])
-        XCTAssertEqual(embedded.first?.value, Self.draftAnswer["value"])
+        XCTAssertEqual(embedded.first?.value, DraftExample.answer["rows"]?[0]?["value"])
 
         // The drafts replicate to the server as the user.
         var userURL = URLComponents(url: url, resolvingAgainstBaseURL: false)!
@@ -208,15 +150,15 @@ final class SeedViewExamplesTests: XCTestCase {
         // Over HTTP, in the page's URL shape, the server's view answers the page's row.
         let (status, answer) = try await get(url, "/remote/_design/views/_view/get_id")
         XCTAssertEqual(status, 200)
-        XCTAssertEqual(answer, ["rows": [Self.draftAnswer]])
+        XCTAssertEqual(answer, DraftExample.answer)
 
         // The same view as JavaScript, in a design document as `docstore serve` runs it.
         let javaScript = try await server.registry.open("javascript")
-        _ = try await javaScript.save(try Self.draftData.map { try Document(json: $0) })
-        await XCTAssertEqualAsync(try await put(url, "/javascript/_design/views", Self.getIDDesignDocument), 201)
+        _ = try await javaScript.save(try DraftExample.documents.map { try Document(json: $0) })
+        await XCTAssertEqualAsync(try await put(url, "/javascript/_design/views", DraftExample.designDocument), 201)
         let (jsStatus, jsAnswer) = try await get(url, "/javascript/_design/views/_view/get_id")
         XCTAssertEqual(jsStatus, 200)
-        XCTAssertEqual(jsAnswer, ["rows": [Self.draftAnswer]])
+        XCTAssertEqual(jsAnswer, DraftExample.answer)
 
         // A colleague pulls everything they may see: no draft, so the originals' data.
         var colleagueURL = userURL
@@ -248,7 +190,7 @@ final class SeedViewExamplesTests: XCTestCase {
         let jsonBlocks = section.components(separatedBy: "```json\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
         XCTAssertEqual(jsonBlocks.count, 2)
         let guideDocuments = try jsonBlocks[0].split(separator: "\n").map { try JSON(parsing: String($0)) }
-        XCTAssertEqual(guideDocuments, Self.draftData)
+        XCTAssertEqual(guideDocuments, DraftExample.documents)
         XCTAssertEqual(try JSON(parsing: jsonBlocks[1]), answer)
     }
 
