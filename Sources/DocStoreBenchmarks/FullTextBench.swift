@@ -16,7 +16,7 @@ import Foundation
 ///   `snippet()`, `count(*)`) and reads each match's document id.
 struct FullTextBench {
     let count: Int
-    /// Each query in the seed's syntax and as the raw FTS5 expression.
+    /// Each query in the PredixSDK's full-text syntax and as the raw FTS5 expression.
     let queries: [(ours: String, raw: String)]
     private let seed: UInt64
     /// 4 000 pseudo-words, and their cumulative Zipf weights (the k-th most common has weight 1/k).

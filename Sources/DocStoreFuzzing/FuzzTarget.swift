@@ -2,7 +2,7 @@ import DocStore
 import Foundation
 
 /// The parsers DocStore exposes to untrusted bytes, each with the properties its fuzz target checks
-/// (DESIGN.md §12, Docs/Reliability.md). ``check(_:)`` stops the process (`preconditionFailure`) when a
+/// (Docs/Reliability.md). ``check(_:)`` stops the process (`preconditionFailure`) when a
 /// property does not hold, which is how libFuzzer learns of it; ``failure(_:)`` says the same as a value,
 /// for the tests that replay the seed corpora.
 public enum FuzzTarget: String, CaseIterable, Sendable {

@@ -2,7 +2,7 @@ import DocStore
 import Foundation
 
 /// Runs design-document JavaScript on JavaScriptCore, on a few threads of its own with one context
-/// each, never shared: JavaScript never runs on Swift's cooperative thread pool (DESIGN.md §6), and
+/// each, never shared: JavaScript never runs on Swift's cooperative thread pool (Docs/Architecture.md), and
 /// however many threads call in (index writers mapping windows of documents, the writer validating,
 /// `async` callers), an engine holds at most `threads` contexts (each costs JavaScriptCore some
 /// 15 MB). Every context has a watchdog: a function that runs longer than ``timeLimit``, or that grows
@@ -54,11 +54,12 @@ public final class JavaScriptEngine: Sendable {
     /// Runs each of `bodies` with a context on one of the engine's threads, as many at once as it has
     /// threads, and waits for all of them. Called on an engine thread, they run there one after the other.
     ///
-    /// The wait blocks the calling thread (DESIGN.md §6): the callers are the synchronous SQLite work of
+    /// The wait blocks the calling thread (Docs/Architecture.md): the callers are the synchronous SQLite work of
     /// the index writer (map functions, on the index writer's own queue), the database writer
-    /// (validation) and the readers (filters, reduces). The last two still run on the cooperative
-    /// pool; there the wait holds a pool thread no longer than running the JavaScript there would, and
-    /// keeps the JavaScript itself on the engine's threads.
+    /// (validation, on the threads for the app's code) and the readers (filters, reduces), which run
+    /// on their caller's thread. Where that is the cooperative pool, the wait holds a pool thread no
+    /// longer than running the JavaScript there would, and keeps the JavaScript itself on the
+    /// engine's threads.
     func withContexts<T: Sendable>(_ bodies: [@Sendable (JavaScriptContext) throws -> T]) throws -> [T] {
         if let context = contexts.existing() { return try bodies.map { try $0(context) } }
         let jobs = bodies.map { body in WaitedJob { [contexts] in try body(try contexts.current()) } }
@@ -67,7 +68,7 @@ public final class JavaScriptEngine: Sendable {
     }
 
     /// Runs `body` with a context on one of the engine's threads and waits for it, blocking the caller
-    /// as ``withContexts(_:)`` does (its note on DESIGN.md §6 holds here too). Called on an engine
+    /// as ``withContexts(_:)`` does (its note on the cooperative pool holds here too). Called on an engine
     /// thread, it runs there at once.
     func withContext<T>(_ body: (JavaScriptContext) throws -> T) throws -> T {
         if let context = contexts.existing() { return try body(context) }

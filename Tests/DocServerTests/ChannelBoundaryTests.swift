@@ -4,7 +4,7 @@ import Foundation
 import XCTest
 
 /// Every endpoint that returns or reveals document data, tried by a user limited to one channel
-/// (DESIGN.md §12, Docs/Reliability.md): the user sees nothing of the documents outside it and writes
+/// (Docs/Reliability.md): the user sees nothing of the documents outside it and writes
 /// nothing outside it.
 ///
 /// The documents the user may not read carry the marker `LEAK` in their contents and `hidden` in their

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// Full-text search over HTTP: `full_text` on a natively registered full-text index and on a Mango
-/// text index, `_index` with `"type": "text"`, `$text` in `_find`, and the errors (DESIGN.md §8).
+/// text index, `_index` with `"type": "text"`, `$text` in `_find`, and the errors (Docs/Search.md).
 final class FullTextHTTPTests: XCTestCase {
     private func server() async throws -> TestServer {
         let notes = IndexDefinition(name: "app/notes", version: "1") { doc, emit in

@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// DESIGN.md §6: waiting never blocks Swift's cooperative pool. While another connection holds two
+/// Waiting never blocks Swift's cooperative pool. While another connection holds two
 /// databases' write locks (four writes waiting for them, off the pool) and a view's map function runs for
 /// seconds (on the index writer's own queue), the server keeps answering everything else at once
 /// (without the index writer's queue the slowest answer took 3.0 s); a write that cannot get the lock
@@ -61,7 +61,7 @@ final class PoolStaysFreeTests: XCTestCase {
         }
         let view = Task { try await server.request("GET", "/slow/_design/app/_view/v").status }
 
-        // For 5 s (the lock is held until the end, as #30 asks; the map function runs 3 s of them),
+        // For 5 s (the lock is held until the end; the map function runs 3 s of them),
         // everything else answers at once.
         let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(5) }
         XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import XCTest
 
-/// The commands on a server's database (`--db http://…/db`, DESIGN.md §10): each run on a local
+/// The commands on a server's database (`--db http://…/db`): each run on a local
 /// database and on a `docstore serve` database of the same records answers the same JSON (sequences
 /// aside, which a server gives as strings).
 final class RemoteCommandTests: XCTestCase {

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import XCTest
 
-/// #16's acceptance 2: one corpus and one set of queries give the same documents, in the same
+/// One corpus and one set of queries give the same documents, in the same
 /// order, through Swift (`Database.search`), `docstore search`, `docstore serve`'s full-text view and
 /// its `_find` with `$text`.
 final class SearchParityTests: XCTestCase {

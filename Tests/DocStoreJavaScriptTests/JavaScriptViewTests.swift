@@ -168,7 +168,7 @@ final class JavaScriptViewTests: XCTestCase {
     }
 
     /// A map function that goes on allocating is stopped once it has grown the process's memory past
-    /// the engine's bound (DESIGN.md §14), long before its time limit, and the engine goes on; each
+    /// the engine's bound (Docs/JavaScript.md), long before its time limit, and the engine goes on; each
     /// call is judged on its own.
     func testAMapThatEatsMemoryIsStoppedAndOtherWorkGoesOn() async throws {
         let db = try await makeDatabase(self)

@@ -2,12 +2,12 @@
 import Foundation
 import XCTest
 
-/// A database that runs out of room (DESIGN.md §12): writes, attachments and an index build fail whole
+/// A database that runs out of room (Docs/Reliability.md): writes, attachments and an index build fail whole
 /// with ``DocStoreError/Code/diskFull``, nothing committed is lost, and once there is room the same
 /// database takes writes again and passes SQLite's integrity check.
 ///
 /// The room is ``DatabaseConfiguration/maximumFileSize`` (SQLite's `max_page_count`), which fails a
-/// write exactly where a full disk does; `Tests/Interop/full_disk_check.sh` fills a real file system.
+/// write exactly where a full disk does; `Tests/Interop/full_disk_check.py` fills a real file system.
 final class DiskFullTests: XCTestCase {
     private static let byN = IndexDefinition(name: "by-n", version: "1") { doc, emit in
         if let n = doc["n"] { emit(n, doc["pad"] ?? .null) }

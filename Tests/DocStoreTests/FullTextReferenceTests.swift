@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// Hundreds of seeded random queries over a random corpus, answered by the index and by a reference
-/// evaluator of DESIGN.md §8 written here from the text of the spec, token by token: both must find
+/// evaluator of Docs/Search.md's rules written here from their text, token by token: both must find
 /// the same documents. One index has up to three fields per document (terms matched field by field,
 /// combined by document), the other one field each (the whole query as one FTS5 expression). After
 /// 400 queries a fifth of the documents change or go, and 100 more queries check the updated index.

@@ -2,7 +2,7 @@
 import Foundation
 import XCTest
 
-/// Full-text indexes and `search` against DESIGN.md §8: each syntax element and its precedence,
+/// Full-text indexes and `search` against Docs/Search.md: each syntax element and its precedence,
 /// folding, fields, NEAR distances, prefixes, deletions and updates, snippets, ranking, errors — and a
 /// seeded comparison of hundreds of random queries with a reference evaluator of §8 written here.
 final class FullTextSearchTests: XCTestCase {
@@ -149,7 +149,7 @@ final class FullTextSearchTests: XCTestCase {
         XCTAssertEqual(result, ["a"])
     }
 
-    /// Two ids that differ only in their Unicode normalization are two documents (DESIGN.md §3):
+    /// Two ids that differ only in their Unicode normalization are two documents:
     /// updated together, each loses its own old text.
     func testIDsEqualAsSwiftStringsKeepTheirOwnText() async throws {
         let db = try await makeDatabase(self) { $0.indexes = [Self.fieldsIndex] }

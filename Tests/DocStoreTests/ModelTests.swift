@@ -65,7 +65,7 @@ final class ModelTests: XCTestCase {
         XCTAssertEqual(saved.revision?.generation, 2)
     }
 
-    /// Ids that differ only in their Unicode normalization are two models (DESIGN.md §3).
+    /// Ids that differ only in their Unicode normalization are two models.
     func testIDsEqualAsSwiftStringsAreTwoModels() async throws {
         let db = try await makeDatabase(self)
         let nfc = "Ren\u{00E9}e", nfd = "Rene\u{0301}e"

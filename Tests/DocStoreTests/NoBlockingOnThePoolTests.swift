@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// DESIGN.md §6: no semaphore, `queue.sync`, lock held across I/O or sleep on a thread of Swift's
+/// No semaphore, `queue.sync`, lock held across I/O or sleep on a thread of Swift's
 /// cooperative pool. Every such construct in `Sources/` must be in the allow-list below, which says
 /// on which threads it runs and why it cannot block the pool; a new one fails this test until it is
 /// moved off the pool (or proven not to block) and listed.

@@ -1,7 +1,7 @@
 import XCTest
 @testable import DocStore
 
-/// The seed's full-text query syntax as DESIGN.md §8 states it: each element, the precedence and
+/// The full-text query syntax as Docs/Search.md states it: each element, the precedence and
 /// grouping, folding, and the position of each kind of malformed query.
 final class TextQueryTests: XCTestCase {
     private func parsed(_ text: String) throws -> String { try TextQuery(text).description }

@@ -3,7 +3,7 @@ import DocStore
 import Foundation
 import XCTest
 
-/// A pull into a database that runs out of room (DESIGN.md §12): the replication fails with the typed
+/// A pull into a database that runs out of room (Docs/Reliability.md): the replication fails with the typed
 /// error, the revisions it wrote are all there, and run again once there is room it completes.
 final class DiskFullReplicationTests: XCTestCase {
     func testAPullThatFindsNoRoomFailsAndCompletesOnceThereIsRoom() async throws {

@@ -7,9 +7,9 @@
 #             credentials in the URL win; otherwise EX_USERNAME/EX_PASSWORD, default admin/admin.
 #   TEST      module file name with or without _test / .exs / path / glob, e.g. view_test, 'view_*',
 #             reduce. Default: all test/elixir/test/*_test.exs.
-# Env: COUCH_DIR (default /opt/couchdb-build/couchdb: the checkout shared/tools/build-couchdb-3.3.3.sh
-#      builds), MIRRORS (default /work/.mirror: where the search tool's `fetch` put myfreeweb/httpotion and
-#      victorolinasc/junit-formatter), LOG_PREFIX (default /tmp/elixir-<label>-, label = couchdb for
+# Env: COUCH_DIR (default /opt/couchdb-build/couchdb: a CouchDB 3.3.3 source checkout built with
+#      `make release`), MIRRORS (default /work/.mirror: a folder holding git copies of myfreeweb/httpotion
+#      and victorolinasc/junit-formatter, as owner+name), LOG_PREFIX (default /tmp/elixir-<label>-, label = couchdb for
 #      127.0.0.1:5984, else host_port), EXUNIT_OPTS (extra `mix test` args, e.g. "--seed 0"), TIMEOUT
 #      (seconds per module, default 900).
 # One `mix test` per module; full output in ${LOG_PREFIX}<module>.log; prints a table and a TOTAL row.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real full disk under `docstore serve` (DESIGN.md §12, Docs/Reliability.md).
+"""A real full disk under `docstore serve` (Docs/Reliability.md).
 
 The data folder is a 4 MiB tmpfs. Documents, then an attachment, then a replication into it fill it:
 each must be refused with 507 `insufficient_storage` (never a 500, never a hang), and every write

@@ -241,7 +241,7 @@ def main():
             if expected_status == 500:
                 # A crash in CouchDB (e.g. `$not` of `$nin`, `use_index: 5`): not something to copy.
                 figures["couchdb_500"] += 1
-                # Where CouchDB fails, DocStore says why with a 400 (DESIGN.md §8).
+                # Where CouchDB fails, DocStore says why with a 400 (Docs/Queries.md).
                 if actual_status != 400:
                     figures["differences"] += 1
                     differences.append("CouchDB 500, DocStore %d\n  query:   %s" % (actual_status, json.dumps(query)))

@@ -28,9 +28,8 @@ claim $? "the side table of a live object once weakly referenced is reported as 
 
 swiftc -sanitize=address -g "$here/xctest-teardown.swift" -o "$work/teardown" 2>/dev/null
 # LeakSanitizer scans conservatively: a stale copy of a pointer to the test case (in a register or on
-# a stack) can make it reachable, and then nothing is reported. This claim failed once in a full
-# .ci/run (2026-11-27; the run's output was not kept) while 20 runs of 20 alone report it, so it is
-# taken as shown by one report in up to three runs.
+# a stack) can make it reachable, and then nothing is reported: run alone it reports every time, but
+# within a full .ci/run it once did not, so it is taken as shown by one report in up to three runs.
 teardown_reported() {
     for _ in 1 2 3; do
         "$work/teardown" > /dev/null 2> "$work/teardown.err"

@@ -96,8 +96,7 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// Whether a request's answer is a batch or a feed — an endpoint below a database (`_changes`,
     /// `_all_docs`, `_bulk_get`, `_bulk_docs`, `_find`, a view, a show…) or of the server (`_all_dbs`,
     /// `_replicate`…), by its path as sent. Those are answered on the global pool: the event loop of
-    /// the connection then writes each part while the next is built (the bench's pull of 100 000
-    /// documents took 3.24–3.49 s with both on the loop, 3.09–3.25 s so), and a long answer does not
+    /// the connection then writes each part while the next is built, and a long answer does not
     /// hold up the loop's other connections. Documents, attachments and the server's root stay on
     /// the loop, where a short answer costs no thread switch.
     static func answersInBulk(path: String) -> Bool {
@@ -222,7 +221,7 @@ extension HTTPServerBuilder {
 /// reads and writes its socket, instead of being handed to Swift's global pool and back for each
 /// request and each part of its answer (two thread switches and two wake-ups a request: the largest
 /// single cost of a single-client GET). Work that may block runs elsewhere as before: DocStore's long
-/// reads, writes, files and JavaScript on threads of their own (DESIGN.md §6), and batches on the
+/// reads, writes, files and JavaScript on threads of their own (Docs/Architecture.md), and batches on the
 /// global pool (``CouchHTTPChannel/answersInBulk(path:)``).
 final class EventLoopTaskExecutor: TaskExecutor {
     let eventLoop: any EventLoop

@@ -19,7 +19,7 @@ struct DocumentOptions: Sendable {
     /// A single read's `atts_since` was given (CouchDB's `GET /db/doc`): an attachment of revpos 0 is
     /// then a stub unless the list names a revision of the document's history older than it — as
     /// CouchDB 3.3.3 answers `atts_since=[]`. Elsewhere (`open_revs`, `_bulk_get`) every attachment the
-    /// list does not cover is sent, so that a leaf is always complete (DESIGN.md §5).
+    /// list does not cover is sent, so that a leaf is always complete.
     var attsSinceGiven = false
     var latest = false
     /// `encoding` and `encoded_length` in attachment stubs.

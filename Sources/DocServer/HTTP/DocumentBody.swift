@@ -56,7 +56,7 @@ extension DocServer {
     /// attachment of such a type that arrives whole in a JSON document is stored gzip-compressed, as
     /// CouchDB stores it — its `digest` is then the MD5 of the gzip bytes, `att_encoding_info` shows
     /// `encoding` and `encoded_length`, and clients that do not take gzip get it decoded. New edits only:
-    /// a replicated revision keeps the bytes and digests its peer sent (DESIGN.md §5).
+    /// a replicated revision keeps the bytes and digests its peer sent.
     func compressAttachments(of document: inout Document) {
         guard !document.attachments.isEmpty else { return }
         for (name, attachment) in document.attachments where attachment.encoding == .identity {

@@ -21,7 +21,7 @@ extension ReplicationScheduler {
     struct Documents: Sendable {
         var database: Database?
         var watcher: Task<Void, Never>?
-        /// By document id, compared as bytes (DESIGN.md §3).
+        /// By document id, compared as bytes.
         var entries: [ExactString: Entry] = [:]
     }
 

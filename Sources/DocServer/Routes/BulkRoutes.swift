@@ -523,7 +523,7 @@ extension DocServer {
     }
 
     /// `…/_view/{b}?full_text="query"&snippets=true&limit=L&skip=S&include_docs=true`: a full-text
-    /// search (DESIGN.md §8), answered as ``SearchResponse``. A user who cannot read every document
+    /// search (Docs/Search.md), answered as ``SearchResponse``. A user who cannot read every document
     /// sees only the matches in their channels, counted in `total_rows` too.
     private func fullTextView(_ db: Database, name: String, query text: String, _ request: CouchRequest,
                               principal: Principal) async throws -> Response {

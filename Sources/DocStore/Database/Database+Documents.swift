@@ -272,7 +272,7 @@ extension Database {
     }
 
     /// Builds the documents of `stored`, in order, on this thread: sharing the parsing with a helper
-    /// thread measured slower here (Docs/Performance.md, "One helper primitive"), as these lists are a
+    /// thread measured slower here, as these lists are a
     /// replication batch or a `_bulk_get`, whose other work already keeps the second core busy.
     /// - Complexity: O(total body size).
     static func makeDocuments(_ stored: [StoredDocument]) throws -> [Document] {

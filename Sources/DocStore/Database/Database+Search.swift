@@ -1,6 +1,6 @@
 extension Database {
     /// Searches a full-text index — one whose map function emits ``FullTextSearch/createKey(_:)``, or
-    /// a Mango text index (``MangoIndex/indexName``) — with a query in the seed's syntax
+    /// a Mango text index (``MangoIndex/indexName``) — with a query in the PredixSDK's full-text syntax
     /// (``TextQuery``; Docs/Search.md).
     ///
     /// ```swift

@@ -8,7 +8,7 @@ import Foundation
 /// last sequence are mapped again; deleted and purged documents lose their rows.
 actor IndexWriter {
     /// Indexing (SQLite writes, and the map functions it runs: Swift closures or JavaScript) runs on a
-    /// serial queue of its own, never on the cooperative pool (DESIGN.md §6): a map function is the
+    /// serial queue of its own, never on the cooperative pool (Docs/Architecture.md): a map function is the
     /// app's code, and may take as long as it likes.
     nonisolated let executor = SerialQueueExecutor(label: "docstore.index-writer")
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -28,8 +28,8 @@ actor IndexWriter {
     static let batchSize = 500
     /// Windows written per transaction: a large catch-up (a new or rebuilt index) commits every
     /// 100 000 documents rather than every window, since each commit rewrites every B-tree page the
-    /// windows touched — with random keys, most of the index, so that committing every 10 000 made a
-    /// build's writes grow with the square of its size (a million documents: 16.5 s, 10.1–10.8 s now).
+    /// windows touched — with random keys, most of the index, so that committing more often makes a
+    /// build's writes grow with the square of its size.
     static let windowsPerTransaction = 200
 
     init(fileURL: URL, definitions: [IndexDefinition], maximumFileSize: Int64? = nil) throws {

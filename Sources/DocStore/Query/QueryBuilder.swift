@@ -65,7 +65,7 @@ public struct QueryCondition: Sendable, Hashable {
 
     init(json: JSON) { self.json = json }
 
-    /// The documents of one collection: those whose `type` field is `name` (the seed's `collection`).
+    /// The documents of one collection: those whose `type` field is `name` (OTFCloudantStore's `collection`).
     public static func collection(_ name: String) -> QueryCondition { QueryField("type") == .string(name) }
 
     public static func && (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {

@@ -182,7 +182,7 @@ struct QueryPlanner {
     /// (at any depth of single-member objects) — but only once a json index it could read requires no
     /// field the selector leaves out: checking whether that index is usable walks the operands
     /// (`mango_idx_view:is_text_search`) and meets a value it has no case for. DocStore answers that
-    /// query with a 400 saying so (DESIGN.md §8), and reads the same selector through `_all_docs` when
+    /// query with a 400 saying so (Docs/Queries.md), and reads the same selector through `_all_docs` when
     /// no json index is a candidate, as CouchDB does.
     static func checkOperandsCouchDBCanPlan(_ condition: Condition, candidates: [Choice], sortFields: [String]) throws {
         guard case .crash(let operand)? = operandCouchDBFailsOn(condition) else { return }

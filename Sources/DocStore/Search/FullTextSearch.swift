@@ -17,7 +17,7 @@ public enum FullTextSearch {
         case english
     }
 
-    /// The key that indexes `text` for full-text search (the seed's `FullTextSearch.createKey(text)`).
+    /// The key that indexes `text` for full-text search (the PredixSDK's `FullTextSearch.createKey(text)`).
     /// Each one a map function emits is a field of its document: phrases and `NEAR` match within one
     /// field, `AND`, `OR` and `NOT` combine the fields of a document. Such keys are searched, never
     /// listed by ``Database/query(_:_:)``, which reads the index's other rows.
@@ -37,7 +37,7 @@ public enum FullTextSearch {
 
 /// A full-text search of an index (``Database/search(index:_:)``).
 public struct SearchQuery: Sendable, Hashable {
-    /// The query, in the seed's syntax (``TextQuery``).
+    /// The query, in the PredixSDK's full-text syntax (``TextQuery``).
     public var query: TextQuery
     /// Return a snippet of the best matching field of each document, matched tokens in `[` and `]`.
     public var snippets = false

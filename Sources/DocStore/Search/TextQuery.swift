@@ -1,4 +1,4 @@
-/// A full-text query in the seed's syntax (Docs/Search.md; DESIGN.md §8), parsed and checked.
+/// A full-text query in the PredixSDK's full-text syntax (Docs/Search.md), parsed and checked.
 ///
 /// - Words match tokens; a word that folds to several tokens (`rock-n-roll`) is a phrase of them.
 /// - `"double quoted"` is a phrase: consecutive tokens, everything inside is words (`"rock AND roll"`).

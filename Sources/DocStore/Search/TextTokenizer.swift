@@ -1,4 +1,4 @@
-/// Splits text into the tokens full-text search indexes and matches (DESIGN.md §8): maximal runs of
+/// Splits text into the tokens full-text search indexes and matches (Docs/Search.md): maximal runs of
 /// Unicode letters and decimal digits, with the marks that follow them, folded to lower case without
 /// diacritics, so that "Café", "CAFE" and "cafe" are one token.
 ///

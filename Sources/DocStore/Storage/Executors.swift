@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 // Threads of DocStore's own, for work that waits and must not hold a thread of Swift's cooperative
-// pool (DESIGN.md §6): the index writers (which run the app's map functions), `HelpedMap` helpers
+// pool (Docs/Architecture.md): the index writers (which run the app's map functions), `HelpedMap` helpers
 // (which wait for their owner's next input), and the opening of a database file (creating or migrating
 // it), the deletion of its files and the writes of a database whose commits wait for `fsync`, which run
 // with `BlockingWorkThreads.files` as their task executor preference.
@@ -26,7 +26,7 @@ final class SerialQueueExecutor: SerialExecutor {
 
 /// A fixed set of threads of this process's own (not the cooperative pool's), started at once, that
 /// run submitted work in order of submission until ``finish(eachThreadLast:afterAll:)``. Waiting is
-/// what these threads do when there is nothing to run, and what the work they run may do (DESIGN.md §6).
+/// what these threads do when there is nothing to run, and what the work they run may do (Docs/Architecture.md).
 package final class DedicatedThreads: @unchecked Sendable {
     // `@unchecked Sendable`: the mutable state — `work`, `head`, `finishing`, `running` and the two
     // closures — is read and written only while `condition` is locked; everything else is immutable.
@@ -120,7 +120,7 @@ package final class DedicatedThreads: @unchecked Sendable {
 
 /// Threads that run the synchronous parts of a task that prefers this executor
 /// (`withTaskExecutorPreference(…)` or `Task(executorPreference:)`), between its suspension points:
-/// work that may block and so must not hold a thread of the cooperative pool (DESIGN.md §6).
+/// work that may block and so must not hold a thread of the cooperative pool (Docs/Architecture.md).
 final class BlockingWorkThreads: TaskExecutor {
     /// Opening (creating, migrating) and deleting database files, and the writes of a database whose
     /// every commit waits for `fsync` (`Durability.full`): two threads.

@@ -1,7 +1,7 @@
 /// Runs one full-text search over an index's full-text tables (``IndexSchema/createTextTables(_:tokenizer:)``)
 /// on a reader of the index file, with the database file attached as ``documentsSchema``.
 ///
-/// Matching follows DESIGN.md §8: phrases and `NEAR` within one field, `AND`, `OR` and `NOT` across
+/// Matching follows Docs/Search.md: phrases and `NEAR` within one field, `AND`, `OR` and `NOT` across
 /// a document's fields.
 /// - When no document has more than one field and the query has no `NOT`, the whole query is one FTS5
 ///   expression and FTS5 ranks it: one statement for the page, one for the count.

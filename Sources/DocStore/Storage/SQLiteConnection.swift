@@ -56,7 +56,7 @@ final class SQLiteConnection: @unchecked Sendable {
     /// How long a statement waits for a lock another connection holds before failing with
     /// `SQLITE_BUSY`: 10 s unless set (the writer's is ``DatabaseConfiguration/lockTimeout``).
     /// Connections wait only on the writers' queues and the reader threads, never on the cooperative
-    /// pool (DESIGN.md §6); point reads turn the wait off (``withoutWaitingForLocks(_:)``).
+    /// pool (Docs/Architecture.md); point reads turn the wait off (``withoutWaitingForLocks(_:)``).
     var busyTimeoutMilliseconds: Int32 = 10_000 {
         didSet { sqlite3_busy_timeout(handle, busyTimeoutMilliseconds) }
     }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Swift's `String` equality is canonical equivalence: "é" precomposed (NFC) and "e" + combining accent
 /// (NFD) are `==` and hash alike, so a `Set<String>` or `[String: …]` keyed by ids from outside merges
-/// two documents CouchDB keeps apart (DESIGN.md §3). Key such collections by `ExactString` instead.
+/// two documents CouchDB keeps apart. Key such collections by `ExactString` instead.
 @usableFromInline
 package struct ExactString: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline package let value: String

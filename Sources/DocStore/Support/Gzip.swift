@@ -2,7 +2,7 @@ import CZlib
 import Foundation
 
 /// Streaming gzip decompression and compression over the system zlib, for attachments that CouchDB
-/// stores and sends gzip-encoded (DESIGN.md §5).
+/// stores and sends gzip-encoded.
 ///
 /// A stream is fed any number of input pieces and hands its output to a closure in bounded pieces, so
 /// neither side of a large attachment is ever held whole.

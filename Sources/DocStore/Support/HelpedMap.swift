@@ -179,7 +179,7 @@ final class HelpedMap<Input: Sendable, Output: Sendable>: Sendable {
 /// `DOCSTORE_SERIAL`, read once, and the helpers' threads.
 private enum HelpedMapSettings {
     /// The helpers' threads: dedicated ones, since a helper waits (on a semaphore) for its owner's next
-    /// input, which must not hold a thread of the cooperative pool (DESIGN.md §6). Owners are the
+    /// input, which must not hold a thread of the cooperative pool (Docs/Architecture.md). Owners are the
     /// writers and the readers, at most a few at once.
     static let helperThreadCount = max(2, ProcessInfo.processInfo.activeProcessorCount)
     static let helpers = DedicatedThreads(count: helperThreadCount, name: "docstore.helper")

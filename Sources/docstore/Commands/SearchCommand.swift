@@ -8,7 +8,7 @@ struct Search: AsyncParsableCommand {
         abstract: "Search a text index with a full-text query.",
         discussion: """
             INDEX is a Mango text index (docstore index create --type text), by name or as DDOC/NAME. \
-            QUERY is in the seed's syntax (Docs/Search.md): words, "phrases", prefix*, AND, OR, NOT, \
+            QUERY is in the PredixSDK's full-text syntax (Docs/Search.md): words, "phrases", prefix*, AND, OR, NOT, \
             NEAR, NEAR/n, parentheses. Prints the view endpoint's JSON: {"total_rows", "rows": [{"id", \
             "score", "snippet"?, "value"?, "doc"?}]}, the most relevant first.
             """)
