@@ -11,8 +11,9 @@ public enum ReplicationEndpoint: Sendable {
     case remote(URL)
 }
 
-/// Which way documents move between the local side (``ReplicationConfiguration/database``'s role is
-/// played by the source) and the target.
+/// Which way documents move between the configuration's source and target (for the convenience
+/// constructors such as ``ReplicationConfiguration/oneTimeBidirectional(with:database:)``, the local
+/// database is the source).
 public enum ReplicationDirection: String, Sendable {
     /// Source → target.
     case push

@@ -4,7 +4,7 @@ import DocStore
 /// The one error type of DocSync: what failed, a reason, and the underlying cause.
 public struct ReplicationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as a value that can be extended without breaking `switch` statements (the
-    /// same shape as ``DocStoreError/Code``).
+    /// same shape as DocStore's `DocStoreError.Code`).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
         let couchDB: String

@@ -3,7 +3,7 @@ import Foundation
 /// An attachment's bytes as an asynchronous sequence of pieces of at most 256 KiB, read from the
 /// database one chunk at a time — a content of any size is streamed without being held whole.
 ///
-/// Get one with ``Database/attachmentContent(_:encoded:)``. With `encoded: false` the pieces are the
+/// Get one with ``Database/attachmentContent(_:encoded:from:)``. With `encoded: false` the pieces are the
 /// content itself (gzip-stored bytes are decompressed as they are read); with `encoded: true` they are
 /// the stored bytes, e.g. to send a gzip-stored attachment on as it is (``isEncoded`` tells).
 ///
@@ -214,7 +214,7 @@ extension Database {
     /// The content of an attachment, whole and decoded.
     /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.
     /// - Complexity: O(length); the content is held in memory — stream large ones with
-    ///   ``attachmentContent(_:encoded:)``.
+    ///   ``attachmentContent(_:encoded:from:)``.
     public func attachmentData(_ attachment: Attachment) async throws -> Data {
         if let data = attachment.data { return data }
         return try attachmentContent(attachment).collect()
@@ -233,6 +233,7 @@ extension Database {
     }
 
     /// An attachment's bytes as a stream of bounded pieces.
+    /// - Parameter attachment: an attachment of a document read from this database.
     /// - Parameter encoded: yield the stored bytes (gzip data for a gzip-encoded attachment) instead of
     ///   the decoded content.
     /// - Throws: ``DocStoreError/Code/notFound`` if the database does not hold that content.

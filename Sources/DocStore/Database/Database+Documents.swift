@@ -26,8 +26,8 @@ extension Database {
     /// A document that carries a revision (``Document/revision``, as read) updates that revision, and
     /// fails with a conflict if it is no longer a current leaf — someone else saved in between. A
     /// document without a revision whose id exists updates the current revision (the last writer
-    /// wins); without an id it gets one from the id factory. ``add(_:)`` and ``update(_:)`` are the
-    /// strict forms, ``put(_:)`` CouchDB's `PUT`.
+    /// wins); without an id it gets one from ``Document/idFactory``. ``add(_:)-(Document)`` and ``update(_:)-(Document)`` are the
+    /// strict forms, ``put(_:)-(Document)`` CouchDB's `PUT`.
     ///
     /// - Returns: the saved document with its new revision, sequence and attachment stubs.
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/conflict`` if the revision is not a current
@@ -42,7 +42,7 @@ extension Database {
 
     /// Creates or updates a document as CouchDB's `PUT /{db}/{id}` does: an update must carry the
     /// revision it was read at, and an existing document saved without one is a
-    /// ``DocStoreError/Code/conflict`` (where ``save(_:)`` would update the current revision).
+    /// ``DocStoreError/Code/conflict`` (where ``save(_:)-(Document)`` would update the current revision).
     @discardableResult
     public func put(_ document: Document) async throws -> Document {
         try await writeOne(document, policy: .put)
@@ -56,7 +56,7 @@ extension Database {
     }
 
     /// Updates an existing document: at the revision it carries (a conflict if that is no longer a
-    /// current leaf), or without one the current revision, as ``save(_:)``; fails with
+    /// current leaf), or without one the current revision, as ``save(_:)-(Document)``; fails with
     /// ``DocStoreError/Code/notFound`` if there is no live document with its id.
     @discardableResult
     public func update(_ document: Document) async throws -> Document {
@@ -91,7 +91,7 @@ extension Database {
     }
 
     /// Deletes the document `id`, whatever its current revision: the last writer wins, as with
-    /// ``save(_:)``. Its conflicting revisions, if any, stay (delete them with
+    /// ``save(_:)-(Document)``. Its conflicting revisions, if any, stay (delete them with
     /// ``delete(id:revision:)``).
     ///
     /// - Returns: the id of the deleted document.

@@ -43,6 +43,10 @@ extension Database {
     /// ```
     /// - Parameters:
     ///   - fields: dotted paths of string fields (or arrays of strings); empty for every string.
+    ///   - name: the index's name; by default one made from its definition, as CouchDB makes it.
+    ///   - designDocument: the design document that holds it (`_design/` is added when missing); by
+    ///     default one of its own, named from its definition and name, as CouchDB names it.
+    ///   - partialFilter: a selector the documents of the index must match.
     /// - Returns: where the index is, and whether it was created or already existed.
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/invalidFieldName`` for a malformed path, a
     ///   selector error for a malformed partial filter, ``DocStoreError/Code/invalidIndex`` when the

@@ -20,9 +20,9 @@ public enum AttachmentEncoding: String, Sendable, Hashable {
 /// how it is *stored and carried*: ``encoding`` and ``encodedLength``. Create one from `Data` or a file
 /// and put it in ``Document/attachments``; saving the document stores the content once per digest,
 /// however many revisions or documents use it. Large contents can be streamed in beforehand with
-/// ``Database/attachmentWriter(contentType:encoding:)``. Attachments read back from the database are
+/// ``Database/attachmentWriter(contentType:encoding:digest:encodedLength:length:maximumLength:)``. Attachments read back from the database are
 /// *stubs* (metadata only); read their content with ``Database/attachmentData(_:)`` or stream it with
-/// ``Database/attachmentContent(_:encoded:)``. An unchanged attachment is carried into the next
+/// ``Database/attachmentContent(_:encoded:from:)``. An unchanged attachment is carried into the next
 /// revision by leaving its stub in the document: a stub is matched by name (and `revpos`, when given)
 /// with the attachments of the revision the edit is based on, as CouchDB does.
 ///
@@ -107,6 +107,10 @@ public struct Attachment: Sendable, Hashable {
     /// content in `encoding`, `digest` the MD5 the peer computed over those bytes.
     ///
     /// - Parameters:
+    ///   - encoded: the bytes as the peer stores them.
+    ///   - encoding: how `encoded` is encoded (gzip or not).
+    ///   - contentType: the content's MIME type.
+    ///   - digest: the MD5 the peer computed over `encoded` (`md5-<base64>`); computed when `nil`.
     ///   - length: the decoded length the peer reports; checked against the content.
     ///   - revpos: the generation that added the content, as the peer reports it.
     /// - Throws: ``DocStoreError/Code/digestMismatch`` if `digest` is not the MD5 of `encoded`;

@@ -479,7 +479,7 @@ extension Document: ExpressibleByDictionaryLiteral {
     /// let lamp: Document = ["id": "lamp", "price": 19.5]     // lamp.id == "lamp", body ["price": 19.5]
     /// ```
     ///
-    /// Only literals (and ``init(id:_:dateFormat:)``) read `"id"` so: a body that arrives as JSON, from
+    /// Only literals (and ``init(id:_:dateFormat:)-(_,[String:Any],_)``) read `"id"` so: a body that arrives as JSON, from
     /// a `Codable` value or through ``body`` keeps an `"id"` member as data.
     public init(dictionaryLiteral elements: (String, JSON)...) {
         var body = JSONObject(elements)

@@ -171,7 +171,7 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     public var byteOffset: Int?
     /// The underlying error, if any (for example a ``SQLiteError``).
     public var cause: (any Error)?
-    /// For a failed all-or-nothing batch (the typed model operations, ``Database/importDocuments(from:)``):
+    /// For a failed all-or-nothing batch (the typed model operations, ``Database/importDocuments(from:progress:)``):
     /// the position of the item that failed, counted from 0; nothing of the batch was written.
     public var itemIndex: Int?
     /// For a failed all-or-nothing batch: the id of the document that failed, when it has one.

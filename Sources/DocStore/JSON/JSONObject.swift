@@ -10,7 +10,7 @@ import Synchronization
 /// combining accent are two keys (a `_revs_diff` body can name both documents). The parser rejects
 /// input with two keys of the same bytes.
 ///
-/// - Complexity: the members are one array, searched linearly up to ``indexThreshold`` members; larger
+/// - Complexity: the members are one array, searched linearly up to a few members; larger
 ///   objects also keep a key → position table, for O(1) lookup on average. Appending is O(1);
 ///   removing a member is O(n).
 public struct JSONObject: Sendable, Hashable {

@@ -31,7 +31,7 @@ public struct ExportOptions: Sendable {
     }
 }
 
-/// What ``Database/importDocuments(from:)`` wrote.
+/// What ``Database/importDocuments(from:progress:)`` wrote.
 public struct ImportSummary: Sendable, Hashable {
     /// Records read from the file.
     public var records: Int
@@ -137,6 +137,7 @@ extension Database {
     ///   (NDJSON) or element (JSON array) and its byte offset for a record that is not valid, and the
     ///   write's error (with ``DocStoreError/itemIndex``, the record's position) for one that cannot be
     ///   stored. Nothing is written then.
+    /// - Parameter data: an export, in either format (a JSON array, or NDJSON: one record a line).
     /// - Parameter progress: told, from the writer's thread, how many records of how many are written
     ///   so far, every thousand records and at the end (for a progress bar; the transaction commits
     ///   after the last call).

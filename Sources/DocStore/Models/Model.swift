@@ -19,7 +19,7 @@ import Foundation
 ///
 /// - `id` and `revision` must be encoded under the names `id`/`revision` (as synthesized `Codable`
 ///   does) or `_id`/`_rev`; the model's encoding must not use the member `type` for anything else.
-/// - An empty `id` on ``Database/add(_:)`` asks the database for one.
+/// - An empty `id` on ``Database/add(_:)-(M)`` asks the database for one.
 public protocol Model: Codable, Identifiable, Sendable where ID == String {
     /// The document id (`_id`).
     var id: String { get set }
