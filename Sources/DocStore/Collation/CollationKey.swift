@@ -24,7 +24,7 @@ public enum Collation: String, Sendable, Hashable, Codable {
 /// - arrays and objects: the encoded elements (for objects: key, value, key, value…), then a zero byte,
 ///   which sorts before every tag, so a prefix sorts first.
 /// Raw strings are their UTF-8 bytes with `00 → 01 01` and `01 → 01 02`, then `00`.
-public enum CollationKey {
+package enum CollationKey {
     static let end: UInt8 = 0x00
 
     enum Tag {
@@ -166,7 +166,7 @@ public enum CollationKey {
 
 /// The reference comparison of CouchDB's view collation, written independently of ``CollationKey``
 /// (tests check that the two agree).
-public enum JSONCollator {
+package enum JSONCollator {
     /// Compares two values: negative if `a` sorts first, zero if they collate equal, positive otherwise.
     public static func compare(_ a: JSON, _ b: JSON, collation: Collation = .unicode) -> Int {
         let (rankA, rankB) = (rank(a, collation), rank(b, collation))

@@ -169,7 +169,7 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     public var reason: String
     /// For ``Code/invalidJSON``: the byte offset of the first problem in the input.
     public var byteOffset: Int?
-    /// The underlying error, if any (for example a ``SQLiteError``).
+    /// The underlying error, if any (for example SQLite's error, with its result code).
     public var cause: (any Error)?
     /// For a failed all-or-nothing batch (the typed model operations, ``Database/importDocuments(from:progress:)``):
     /// the position of the item that failed, counted from 0; nothing of the batch was written.

@@ -39,7 +39,7 @@ extension JSON {
     ///
     /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/invalidJSON`` and the byte offset of the
     ///   first problem (malformed syntax, invalid UTF-8, lone surrogates, numbers that overflow a double,
-    ///   duplicate object keys, nesting deeper than ``JSONParser/maximumDepth``).
+    ///   duplicate object keys, nesting deeper than 512 levels).
     /// - Complexity: O(n) in the length of the input.
     public init<Bytes: Collection>(parsing bytes: Bytes) throws where Bytes.Element == UInt8 {
         try self.init(parsing: bytes, documentDepth: 0)

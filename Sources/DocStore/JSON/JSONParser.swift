@@ -4,7 +4,7 @@
 /// commas, single quotes, comments, leading zeros, `NaN`/`Infinity`, numbers that overflow a double,
 /// control characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, duplicate
 /// object keys, trailing garbage and nesting deeper than ``maximumDepth``.
-public enum JSONParser {
+package enum JSONParser {
     /// The deepest nesting of arrays and objects accepted; deeper input is rejected rather than
     /// risking the stack.
     public static let maximumDepth = 512

@@ -11,7 +11,7 @@
 /// ```
 public enum FullTextSearch {
     /// Whether a full-text index reduces English words to their stem (FTS5's Porter stemmer over
-    /// ``TextTokenizer``'s tokens): with `.english`, "searching" and "searched" match "search".
+    /// the index's tokens): with `.english`, "searching" and "searched" match "search".
     public enum Stemming: String, Sendable, Hashable {
         case none
         case english

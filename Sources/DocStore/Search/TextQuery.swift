@@ -10,7 +10,7 @@
 /// - Parentheses group. Precedence from highest: `NEAR`, `NOT`, `AND` (explicit or implicit), `OR`;
 ///   operators of equal precedence group to the left.
 ///
-/// Query words are folded as document text is (``TextTokenizer``): `Rés*` means `res*`.
+/// Query words are folded as document text is: `Rés*` means `res*`.
 public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     /// A parsed query.
     public indirect enum Expression: Sendable, Hashable {

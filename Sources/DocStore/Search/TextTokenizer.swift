@@ -6,7 +6,7 @@
 /// `docstore`) for document text and for the words of a query alike, so both are always cut and
 /// folded the same way. ASCII text takes a byte-by-byte path with no allocation; a token with any
 /// other character is folded through Unicode's canonical decomposition.
-public enum TextTokenizer {
+package enum TextTokenizer {
     /// The folded tokens of `text`, in order.
     public static func tokens(_ text: String) -> [String] {
         var tokens: [String] = []

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// An error reported by SQLite, with the extended result code, SQLite's message and the statement.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+package struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The extended result code (`SQLITE_BUSY`, `SQLITE_CONSTRAINT_UNIQUE`, …).
     public let code: Int32
     /// SQLite's own message.

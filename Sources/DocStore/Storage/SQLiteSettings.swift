@@ -9,7 +9,7 @@ import CSQLite
 /// its first connection in the process does. DocStore makes it before opening its first connection;
 /// a process that uses SQLite itself before that (another library, its own files) should call
 /// ``apply()`` first, early in `main`.
-public enum SQLiteSettings {
+package enum SQLiteSettings {
     /// Whether the settings took effect: decided by the first call, in this process.
     private static let applied: Bool = csqlite_disable_memory_statistics() == SQLITE_OK
 

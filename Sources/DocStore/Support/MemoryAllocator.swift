@@ -17,7 +17,7 @@ import Foundation
 ///
 /// `docstore serve` applies it at start; an app that embeds DocStore in a server of its own may call
 /// it once, early in `main`. It changes nothing where the allocator is not glibc's.
-public enum MemoryAllocator {
+package enum MemoryAllocator {
     /// The threshold ``fixLargeBlockThreshold(bytes:)`` keeps by default: 128 KiB, glibc's own
     /// starting value.
     public static let defaultLargeBlockThreshold = 128 * 1024
