@@ -57,6 +57,8 @@ public final class DocServer: Sendable {
                 indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
                 filters: [String: ChangesFilterFunction] = [:],
                 logger: Logger = Logger(label: "docstore.server")) async throws {
+        var logger = logger
+        if let level = configuration.logLevel { logger.logLevel = level }
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
         self.metrics = ServerMetrics()

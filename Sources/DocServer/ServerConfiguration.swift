@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// How a ``DocServer`` runs: where its databases live, where it listens, who may do what.
 public struct ServerConfiguration: Sendable {
@@ -27,6 +28,10 @@ public struct ServerConfiguration: Sendable {
     public var passwordIterations = 100_000
     /// How long a `_session` cookie stays valid.
     public var sessionLifetime: Duration = .seconds(600)
+    /// How much the server logs: `.info` writes a line for every request, `.warning` only what went
+    /// wrong. `nil` (the default) leaves the level of the logger the server was given (its
+    /// `logger:` parameter, else swift-log's default: `.info`, to standard error).
+    public var logLevel: Logger.Level?
     /// The body field that names a document's channels, which decide which users read and write it
     /// and which documents the `sync_gateway/bychannel` filter passes: a string (one channel) or an
     /// array of strings. `channels` by default, as Sync Gateway's default sync function reads it;

@@ -1,10 +1,12 @@
-import DocServer
+@testable import DocServer
 import DocStore
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import Hummingbird
+import Logging
+import TestSupport
 import XCTest
 
 /// Docs/Server.md's embedding example: DocServer as the responder of the caller's own application,
@@ -59,5 +61,45 @@ final class EmbeddingTests: XCTestCase {
         running.cancel()
         _ = try? await running.value
         await couch.stop()
+    }
+
+    /// Docs/Server.md's first example, as written there: DocServer on its own listener, with the
+    /// port, administrator and log level of its configuration.
+    func testDocServerOnItsOwnListener() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("own-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        var settings = ServerConfiguration(dataDirectory: folder)
+        settings.port = 0                        // 5984 by default; 0 picks a free port
+        settings.admin = ("admin", "secret")
+        settings.logLevel = .warning             // .info logs every request
+        let server = try await DocServer(configuration: settings)
+        let port = try await server.start()      // the port it listens on
+
+        func allDatabases(_ port: Int) async throws -> (Int, JSON) {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/_all_dbs")!)
+            request.setValue("Basic " + Data("admin:secret".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as! HTTPURLResponse).statusCode, try JSON(parsing: data))
+        }
+        let (status, names) = try await allDatabases(port)
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(names.arrayValue?.contains("_users"), true)
+        XCTAssertEqual(server.logger.logLevel, .warning)
+        await server.stop()
+
+        // What the level does, seen through a logger that keeps its messages: at `.warning` no request
+        // line, at the logger's own level (`.info`) one per request.
+        for (level, lines) in [(Logger.Level?.some(.warning), 0), (nil, 1)] {
+            let log = MessageLog()
+            var quiet = settings
+            quiet.logLevel = level
+            let logged = try await DocServer(configuration: quiet, logger: Logger(label: "test.embedded") { _ in CollectingLogHandler(log: log) })
+            _ = try await allDatabases(try await logged.start())
+            await logged.stop()
+            XCTAssertEqual(log.count(containing: "GET /_all_dbs"), lines, "\(String(describing: level))")
+        }
+
+        try assertGuideBlocksAreIn(guide: "Server.md", section: "Embedding it in your service", minimumBlocks: 1)
     }
 }

@@ -362,7 +362,9 @@ public final class Database: Sendable {
     // MARK: Change notifications
 
     /// Batches of changes, one per committed write, from now until the database closes or the
-    /// consumer stops iterating. Each batch lists the revisions that write stored, in order.
+    /// consumer stops iterating. Each batch lists the revisions that write stored, in order. The
+    /// stream listens from the moment of this call, not of the first iteration: a write committed in
+    /// between is delivered, buffered until read.
     ///
     /// ```swift
     /// for await batch in db.changeBatches() {

@@ -7,8 +7,8 @@ import CSQLite
 /// with a connection of its own — would otherwise contend for (a local replication took 40 % longer
 /// with them on, Docs/Performance.md). SQLite takes such a setting only before it initializes, which
 /// its first connection in the process does. DocStore makes it before opening its first connection;
-/// a process that uses SQLite itself before that (another library, its own files) should call
-/// ``apply()`` first, early in `main`.
+/// a process that uses SQLite itself before that (another library, its own files) calls
+/// ``Database/prepareProcessForService()`` first, early in `main`.
 package enum SQLiteSettings {
     /// Whether the settings took effect: decided by the first call, in this process.
     private static let applied: Bool = csqlite_disable_memory_statistics() == SQLITE_OK

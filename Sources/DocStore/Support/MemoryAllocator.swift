@@ -15,8 +15,9 @@ import Foundation
 /// before, with the same bytes in use (Docs/Performance.md). ``fixLargeBlockThreshold(bytes:)``
 /// keeps the threshold where it starts.
 ///
-/// `docstore serve` applies it at start; an app that embeds DocStore in a server of its own may call
-/// it once, early in `main`. It changes nothing where the allocator is not glibc's.
+/// `docstore serve` applies it at start (``Database/prepareProcessForService()``, which an app that
+/// embeds DocStore in a service of its own calls too). It changes nothing where the allocator is not
+/// glibc's.
 package enum MemoryAllocator {
     /// The threshold ``fixLargeBlockThreshold(bytes:)`` keeps by default: 128 KiB, glibc's own
     /// starting value.

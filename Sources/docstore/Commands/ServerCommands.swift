@@ -90,10 +90,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // A server runs for days: keep large transient buffers out of malloc's arenas (MemoryAllocator).
-        MemoryAllocator.fixLargeBlockThreshold()
-        // Before any SQLite connection opens (DocStore would make them at its first one anyway).
-        SQLiteSettings.apply()
+        // A server runs for days: large transient buffers out of malloc's arenas, SQLite's settings
+        // made before any connection opens.
+        Database.prepareProcessForService()
         let environment = ProcessInfo.processInfo.environment["DOCSTORE_LOG_LEVEL"]
         let level = (logLevel ?? environment).flatMap(Logger.Level.init(rawValue:)) ?? .info
         if logLevel == nil, let environment, Logger.Level(rawValue: environment) == nil {
