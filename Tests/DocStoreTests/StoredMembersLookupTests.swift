@@ -4,7 +4,7 @@ import XCTest
 
 /// One member of a stored body is found by scanning its bytes, without parsing the others
 /// (``StoredMembers/scannedValue(forKey:)``): what it finds must be what the parsed body holds.
-final class StoredMemberLookupTests: XCTestCase {
+final class StoredMembersLookupTests: XCTestCase {
     /// Keys chosen to trip a scanner: prefixes of each other, escapes a key must be compared after,
     /// non-ASCII spellings, brackets and quotes inside strings.
     private static let keys = ["a", "ab", "abc", "b", "é", "e\u{301}", "日本", "q\"uote", "back\\slash", "tab\t", "ctl\u{01}",
