@@ -26,7 +26,7 @@ struct DatabaseOptions: ParsableArguments {
     var db: String = "./docstore-data/default"
 
     /// The server's database, when `--db` is an `http` or `https` URL.
-    var remote: RemoteDatabase? { RemoteDatabase(db) }
+    var remote: RemoteAddress? { RemoteAddress(db) }
 
     /// The folder and name `--db` designates.
     var location: (directory: URL, name: String) {

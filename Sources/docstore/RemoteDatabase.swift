@@ -1,78 +1,65 @@
-import ArgumentParser
+import CouchProtocol
 import DocStore
+import DocSync
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
-/// A database on a CouchDB-compatible server (Apache CouchDB, DocServer, …), as `--db
-/// http://user:password@host:5984/db` names it: the commands ask it over HTTP what they would ask a
-/// local database, and print its JSON answers.
-struct RemoteDatabase: Sendable {
-    /// The database's URL, without credentials.
-    let url: URL
-    /// The URL as given, credentials included, for a replication to read.
-    let replicationURL: URL
-    /// `Basic …` from the URL's credentials.
-    let authorization: String?
+/// The `--db` of a command when it names a database on a CouchDB-compatible server (Apache CouchDB,
+/// `docstore serve`, …): `http://user:password@host:5984/db`. Only the scheme is looked at here;
+/// ``withRemote(_:_:)`` reads the rest, where a malformed URL is an error like any other.
+struct RemoteAddress: Sendable {
+    /// `--db` as given, credentials included.
+    let text: String
 
-    /// The database `text` names, if it is an `http` or `https` URL.
+    /// The address `text` names, if it is an `http` or `https` URL.
     init?(_ text: String) {
         guard text.hasPrefix("http://") || text.hasPrefix("https://") else { return nil }
-        guard var components = URLComponents(string: text), components.host != nil,
-              components.path.split(separator: "/").count == 1, let replicationURL = components.url else {
-            fail("bad_request: \(text) is not a database URL (http://user:password@host:port/db)")
-        }
-        self.replicationURL = replicationURL
-        if let user = components.percentEncodedUser {
-            let name = user.removingPercentEncoding ?? user
-            let password = components.percentEncodedPassword.map { $0.removingPercentEncoding ?? $0 } ?? ""
-            authorization = "Basic " + Data("\(name):\(password)".utf8).base64EncodedString()
-        } else {
-            authorization = nil
-        }
-        components.user = nil
-        components.password = nil
-        components.query = nil
-        components.fragment = nil
-        guard let url = components.url else { fail("bad_request: \(text) is not a database URL") }
-        self.url = url
+        self.text = text
     }
 
-    /// The database's name on its server.
-    var name: String { url.lastPathComponent }
+    /// The database URL, credentials included (for a replication to read).
+    func url() throws -> URL {
+        guard let components = URLComponents(string: text), components.host != nil,
+              components.path.split(separator: "/").count == 1, let url = components.url else {
+            throw RemoteError(error: "bad_request", reason: "\(text) is not a database URL (http://user:password@host:port/db)")
+        }
+        return url
+    }
+}
 
-    /// `path` under the database (a document id, `_all_docs`, …; empty for the database itself),
-    /// asked with `method`, the `query` parameters that have a value and a JSON `body`. Returns the
-    /// answer's JSON; an error status throws a ``RemoteError`` with CouchDB's `error` and `reason`.
+/// A database on a server, asked over DocSync's HTTP client (its credentials, session login,
+/// timeouts and connection handling): the commands ask it over HTTP what they would ask a local
+/// database, and print its JSON answers.
+struct RemoteDatabase: Sendable {
+    /// The URL as given, credentials included, for a replication to read.
+    let replicationURL: URL
+    let peer: HTTPPeer
+
+    /// The database's name on its server.
+    var name: String { peer.databaseURL.lastPathComponent }
+
+    /// `path` under the database (already encoded with ``encode(_:)``: a document id, `_all_docs`, …;
+    /// empty for the database itself), asked with `method`, the `query` parameters that have a value
+    /// and a JSON `body`. Returns the answer's JSON; an error status throws a ``RemoteError`` with
+    /// CouchDB's `error` and `reason`.
     func json(_ method: String, _ path: String = "", query: [(String, String?)] = [], body: JSON? = nil) async throws -> JSON {
-        var text = url.absoluteString
-        if !path.isEmpty { text += "/" + path }
-        let parameters = query.compactMap { name, value in value.map { Self.encode(name) + "=" + Self.encode($0) } }
-        if !parameters.isEmpty { text += "?" + parameters.joined(separator: "&") }
-        guard let requestURL = URL(string: text) else { throw RemoteError(error: "bad_request", reason: "cannot ask \(text)") }
-        var request = URLRequest(url: requestURL)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(try body.serialized())
+        var target = path.isEmpty ? "" : "/" + path
+        let parameters = query.compactMap { name, value in
+            value.map { HTTPPeer.encodeQuery(name) + "=" + HTTPPeer.encodeQuery($0) }
         }
-        let data: Data
-        let response: URLResponse
+        if !parameters.isEmpty { target += "?" + parameters.joined(separator: "&") }
+        let status: Int, data: Data
         do {
-            (data, response) = try await URLSession.shared.data(for: request)
-        } catch {
-            throw RemoteError(error: "network", reason: "\(url.host ?? "the server") did not answer: \(error.localizedDescription)")
+            (status, data) = try await peer.send(method, target, json: body)
+        } catch let error as ReplicationError {
+            throw RemoteError(error: error.couchDBError, reason: error.reason)
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let answer = try? JSON(parsing: data)
         guard (200..<300).contains(status) else {
-            throw RemoteError(error: answer?["error"]?.stringValue ?? "http_\(status)",
-                              reason: answer?["reason"]?.stringValue ?? String(decoding: data.prefix(200), as: UTF8.self))
+            let answer = ErrorBody(body: data)
+            throw RemoteError(error: answer.error == "unknown_error" ? "http_\(status)" : answer.error, reason: answer.reason)
         }
-        guard let answer else { throw RemoteError(error: "bad_response", reason: "the answer to \(method) \(text) is not JSON") }
+        guard let answer = try? JSON(parsing: data) else {
+            throw RemoteError(error: "bad_response", reason: "the answer to \(method) \(name)\(target) is not JSON")
+        }
         return answer
     }
 
@@ -84,13 +71,10 @@ struct RemoteDatabase: Sendable {
         return encode(id)
     }
 
-    /// `text` percent-encoded for a path segment or a query value: everything but letters, digits and
-    /// `-._~` (so `+`, `&`, `=` and `/` in JSON keys and ids arrive as written).
+    /// `text` percent-encoded for one path segment, as DocSync encodes them.
     static func encode(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+        HTTPPeer.encode(text)
     }
-
-    private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 }
 
 /// An error answer of a server, or a server that did not answer.
@@ -100,8 +84,21 @@ struct RemoteError: Error {
     let reason: String
 }
 
-/// Runs a command body with the remote database `--db` names, turning errors into one clear line on
-/// standard error and a non-zero exit code, as ``withDatabase(_:_:)`` does for a local one.
-func withRemote(_ remote: RemoteDatabase, _ body: (RemoteDatabase) async throws -> Void) async throws {
-    try await reportingErrors { try await body(remote) }
+/// Runs a command body with the server's database `address` names, connected through DocSync's
+/// client and closed afterwards, turning errors into one clear line on standard error and a non-zero
+/// exit code, as ``withDatabase(_:_:)`` does for a local one.
+func withRemote(_ address: RemoteAddress, _ body: (RemoteDatabase) async throws -> Void) async throws {
+    try await reportingErrors {
+        let url = try address.url()
+        var configuration = ReplicationConfiguration(source: .remote(url), target: .remote(url))
+        configuration.maximumRequestsInFlight = 1
+        let peer: HTTPPeer
+        do {
+            peer = try await HTTPPeer.connect(url, configuration: configuration, clock: ContinuousClock())
+        } catch let error as ReplicationError {
+            throw RemoteError(error: error.couchDBError, reason: error.reason)
+        }
+        defer { peer.close() }
+        try await body(RemoteDatabase(replicationURL: url, peer: peer))
+    }
 }

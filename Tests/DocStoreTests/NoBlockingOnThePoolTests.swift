@@ -8,7 +8,7 @@ import XCTest
 final class NoBlockingOnThePoolTests: XCTestCase {
     /// (file, construct) → why it cannot block the cooperative pool.
     static let allowed: [String: [String: String]] = [
-        "Sources/DocStore/Database/DatabaseWriter.swift": [
+        "Sources/DocStore/Write/DatabaseWriter.swift": [
             "NSLock": "`access` guards the writer's connection between the DatabaseWriter actor and a point read; the point read only tries it (`withoutWaitingForLocks`) and never waits, so the writer waits at most for one single-row read in progress",
         ],
         "Sources/DocStore/Storage/Executors.swift": [

@@ -6,9 +6,9 @@ import FoundationNetworking
 #endif
 
 /// A replication peer over CouchDB's HTTP API (Apache CouchDB, DocServer, Sync Gateway, PouchDB Server).
-struct HTTPPeer: ReplicationPeer {
+package struct HTTPPeer: ReplicationPeer {
     /// The database URL, without credentials.
-    let databaseURL: URL
+    package let databaseURL: URL
     let transport: HTTPTransport
     let headers: [String: String]
     /// The session of ``ReplicationAuthentication/session(name:password:)``.
@@ -26,7 +26,7 @@ struct HTTPPeer: ReplicationPeer {
     var bulkGetFigures: (attempts: Int, documents: Int) { bulkGets.figures.withLock { $0 } }
 
     /// Connects: reads the server's welcome to learn its vendor. Requests time out on `clock`.
-    static func connect(_ url: URL, configuration: ReplicationConfiguration, clock: some Clock<Duration>) async throws -> HTTPPeer {
+    package static func connect(_ url: URL, configuration: ReplicationConfiguration, clock: some Clock<Duration>) async throws -> HTTPPeer {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.host != nil,
             components.scheme == "http" || components.scheme == "https"
         else {
@@ -94,7 +94,7 @@ struct HTTPPeer: ReplicationPeer {
 
     /// Lets running requests finish, then frees the session: a URL session that is never invalidated
     /// stays alive with its connections and buffers (one per replication run, in a long-lived process).
-    func close() {
+    package func close() {
         transport.close()
     }
 
@@ -115,7 +115,7 @@ struct HTTPPeer: ReplicationPeer {
     }
 
     /// Sends a request to `path` under the database URL (already percent-encoded, query included).
-    func send(_ method: String, _ path: String = "", json: JSON? = nil) async throws -> (status: Int, body: Data) {
+    package func send(_ method: String, _ path: String = "", json: JSON? = nil) async throws -> (status: Int, body: Data) {
         var request = try makeRequest(method, path)
         let url = request.url!
         if let json {
@@ -175,13 +175,15 @@ struct HTTPPeer: ReplicationPeer {
         }
     }
 
-    static func encode(_ component: String) -> String {
+    /// `component` percent-encoded for one path segment (`/`, `?`, `#`, `%`, `&`, `+` too).
+    package static func encode(_ component: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/?#%&+")
         return component.addingPercentEncoding(withAllowedCharacters: allowed) ?? component
     }
 
-    static func encodeQuery(_ value: String) -> String {
+    /// `value` percent-encoded for a query parameter's name or value (`&`, `=`, `+`, `?`, `#`, `%` too).
+    package static func encodeQuery(_ value: String) -> String {
         var allowed = CharacterSet.urlQueryAllowed
         allowed.remove(charactersIn: "&=+?#%")
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value

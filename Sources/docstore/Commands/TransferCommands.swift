@@ -62,7 +62,7 @@ struct Import: AsyncParsableCommand {
     }
 
     /// NDJSON records into a server's database, a `_bulk_docs` request per batch.
-    private func importRemote(_ server: RemoteDatabase) async throws {
+    private func importRemote(_ server: RemoteAddress) async throws {
         let handle = input()
         var failures = 0
         try await withRemote(server) { server in
