@@ -161,7 +161,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocStoreTests",
-            dependencies: ["DocStore", "DocStoreFuzzing", "TestSupport"]
+            dependencies: ["DocStore", "CouchProtocol", "DocStoreFuzzing", "TestSupport"]
         ),
         .testTarget(
             name: "DocStoreJavaScriptTests",

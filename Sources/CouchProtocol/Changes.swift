@@ -119,7 +119,7 @@ package struct ChangesResponse: Sendable, Hashable {
     }
 
     /// Reads an answer's JSON text as ``init(json:)`` decodes its tree, without building the tree
-    /// (``DocStore/ChangesAnswer``).
+    /// (``ChangesAnswer``).
     package init(parsing data: Data) throws {
         let answer = try ChangesAnswer(parsing: data)
         results = answer.rows.map {

@@ -1,3 +1,4 @@
+import CouchProtocol
 @testable import DocStore
 import Foundation
 import TestSupport

@@ -28,7 +28,7 @@ extension JSONReader {
 
     /// Reads the object at `index` as a ``Document`` (``Document/init(json:)-(JSON)``), its body kept
     /// as bytes when ``readDocumentObject()`` would keep them, without the object in between.
-    mutating func readDocument() throws -> Document {
+    package mutating func readDocument() throws -> Document {
         let start = index
         let startDepth = depth
         if let (metadata, body) = try readStoredDocument() {
@@ -248,5 +248,76 @@ extension JSONReader {
         default:
             return false
         }
+    }
+}
+
+// MARK: - Reading an envelope around documents
+
+extension JSONReader {
+    /// Reads the object at `index` member by member: `read` reads the value of each key it knows and
+    /// returns `true`, or returns `false` to have it skipped. A key given twice is an error, as in
+    /// ``readObject()``.
+    package mutating func readMembers(_ read: (inout JSONReader, String) throws -> Bool) throws {
+        guard try enter(UInt8(ascii: "{"), closing: UInt8(ascii: "}"), expected: "an object") else { return }
+        var keys = SeenKeys()
+        while true {
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
+                throw error("Expected a string key but found \(describeByte(at: index))")
+            }
+            let keyOffset = index
+            let key = try readString()
+            guard keys.insert(key) else { throw error("Duplicate key \"\(key)\"", at: keyOffset) }
+            try readColon()
+            skipWhitespace()
+            if try !read(&self, key) { _ = try readValue() }
+            if try !readSeparator(closing: UInt8(ascii: "}")) { break }
+        }
+        depth -= 1
+    }
+
+    /// The keys of an object read so far, compared as exact bytes; the envelope's objects have one or
+    /// two, held without allocating.
+    private struct SeenKeys {
+        private var first: String?
+        private var second: String?
+        private var more: [String] = []
+
+        /// Adds `key`; `false` if it was there.
+        mutating func insert(_ key: String) -> Bool {
+            func same(_ other: String?) -> Bool { other.map { $0.utf8.elementsEqual(key.utf8) } ?? false }
+            if same(first) || same(second) || more.contains(where: { same($0) }) { return false }
+            if first == nil { first = key } else if second == nil { second = key } else { more.append(key) }
+            return true
+        }
+    }
+
+    /// Reads the array at `index`, each element with `read`.
+    package mutating func readElements<Element>(_ read: (inout JSONReader) throws -> Element) throws -> [Element] {
+        var elements: [Element] = []
+        guard try enter(UInt8(ascii: "["), closing: UInt8(ascii: "]"), expected: "an array") else { return elements }
+        while true {
+            skipWhitespace()
+            elements.append(try read(&self))
+            if try !readSeparator(closing: UInt8(ascii: "]")) { break }
+        }
+        depth -= 1
+        return elements
+    }
+
+    /// Enters the container at `index`, which must open with `opening`: `false` when it is empty (and
+    /// has been read), `true` when its first member or element is next.
+    private mutating func enter(_ opening: UInt8, closing: UInt8, expected: String) throws -> Bool {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == opening else {
+            throw error("Expected \(expected) but found \(describeByte(at: index))")
+        }
+        try enterContainer()
+        index += 1
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == closing else { return true }
+        index += 1
+        depth -= 1
+        return false
     }
 }

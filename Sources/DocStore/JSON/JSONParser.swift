@@ -114,7 +114,7 @@ func swarSpecialOrNonASCIIMask(_ word: UInt64) -> UInt64 {
 /// `start` moved past the whole words of eight bytes that are all plain (none `"`, `\\`, below 0x20 or
 /// not ASCII): the string scanners' fast path, before they look at bytes one by one.
 @inline(__always)
-func skippingPlainWords(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+package func skippingPlainWords(in buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
     guard let base = buffer.baseAddress else { return start }
     var index = start
     while index + 8 <= buffer.count,
@@ -168,10 +168,10 @@ private let powersOfTen: [Double] = [
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ]
 
-struct JSONReader: ~Copyable {
-    let buffer: UnsafeBufferPointer<UInt8>
-    var index = 0
-    var depth = 0
+package struct JSONReader: ~Copyable {
+    package let buffer: UnsafeBufferPointer<UInt8>
+    package var index = 0
+    package var depth = 0
     var scratch: [UInt8] = []
     /// Members and elements of the containers being parsed, so that each array and object is
     /// allocated once, at its final size, when it closes.
@@ -188,16 +188,16 @@ struct JSONReader: ~Copyable {
     /// The key hashes of the objects ``skipCanonicalValue()`` is inside, for its duplicate-key check.
     var skippedKeyHashes: [UInt64] = []
 
-    init(_ buffer: UnsafeBufferPointer<UInt8>) {
+    package init(_ buffer: UnsafeBufferPointer<UInt8>) {
         self.buffer = buffer
     }
 
-    func error(_ reason: String, at offset: Int? = nil) -> DocStoreError {
+    package func error(_ reason: String, at offset: Int? = nil) -> DocStoreError {
         let offset = offset ?? index
         return DocStoreError(.invalidJSON, "\(reason) at byte offset \(offset)", byteOffset: offset)
     }
 
-    func describeByte(at offset: Int) -> String {
+    package func describeByte(at offset: Int) -> String {
         guard offset < buffer.count else { return "end of input" }
         let byte = buffer[offset]
         if byte >= 0x21 && byte < 0x7F { return "character '\(Character(Unicode.Scalar(byte)))'" }
@@ -205,7 +205,7 @@ struct JSONReader: ~Copyable {
     }
 
     @inline(__always)
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < buffer.count {
             switch buffer[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -214,7 +214,7 @@ struct JSONReader: ~Copyable {
         }
     }
 
-    mutating func readValue() throws -> JSON {
+    package mutating func readValue() throws -> JSON {
         skipWhitespace()
         guard index < buffer.count else { throw error("Unexpected end of input") }
         switch buffer[index] {
@@ -239,7 +239,7 @@ struct JSONReader: ~Copyable {
         index += count
     }
 
-    mutating func enterContainer() throws {
+    package mutating func enterContainer() throws {
         depth += 1
         if depth > JSONParser.maximumDepth {
             throw error("Nesting deeper than \(JSONParser.maximumDepth) levels")
@@ -306,7 +306,7 @@ struct JSONReader: ~Copyable {
 
     /// Reads the `:` after a member's key (whitespace before it allowed).
     @inline(__always)
-    mutating func readColon() throws {
+    package mutating func readColon() throws {
         skipWhitespace()
         guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else {
             throw error("Expected ':' but found \(describeByte(at: index))")
@@ -317,7 +317,7 @@ struct JSONReader: ~Copyable {
     /// Reads what follows an element of an array (`closing` `]`) or a member of an object (`}`),
     /// whitespace before it allowed: `true` past a `,`, `false` past `closing`.
     @inline(__always)
-    mutating func readSeparator(closing: UInt8) throws -> Bool {
+    package mutating func readSeparator(closing: UInt8) throws -> Bool {
         skipWhitespace()
         guard index < buffer.count else { throw error(closing == UInt8(ascii: "]") ? "Unterminated array" : "Unterminated object") }
         let byte = buffer[index]
@@ -410,7 +410,7 @@ struct JSONReader: ~Copyable {
     // MARK: Strings
 
     /// Reads a string starting at its opening quote.
-    mutating func readString() throws -> String {
+    package mutating func readString() throws -> String {
         index += 1
         let start = index
         var ascii = true

@@ -55,7 +55,7 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     }
 
     /// A revision id whose hash is the lowercase hex of 16 digest bytes (e.g. an MD5).
-    init<D: Sequence>(generation: Int, digest16 bytes: D) where D.Element == UInt8 {
+    package init<D: Sequence>(generation: Int, digest16 bytes: D) where D.Element == UInt8 {
         precondition(generation >= 1, "invalid revision id")
         var high: UInt64 = 0, low: UInt64 = 0, count = 0
         for byte in bytes {
@@ -76,7 +76,7 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
     }
 
     /// Parses `"N-hash"` from UTF-8 bytes, as ``init(_:)``.
-    init?(utf8 bytes: UnsafeRawBufferPointer) {
+    package init?(utf8 bytes: UnsafeRawBufferPointer) {
         guard let dash = bytes.firstIndex(of: UInt8(ascii: "-")), dash != 0 else { return nil }
         var generation = 0
         for byte in bytes[..<dash] {

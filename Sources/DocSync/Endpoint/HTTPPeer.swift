@@ -152,7 +152,7 @@ package struct HTTPPeer: ReplicationPeer {
     }
 
     /// `POST /_bulk_get?query` with `body`: the status and the answer's bytes (read by
-    /// ``DocStore/BulkGetAnswer``); an error status other than those of a server without `_bulk_get`
+    /// CouchProtocol's `BulkGetAnswer`); an error status other than those of a server without `_bulk_get`
     /// (400, 404, 405, 501) is thrown.
     private func bulkGet(_ body: BulkGet.Request, query: String) async throws -> (status: Int, data: Data) {
         let path = "/_bulk_get?" + query

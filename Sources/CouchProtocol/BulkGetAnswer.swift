@@ -1,10 +1,11 @@
+import DocStore
 import Foundation
 
 /// A `_bulk_get` answer (`{"results": [{"id": …, "docs": [{"ok": document} | {"error": {…}}]}]}`) read
-/// with its documents straight into ``Document``s — DocSync's pulls read one for every batch. It lives
-/// here, beside the parser, because it reads the documents as ``JSONReader/readDocument()`` does: a
-/// body in DocStore's own form stays the bytes it came as, and no tree of the answer is built around
-/// the documents.
+/// with its documents straight into `Document`s — DocSync's pulls read one for every batch. It is the
+/// fast path of `BulkGet.Response`'s decoder: it reads the documents as DocStore's `JSONReader` reads a
+/// document, so a body in DocStore's own form stays the bytes it came as, and no tree of the answer is
+/// built around the documents. `WireShapeTests` hold the two to the same answers.
 package struct BulkGetAnswer: Sendable {
     /// The answer for one requested item.
     package struct Result: Sendable {
@@ -85,78 +86,5 @@ extension JSONReader {
             return true
         }
         return result
-    }
-
-    /// Reads the object at `index` member by member: `read` reads the value of each key it knows and
-    /// returns `true`, or returns `false` to have it skipped. A key given twice is an error, as in
-    /// ``readObject()``.
-    mutating func readMembers(_ read: (inout JSONReader, String) throws -> Bool) throws {
-        skipWhitespace()
-        guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else {
-            throw error("Expected an object but found \(describeByte(at: index))")
-        }
-        try enterContainer()
-        index += 1
-        skipWhitespace()
-        if index < buffer.count && buffer[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return
-        }
-        var keys = SeenKeys()
-        while true {
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
-                throw error("Expected a string key but found \(describeByte(at: index))")
-            }
-            let keyOffset = index
-            let key = try readString()
-            guard keys.insert(key) else { throw error("Duplicate key \"\(key)\"", at: keyOffset) }
-            try readColon()
-            skipWhitespace()
-            if try !read(&self, key) { _ = try readValue() }
-            if try !readSeparator(closing: UInt8(ascii: "}")) { break }
-        }
-        depth -= 1
-    }
-
-    /// The keys of an object read so far, compared as exact bytes; the envelope's objects have one or
-    /// two, held without allocating.
-    private struct SeenKeys {
-        private var first: String?
-        private var second: String?
-        private var more: [String] = []
-
-        /// Adds `key`; `false` if it was there.
-        mutating func insert(_ key: String) -> Bool {
-            func same(_ other: String?) -> Bool { other.map { $0.utf8.elementsEqual(key.utf8) } ?? false }
-            if same(first) || same(second) || more.contains(where: { same($0) }) { return false }
-            if first == nil { first = key } else if second == nil { second = key } else { more.append(key) }
-            return true
-        }
-    }
-
-    /// Reads the array at `index`, each element with `read`.
-    mutating func readElements<Element>(_ read: (inout JSONReader) throws -> Element) throws -> [Element] {
-        skipWhitespace()
-        guard index < buffer.count, buffer[index] == UInt8(ascii: "[") else {
-            throw error("Expected an array but found \(describeByte(at: index))")
-        }
-        try enterContainer()
-        index += 1
-        skipWhitespace()
-        var elements: [Element] = []
-        if index < buffer.count && buffer[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return elements
-        }
-        while true {
-            skipWhitespace()
-            elements.append(try read(&self))
-            if try !readSeparator(closing: UInt8(ascii: "]")) { break }
-        }
-        depth -= 1
-        return elements
     }
 }

@@ -1,9 +1,11 @@
+import DocStore
 import Foundation
 
 /// A `_changes` answer (`{"results": [{"seq": …, "id": …, "changes": [{"rev": …}], "deleted": true},
 /// …], "last_seq": …, "pending": …}`) read row by row, without a tree of the answer: DocSync's pulls
 /// read one for every batch, and building the tree, reading the rows out of it and freeing it were 4 %
-/// of a pull's CPU. The rows are checked as `CouchProtocol`'s `ChangesRow(json:)` checks them.
+/// of a pull's CPU. It is the fast path of ``ChangesResponse``'s decoder: the rows are checked as
+/// `ChangesRow(json:)` checks them, and `WireShapeTests` hold the two to the same answers.
 package struct ChangesAnswer: Sendable {
     /// One row: what `ChangesRow` holds.
     package struct Row: Sendable {
