@@ -117,9 +117,13 @@ public struct ReplicationConfiguration: Sendable {
 
     /// Backoff after transient errors.
     public struct RetryPolicy: Sendable {
+        /// The delay before the first retry; each next one doubles it.
         public var initialDelay: Duration = .milliseconds(250)
+        /// The longest delay between two attempts.
         public var maximumDelay: Duration = .seconds(300)
+        /// Attempts after which a one-shot replication fails with the last error.
         public var maximumAttempts = 5
+        /// The default policy: 250 ms doubling up to 5 minutes, 5 attempts.
         public init() {}
 
         /// The delay before retry number `attempt` (0-based).

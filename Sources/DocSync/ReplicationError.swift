@@ -41,6 +41,7 @@ public struct ReplicationError: Error, Sendable, Hashable, CustomStringConvertib
     /// The underlying error.
     public let cause: (any Error)?
 
+    /// An error of `code`, with a human `reason`, the peer's HTTP status and the error that caused it.
     public init(_ code: Code, _ reason: String, httpStatus: Int? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.reason = reason

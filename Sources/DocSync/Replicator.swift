@@ -72,7 +72,12 @@ public struct ReplicatorStatus: Sendable {
 }
 
 /// Which way a document moved.
-public enum ReplicationFlow: String, Sendable, Hashable { case push, pull }
+public enum ReplicationFlow: String, Sendable, Hashable {
+    /// Source to target (``ReplicationDirection/push``).
+    case push
+    /// Target to source (``ReplicationDirection/pull``).
+    case pull
+}
 
 /// CouchDB's figures of a replication, as `_active_tasks`, `_scheduler`, `_replicator` documents and
 /// checkpoint histories show them.
@@ -93,14 +98,17 @@ public struct ReplicationFigures: Sendable, Hashable {
     /// `open_revs`, with their attachments.
     public var bulkGetDocuments = 0
 
+    /// All figures zero.
     public init() {}
 
+    /// The figures of two runs (or directions) added up.
     public static func + (left: ReplicationFigures, right: ReplicationFigures) -> ReplicationFigures {
         var sum = left
         sum += right
         return sum
     }
 
+    /// Adds `right`'s figures to `left`'s.
     public static func += (left: inout ReplicationFigures, right: ReplicationFigures) {
         left.revisionsChecked += right.revisionsChecked
         left.missingRevisionsFound += right.missingRevisionsFound
@@ -135,8 +143,11 @@ public struct ReplicationPosition: Sendable, Hashable {
 
 /// One document revision that a replication moved (or failed to).
 public struct ReplicatedDocument: Sendable {
+    /// The document id.
     public let id: String
+    /// The revision moved, when known.
     public let revision: RevisionID?
+    /// Which way it moved.
     public let flow: ReplicationFlow
     /// Why the target refused it, if it did.
     public let error: String?

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The public declarations of DocStore and DocSync, one a line, from the compiler's symbol graphs, compared
 with the lists checked in beside this script (Tests/API/<Module>.public.txt), so that every change to
-the public surface shows in review.
+the public surface shows in review; and each of them documented with a `///` comment (but for the
+members of standard conformances, which their protocols document).
 
 Usage: public_api.py [--update]
   Runs `swift package dump-symbol-graph --minimum-access-level public` (the package must build), then
@@ -26,6 +27,23 @@ def symbol_graph_folder():
     raise SystemExit("dump-symbol-graph did not say where it wrote the graphs:\n" + out)
 
 
+# Members that implement a standard protocol's requirement, documented by the protocol.
+CONFORMANCES = {"hash(into:)", "hashValue", "==(_:_:)", "!=(_:_:)", "<(_:_:)", "description", "debugDescription",
+                "makeIterator()", "makeAsyncIterator()", "next()", "init(from:)", "encode(to:)", "id",
+                "startIndex", "endIndex", "subscript(_:)", "index(after:)", "init(stringLiteral:)",
+                "init(unicodeScalarLiteral:)", "init(extendedGraphemeClusterLiteral:)", "init(integerLiteral:)",
+                "init(floatLiteral:)", "init(booleanLiteral:)", "init(nilLiteral:)", "init(arrayLiteral:)",
+                "init(dictionaryLiteral:)"}
+
+
+def undocumented(graph_file):
+    """The public declarations of the module's own source without a `///` comment."""
+    graph = json.loads(graph_file.read_text())
+    return sorted(".".join(symbol["pathComponents"]) for symbol in graph["symbols"]
+                  if "docComment" not in symbol and "location" in symbol
+                  and symbol["pathComponents"][-1] not in CONFORMANCES)
+
+
 def declarations(graph_file):
     graph = json.loads(graph_file.read_text())
     lines = set()
@@ -43,6 +61,12 @@ def main():
     folder = symbol_graph_folder()
     differs = False
     for module in MODULES:
+        missing = undocumented(folder / f"{module}.symbols.json")
+        if missing:
+            differs = True
+            print(f"{module}: public declarations without a /// comment:")
+            for name in missing:
+                print(f"  {name}")
         current = declarations(folder / f"{module}.symbols.json")
         listed_file = HERE / f"{module}.public.txt"
         if update:

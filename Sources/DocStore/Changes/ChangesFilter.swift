@@ -31,6 +31,7 @@ public struct ChangesFilter: Sendable {
 
     private var exactIDs: Set<ExactString>?
 
+    /// A filter of the given tests; those left `nil` (or `false`) pass everything.
     public init(documentIDs: [String]? = nil, channels: [String]? = nil, selector: MangoSelector? = nil,
                 designDocumentsOnly: Bool = false, predicate: (@Sendable (Document) -> Bool)? = nil) {
         self.documentIDs = documentIDs

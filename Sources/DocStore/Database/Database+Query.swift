@@ -15,6 +15,8 @@ extension Database {
         try await indexWriter.compact()
     }
 
+    /// Adds a map/reduce index to the open database, as ``DatabaseConfiguration/indexes`` does at open:
+    /// stored, built when first queried, rebuilt when its version changes.
     public func register(_ index: IndexDefinition) async throws {
         try ensureOpen()
         _ = try await indexWriter.register(index)

@@ -13,7 +13,9 @@ public typealias BatchMapFunction = @Sendable (_ documents: [RawDocument]) -> [R
 
 /// A live document as its database stores it, not parsed: what a ``BatchMapFunction`` is given.
 public struct RawDocument: Sendable {
+    /// The document id.
     public let id: String
+    /// Its current (winning) revision.
     public let revision: RevisionID
     /// The sequence of its latest change.
     public let sequence: Int64

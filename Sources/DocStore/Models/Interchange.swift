@@ -4,7 +4,10 @@ import Foundation
 public struct ExportOptions: Sendable {
     /// One JSON array, or NDJSON (one document per line, a stream).
     public enum Format: String, Sendable, CaseIterable {
-        case json, ndjson
+        /// One JSON array of the records.
+        case json
+        /// One record a line.
+        case ndjson
     }
 
     /// How much of each document.
@@ -19,11 +22,14 @@ public struct ExportOptions: Sendable {
         case compact
     }
 
+    /// The file's form: one JSON array, or one record a line.
     public var format: Format
+    /// How much of each document is written.
     public var form: Form
     /// Only documents whose current revision satisfies it (all when `nil`).
     public var selector: MangoSelector?
 
+    /// Options for an export; by default every document, in full, as one JSON array.
     public init(format: Format = .json, form: Form = .full, selector: MangoSelector? = nil) {
         self.format = format
         self.form = form

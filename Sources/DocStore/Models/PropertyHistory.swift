@@ -15,6 +15,7 @@ public struct HistoryPolicy: Sendable, Hashable {
         /// Only values at most this many seconds older than the property's newest value.
         public var age: TimeInterval?
 
+        /// A bound by count, by age, both (a value must satisfy both), or neither.
         public init(count: Int? = nil, age: TimeInterval? = nil) {
             self.count = count
             self.age = age
@@ -26,6 +27,7 @@ public struct HistoryPolicy: Sendable, Hashable {
     /// Bounds of particular properties.
     public var properties: [String: Limit]
 
+    /// A policy: `limit` for every property, `properties` for those bounded otherwise.
     public init(limit: Limit = Limit(), properties: [String: Limit] = [:]) {
         self.limit = limit
         self.properties = properties
@@ -82,6 +84,7 @@ public struct PropertyValue: Sendable, Hashable {
     /// The database that set it.
     public let replica: String
 
+    /// A value as a history holds it.
     public init(value: JSON, milliseconds: Int64, replica: String) {
         self.value = value
         self.milliseconds = milliseconds

@@ -15,6 +15,7 @@ public struct DocumentReference: Codable, Hashable, Sendable {
     /// The referenced document's collection (its `type`), when known.
     public var type: String?
 
+    /// A reference to the document `id`, of collection `type` when known.
     public init(id: String, type: String? = nil) {
         self.id = id
         self.type = type
@@ -67,7 +68,9 @@ public struct Reference<Target: Model>: Codable, Hashable, Sendable {
     /// The referenced document's id.
     public var id: String
 
+    /// A reference to the model with id `id`.
     public init(id: String) { self.id = id }
+    /// A reference to `target`.
     public init(_ target: Target) { self.id = target.id }
 
     public init(from decoder: any Decoder) throws {

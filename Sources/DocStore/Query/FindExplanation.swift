@@ -9,6 +9,7 @@ public struct FindExplanation: Sendable {
     /// Where reading starts and ends, as `_explain` shows them (`"<MAX>"` above every key of the prefix;
     /// `null` when nothing is read, or for the start of `_all_docs` read from its first id).
     public let startKey: JSON
+    /// Where reading ends (see ``startKey``).
     public let endKey: JSON
     /// Whether the index is read backwards.
     public let descending: Bool

@@ -35,6 +35,7 @@ public struct FindQuery: Sendable {
     /// Which json indexes the planner may choose (a server's partitioned or global ones).
     package var usableIndexes: (@Sendable (MangoIndex) -> Bool)?
 
+    /// A query for the documents `selector` matches, with CouchDB's defaults for everything else.
     public init(selector: MangoSelector) {
         self.selector = selector
     }

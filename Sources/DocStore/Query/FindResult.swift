@@ -26,9 +26,13 @@ public struct FindResult: Sendable {
 
     /// CouchDB's `execution_stats`.
     public struct ExecutionStatistics: Sendable, Hashable {
+        /// Index rows read.
         public var totalKeysExamined = 0
+        /// Documents read to be matched against the selector.
         public var totalDocumentsExamined = 0
+        /// Documents returned.
         public var resultsReturned = 0
+        /// How long the query took.
         public var executionTime: Duration = .zero
     }
 }

@@ -8,6 +8,7 @@ public struct SortField: Sendable, Hashable, CustomStringConvertible {
     /// Whether it sorts descending.
     public let descending: Bool
 
+    /// A field `path` sorted ascending, or descending.
     public init(_ path: String, descending: Bool = false) {
         self.path = path
         self.descending = descending
@@ -84,6 +85,7 @@ public struct MangoIndex: Sendable, Hashable {
     /// json or text.
     public let type: Kind
 
+    /// An index definition as a design document holds it.
     public init(designDocument: String, name: String, fields: [SortField], partialFilter: MangoSelector? = nil, type: Kind = .json) {
         self.designDocument = designDocument
         self.name = name

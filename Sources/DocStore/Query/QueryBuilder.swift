@@ -8,7 +8,9 @@ public struct QueryField: Sendable, Hashable, ExpressibleByStringLiteral {
     /// The dotted path (see ``FieldPath``).
     public let path: String
 
+    /// The field at the dotted `path`.
     public init(_ path: String) { self.path = path }
+    /// The field at the dotted path a string literal gives.
     public init(stringLiteral path: String) { self.path = path }
 
     private func condition(_ name: String, _ argument: JSON) -> QueryCondition {
@@ -16,11 +18,17 @@ public struct QueryField: Sendable, Hashable, ExpressibleByStringLiteral {
         QueryCondition(json: path.isEmpty ? .object([name: argument]) : .object([path: .object([name: argument])]))
     }
 
+    /// The field equals `value` (`$eq`).
     public static func == (field: QueryField, value: JSON) -> QueryCondition { field.condition("$eq", value) }
+    /// The field exists and does not equal `value` (`$ne`).
     public static func != (field: QueryField, value: JSON) -> QueryCondition { field.condition("$ne", value) }
+    /// The field collates after `value` (`$gt`).
     public static func > (field: QueryField, value: JSON) -> QueryCondition { field.condition("$gt", value) }
+    /// The field collates after or equal to `value` (`$gte`).
     public static func >= (field: QueryField, value: JSON) -> QueryCondition { field.condition("$gte", value) }
+    /// The field collates before `value` (`$lt`).
     public static func < (field: QueryField, value: JSON) -> QueryCondition { field.condition("$lt", value) }
+    /// The field collates before or equal to `value` (`$lte`).
     public static func <= (field: QueryField, value: JSON) -> QueryCondition { field.condition("$lte", value) }
 
     /// The field equals one of `values` (for an array field: one of its elements does).
@@ -54,7 +62,18 @@ public struct QueryField: Sendable, Hashable, ExpressibleByStringLiteral {
 
     /// The JSON types `$type` names.
     public enum JSONType: String, Sendable {
-        case null, boolean, number, string, array, object
+        /// `null`.
+        case null
+        /// `true` or `false`.
+        case boolean
+        /// Any number.
+        case number
+        /// A string.
+        case string
+        /// An array.
+        case array
+        /// An object.
+        case object
     }
 }
 
@@ -68,14 +87,17 @@ public struct QueryCondition: Sendable, Hashable {
     /// The documents of one collection: those whose `type` field is `name` (OTFCloudantStore's `collection`).
     public static func collection(_ name: String) -> QueryCondition { QueryField("type") == .string(name) }
 
+    /// Both conditions hold (`$and`; nested `&&`s make one `$and`).
     public static func && (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {
         QueryCondition(json: ["$and": .array(lhs.operands("$and") + rhs.operands("$and"))])
     }
 
+    /// Either condition holds (`$or`; nested `||`s make one `$or`).
     public static func || (lhs: QueryCondition, rhs: QueryCondition) -> QueryCondition {
         QueryCondition(json: ["$or": .array(lhs.operands("$or") + rhs.operands("$or"))])
     }
 
+    /// The condition does not hold (`$not`).
     public static prefix func ! (condition: QueryCondition) -> QueryCondition {
         QueryCondition(json: ["$not": condition.json])
     }

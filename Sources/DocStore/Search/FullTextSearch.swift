@@ -13,7 +13,9 @@ public enum FullTextSearch {
     /// Whether a full-text index reduces English words to their stem (FTS5's Porter stemmer over
     /// the index's tokens): with `.english`, "searching" and "searched" match "search".
     public enum Stemming: String, Sendable, Hashable {
+        /// Words match as they are (folded for case and diacritics).
         case none
+        /// English words match by their stem.
         case english
     }
 

@@ -16,7 +16,9 @@ public struct TextQuery: Sendable, Hashable, CustomStringConvertible {
     public indirect enum Expression: Sendable, Hashable {
         /// Consecutive tokens (one for a word); with `prefix`, the last matches as a prefix.
         case phrase([String], prefix: Bool)
+        /// Matches both.
         case and(Expression, Expression)
+        /// Matches either.
         case or(Expression, Expression)
         /// Matches the first and not the second.
         case not(Expression, Expression)

@@ -8,6 +8,7 @@ public struct WriteContext: Sendable {
     /// The database's `_security` object.
     public var securityObject: JSON
 
+    /// A context of `userContext` in a database whose `_security` is `securityObject`.
     public init(userContext: JSON, securityObject: JSON = [:]) {
         self.userContext = userContext
         self.securityObject = securityObject
