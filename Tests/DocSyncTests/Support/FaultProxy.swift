@@ -72,6 +72,23 @@ final class FaultProxy: Sendable {
         await server.stop()
     }
 
+    /// Sends `request` upstream and waits for the answer — through a completion handler, so that
+    /// stopping the proxy (which cancels the handlers' tasks) does not cancel the URL session's task.
+    /// `URLSession.data(for:)` would, and FoundationNetworking's cancel waits for the session's queue
+    /// while holding the task's status lock, which the queue needs to deliver an answer that is
+    /// completing at that moment: the two would wait for each other forever.
+    private func forward(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        try await withCheckedThrowingContinuation { continuation in
+            session.dataTask(with: request) { data, response, error in
+                if let data, let response {
+                    continuation.resume(returning: (data, response))
+                } else {
+                    continuation.resume(throwing: error ?? URLError(.badServerResponse))
+                }
+            }.resume()
+        }
+    }
+
     /// Returns once `count` requests have been stalled in all.
     func waitForStalls(_ count: Int = 1) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -136,7 +153,7 @@ final class FaultProxy: Sendable {
             upstreamRequest.setValue(field.value, forHTTPHeaderField: field.name.rawName)
         }
         if body.readableBytes > 0 { upstreamRequest.httpBody = Data(body.readableBytesView) }
-        let (data, response) = try await session.data(for: upstreamRequest)
+        let (data, response) = try await forward(upstreamRequest)
         let http = response as! HTTPURLResponse
         let contentType = http.value(forHTTPHeaderField: "Content-Type") ?? "application/json"
         if case .cutResponse? = fault {
