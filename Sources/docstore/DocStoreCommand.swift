@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocStore
+import DocSync
 import Foundation
 
 /// The `docstore` command-line tool.
@@ -64,6 +65,8 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as RemoteError {
         fail("\(error.error): \(error.reason)")
     } catch let error as DocStoreError {
+        fail("\(error.couchDBError): \(error.reason)")
+    } catch let error as ReplicationError {
         fail("\(error.couchDBError): \(error.reason)")
     } catch let error as ExitCode {
         throw error

@@ -47,12 +47,7 @@ struct RemoteDatabase: Sendable {
             value.map { HTTPPeer.encodeQuery(name) + "=" + HTTPPeer.encodeQuery($0) }
         }
         if !parameters.isEmpty { target += "?" + parameters.joined(separator: "&") }
-        let status: Int, data: Data
-        do {
-            (status, data) = try await peer.send(method, target, json: body)
-        } catch let error as ReplicationError {
-            throw RemoteError(error: error.couchDBError, reason: error.reason)
-        }
+        let (status, data) = try await peer.send(method, target, json: body)
         guard (200..<300).contains(status) else {
             let answer = ErrorBody(body: data)
             throw RemoteError(error: answer.error == "unknown_error" ? "http_\(status)" : answer.error, reason: answer.reason)
@@ -85,19 +80,14 @@ struct RemoteError: Error {
 }
 
 /// Runs a command body with the server's database `address` names, connected through DocSync's
-/// client and closed afterwards, turning errors into one clear line on standard error and a non-zero
-/// exit code, as ``withDatabase(_:_:)`` does for a local one.
+/// client and closed afterwards, turning errors (the client's `ReplicationError`s included) into one
+/// clear line on standard error and a non-zero exit code, as ``withDatabase(_:_:)`` does for a local one.
 func withRemote(_ address: RemoteAddress, _ body: (RemoteDatabase) async throws -> Void) async throws {
     try await reportingErrors {
         let url = try address.url()
         var configuration = ReplicationConfiguration(source: .remote(url), target: .remote(url))
         configuration.maximumRequestsInFlight = 1
-        let peer: HTTPPeer
-        do {
-            peer = try await HTTPPeer.connect(url, configuration: configuration, clock: ContinuousClock())
-        } catch let error as ReplicationError {
-            throw RemoteError(error: error.couchDBError, reason: error.reason)
-        }
+        let peer = try await HTTPPeer.connect(url, configuration: configuration, clock: ContinuousClock())
         defer { peer.close() }
         try await body(RemoteDatabase(replicationURL: url, peer: peer))
     }

@@ -638,15 +638,17 @@ extension SeedExamplesTests {
             return .object(JSONObject(result.sorted { $0.key < $1.key }.map { ($0.key, JSON.integer($0.value)) }))
         }
         let types = ["a", "b", "c", "d", "a", "b", "a", "x", "a", "c"]
-        var oneChunk = IndexDefinition(name: "types", version: "1", reduce: .custom(reduce)) { document, emit in
-            if let type = document["type"] { emit(type, nil) }
+        // "Given an index that emits the type string of each document, and no value", reduced in one
+        // chunk and in chunks of 4 (10 rows: three chunks, then a rereduce).
+        func typeIndex(_ name: String, chunkSize: Int) -> IndexDefinition {
+            var index = IndexDefinition(name: name, version: "1", reduce: .custom(reduce)) { document, emit in
+                if let type = document["type"] { emit(type, nil) }
+            }
+            index.reduceChunkSize = chunkSize
+            return index
         }
-        var chunked = oneChunk
-        chunked = IndexDefinition(name: "types-chunked", version: "1", reduce: .custom(reduce)) { document, emit in
-            if let type = document["type"] { emit(type, nil) }
-        }
-        chunked.reduceChunkSize = 4                                    // 10 rows: three chunks, then a rereduce
-        oneChunk.reduceChunkSize = 100
+        let oneChunk = typeIndex("types", chunkSize: 100)
+        let chunked = typeIndex("types-chunked", chunkSize: 4)
         var config = try configuration()
         config.indexes = [oneChunk, chunked]
         let database = try await open(config)

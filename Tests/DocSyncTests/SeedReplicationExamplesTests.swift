@@ -90,7 +90,7 @@ final class SeedReplicationExamplesTests: XCTestCase {
         func replicationIsSending(_ replicator: Replicator) { calls.append("sending") }
         func replicationIsReceiving(_ replicator: Replicator) { calls.append("receiving") }
         func replicationDidComplete(_ replicator: Replicator) { calls.append("complete") }
-        func replicationFailed(_ replicator: Replicator, error: ReplicationError) { calls.append("failed") }
+        func replicationFailed(_ replicator: Replicator, error: ReplicationError) { calls.append("failed: \(error.code)") }
     }
 
     /// A pull reports receiving (delegate and status), a push sending.
@@ -278,7 +278,7 @@ final class SeedReplicationExamplesTests: XCTestCase {
         wrong.password = "not-the-password"
         let database = try await makeDatabase("failing")
         let replicator = Replicator(configuration: .oneTimeServerToClient(with: wrong.url!, database: database))
-        let delegate = FailureDelegate()
+        let delegate = FlowDelegate()
         replicator.delegate = delegate
         do {
             try await replicator.run()
@@ -288,13 +288,5 @@ final class SeedReplicationExamplesTests: XCTestCase {
         }
         XCTAssertEqual(delegate.calls, ["failed: unauthorized"])
         XCTAssertEqual(replicator.status.activity, .error)
-    }
-
-    private final class FailureDelegate: ReplicatorDelegate, @unchecked Sendable {
-        // Written by the replicator's delivery task, read by the test after `run()` returned, which
-        // happens after every delegate call of the run (the delivery is awaited): no overlap.
-        var calls: [String] = []
-        func replicationDidComplete(_ replicator: Replicator) { calls.append("complete") }
-        func replicationFailed(_ replicator: Replicator, error: ReplicationError) { calls.append("failed: \(error.code)") }
     }
 }

@@ -207,11 +207,7 @@ public struct Document: Sendable, Hashable {
             case "_rev": return revision.map { .string($0.description) }
             case "_deleted": return isDeleted ? true : nil
             case "_conflicts": return conflicts.isEmpty ? nil : JSON(conflicts.map(\.description))
-            case "_attachments":
-                guard !attachments.isEmpty else { return nil }
-                var stubs = JSONObject()
-                for (name, attachment) in attachments { stubs[name] = attachment.json(includeData: false) }
-                return .object(stubs)
+            case "_attachments": return attachments.isEmpty ? nil : attachmentsJSON(includeData: false)
             default: return body[key]
             }
         }
@@ -441,13 +437,7 @@ extension Document {
             tail.append(("_revisions", ["start": .integer(revision.generation), "ids": .array(ids)]))
         }
         if !conflicts.isEmpty { tail.append(("_conflicts", JSON(conflicts.map(\.description)))) }
-        if !attachments.isEmpty {
-            var members = JSONObject()
-            for (name, attachment) in attachments {
-                members[name] = attachment.json(includeData: attachmentData)
-            }
-            tail.append(("_attachments", .object(members)))
-        }
+        if !attachments.isEmpty { tail.append(("_attachments", attachmentsJSON(includeData: attachmentData))) }
         // A body read from the database (no `_` member of these) keeps its stored bytes: written out
         // as they are, parsed only if a member is read.
         if body.storedJSON != nil { return .object(JSONObject(head: head, middle: body, tail: tail)) }
@@ -457,6 +447,14 @@ extension Document {
         for (key, value) in body { object[key] = value }
         for (key, value) in tail { object[key] = value }
         return .object(object)
+    }
+
+    /// The `_attachments` member: each attachment's stub, or with `includeData` its inline data where
+    /// its content is in memory.
+    private func attachmentsJSON(includeData: Bool) -> JSON {
+        var members = JSONObject()
+        for (name, attachment) in attachments { members[name] = attachment.json(includeData: includeData) }
+        return .object(members)
     }
 
     /// ``json(attachmentData:revisions:)`` as compact text.
