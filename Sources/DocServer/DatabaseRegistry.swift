@@ -131,7 +131,7 @@ final class DatabaseRegistry: Sendable {
             if !existed { events.record("created", name) }
             // Every revision the database stores, from any route or replication, counts as a write,
             // and is an update of the database for `/_db_updates`.
-            let batches = database.changeBatches()
+            let batches = database.observeChanges()
             let (metrics, events) = (self.metrics, self.events)
             Task {
                 for await batch in batches {

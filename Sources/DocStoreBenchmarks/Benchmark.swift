@@ -173,7 +173,7 @@ struct Benchmark: AsyncParsableCommand {
                     query.limit = 0
                     _ = try await db.query("by-score-swift", query)
                 }
-                try await db.dropIndex(named: "by-score-swift")
+                try await db.deleteIndex(named: "by-score-swift")
                 if try await db.document(withID: "_design/js-bench") == nil {
                     _ = try await db.save(Document(id: "_design/js-bench", body: ["views": ["by_score": [
                         "map": "function(doc) { if (doc.score !== undefined) emit(doc.score, doc.name); }"]]]))
@@ -183,7 +183,7 @@ struct Benchmark: AsyncParsableCommand {
                     query.limit = 0
                     _ = try await db.query(designDocument: "js-bench", view: "by_score", query)
                 }
-                try await db.dropIndex(named: "javascript:js-bench/by_score")
+                try await db.deleteIndex(named: "javascript:js-bench/by_score")
                 // The corpus stays as the other operations count it.
                 _ = try await db.purge(documentIDs: ["_design/js-bench"])
                 record("js_index_build", count: n, ours: ours, baseline: baseline)

@@ -254,7 +254,7 @@ extension Database {
             let parts = name.dropFirst("javascript:".count).split(separator: "/", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { continue }
             let design = try? await designDocument(named: parts[0])
-            if design?.views[parts[1]] == nil { try await dropIndex(named: name) }
+            if design?.views[parts[1]] == nil { try await deleteIndex(named: name) }
         }
     }
 }

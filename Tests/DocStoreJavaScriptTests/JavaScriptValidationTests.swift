@@ -26,7 +26,7 @@ final class JavaScriptValidationTests: XCTestCase {
         await assertThrowsDocStoreError(.forbidden) { try await db.save(saved) }
 
         // Bulk: per-document results, the valid ones written.
-        let results = try await db.save([Document(id: "b", body: ["author": "ann"]), Document(id: "c", body: [:])])
+        let results = try await db.save(each: [Document(id: "b", body: ["author": "ann"]), Document(id: "c", body: [:])])
         XCTAssertNotNil(try results[0].result.get().revision)
         XCTAssertThrowsError(try results[1].result.get()) { XCTAssertEqual(($0 as? DocStoreError)?.code, .forbidden) }
         let missing = try await db.document(withID: "c")

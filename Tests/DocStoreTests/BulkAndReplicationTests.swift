@@ -16,7 +16,7 @@ final class BulkSaveTests: XCTestCase {
             reserved,
             Document(body: ["generated": true]),
         ]
-        let results = try await db.put(batch)   // CouchDB's _bulk_docs rules
+        let results = try await db.put(each: batch)   // CouchDB's _bulk_docs rules
         XCTAssertEqual(results.count, 6)
         XCTAssertTrue(results[0].isSuccess)
         XCTAssertEqual(results[1].error?.code, .invalidDocumentID)
@@ -65,9 +65,9 @@ final class BulkSaveTests: XCTestCase {
                 }
             }
         }
-        let bulkResults = try await bulk.save(batch)
+        let bulkResults = try await bulk.save(each: batch)
         var singleResults: [SaveResult] = []
-        for document in batch { singleResults += try await single.save([document]) }
+        for document in batch { singleResults += try await single.save(each: [document]) }
 
         XCTAssertEqual(bulkResults.count, count)
         for (n, (a, b)) in zip(bulkResults, singleResults).enumerated() {
@@ -90,7 +90,7 @@ final class BulkSaveTests: XCTestCase {
 
     func testSameIDTwiceInOneBatch() async throws {
         let db = try await makeDatabase(self)
-        let results = try await db.put([Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])
+        let results = try await db.put(each: [Document(id: "dup", body: ["n": 1]), Document(id: "dup", body: ["n": 2])])
         XCTAssertTrue(results[0].isSuccess)
         XCTAssertEqual(results[1].error?.code, .conflict)
         let doc = try await db.document(withID: "dup")
@@ -101,7 +101,7 @@ final class BulkSaveTests: XCTestCase {
         let db = try await makeDatabase(self)
         let a = try await db.save(Document(id: "a", body: ["v": 1]))
         let b = try await db.save(Document(id: "b", body: ["v": 1]))
-        let results = try await db.save([
+        let results = try await db.save(each: [
             try Document(json: #"{"_id":"a","_rev":"\#(a.revision!)","_deleted":true}"#),
             try Document(json: #"{"_id":"b","_rev":"\#(b.revision!)","v":2}"#),
         ])
@@ -224,7 +224,7 @@ final class ReplicatedInsertTests: XCTestCase {
 
     func testReplicatedWritesAreAnnouncedAsReplication() async throws {
         let db = try await makeDatabase(self)
-        let stream = db.changeBatches()
+        let stream = db.observeChanges()
         _ = try await db.insertRevisions([try replicated("p", ["1-a"], body: ["k": 1])])
         _ = try await db.save(Document(id: "l", body: ["k": 2]))
         var iterator = stream.makeAsyncIterator()
@@ -255,7 +255,7 @@ final class RevisionsWithHistoryTests: XCTestCase {
         let tombstone = try await db.delete(id: "h002", revision: requests[2].revision)
         let superseded = requests[2].revision
         let extra: [(id: String, revision: RevisionID)] = [
-            ("h001", conflict.revision!), ("h002", tombstone.revision!), ("h002", superseded),
+            ("h001", conflict.revision!), ("h002", tombstone), ("h002", superseded),
             ("nope", RevisionID("1-00000000000000000000000000000000")!),
             ("h003", RevisionID("9-00000000000000000000000000000000")!),
         ]

@@ -38,7 +38,6 @@ final class ChangesFeedTests: XCTestCase {
         let db = try await makeDatabase(self)
         let count = Int(Database.splitChangesRange) + 4000
         let saved = try await db.save((0..<count).map { Document(id: String(format: "d%06d", $0), body: ["n": .integer($0)]) })
-            .map { try $0.result.get() }
         // Some documents updated and deleted, so the log has superseded entries in both halves.
         for k in stride(from: 0, to: count, by: 997) {
             var edited = saved[k]
@@ -94,7 +93,6 @@ final class ChangesFeedTests: XCTestCase {
         let db = try await makeDatabase(self)
         let count = 3000
         let saved = try await db.save((0..<count).map { Document(id: String(format: "p%05d", $0), body: ["n": .integer($0)]) })
-            .map { try $0.result.get() }
         // The first 700 writes superseded (the first page's first half holds none of its rows), and
         // some more here and there; one deletion.
         _ = try await db.save(saved[0..<700].map { var edited = $0; edited["n"] = .integer(-1); return edited })
@@ -161,7 +159,6 @@ final class ChangesFeedTests: XCTestCase {
     func testPendingCountsTheDocumentsAfterEverySequence() async throws {
         let db = try await makeDatabase(self)
         var saved = try await db.save((0..<60).map { Document(id: "d\($0)", body: ["n": .integer($0)]) })
-            .map { try $0.result.get() }
         for k in stride(from: 0, to: 60, by: 7) {
             saved[k]["n"] = .integer(-k)
             saved[k] = try await db.save(saved[k])
@@ -261,7 +258,7 @@ final class ChangesFeedTests: XCTestCase {
 final class ChangeNotificationTests: XCTestCase {
     func testStreamDeliversLocalChangesInCommitOrder() async throws {
         let db = try await makeDatabase(self)
-        let stream = db.changeBatches()
+        let stream = db.observeChanges()
         let first = try await db.save(Document(id: "one", body: [:]))
         _ = try await db.save([Document(id: "two", body: [:]), Document(id: "three", body: [:])])
         try await db.delete(first)
@@ -281,7 +278,7 @@ final class ChangeNotificationTests: XCTestCase {
 
     func testFailedWritesAnnounceNothingAndClosingEndsStreams() async throws {
         let db = try await makeDatabase(self)
-        let stream = db.changeBatches()
+        let stream = db.observeChanges()
         _ = try? await db.save(Document(id: "_bad", body: [:]))
         _ = try await db.save(Document(id: "good", body: [:]))
         let ended = Task {

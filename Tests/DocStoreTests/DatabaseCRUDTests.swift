@@ -73,16 +73,15 @@ final class DatabaseCRUDTests: XCTestCase {
         let db = try await makeDatabase(self) { $0.keepsAncestorBodies = true }
         let doc = try await db.save(Document(id: "x", body: ["k": "v"]))
         let tombstone = try await db.delete(doc)
-        XCTAssertTrue(tombstone.isDeleted)
-        XCTAssertEqual(tombstone.revision?.generation, 2)
+        XCTAssertEqual(tombstone.generation, 2)
         let afterDelete = try await db.document(withID: "x")
         XCTAssertNil(afterDelete)
-        let explicit = try await db.document(withID: "x", revision: tombstone.revision)
+        let explicit = try await db.document(withID: "x", revision: tombstone)
         XCTAssertEqual(explicit?.isDeleted, true)
         let old = try await db.document(withID: "x", revision: doc.revision)
         XCTAssertEqual(old?.string(forKey: "k"), "v", "ancestor bodies stay until compaction")
 
-        await assertThrowsDocStoreError(.notFound) { try await db.delete(tombstone) }
+        await assertThrowsDocStoreError(.notFound) { try await db.delete(id: "x", revision: tombstone) }
         await assertThrowsDocStoreError(.notFound) { try await db.delete(id: "never", revision: RevisionID("1-a")!) }
         await assertThrowsDocStoreError(.conflict) { try await db.delete(Document(id: "x")) }
 

@@ -60,11 +60,21 @@ final class GettingStartedGuideTests: XCTestCase {
         let product = try saved.decode(as: Product.self)
         print(product.name, saved.metaData.revision!.generation)   // Desk 1
 
-        let results = try await db.save([["id": "chair"], ["id": "_bad"], ["id": "shelf", "price": 40]])   // one transaction
+        let stock = try await db.save([["id": "stool", "price": 25], ["id": "bench", "price": 80]])   // all or nothing
+        print(stock.map(\.id))                                    // ["stool", "bench"], with their revisions
+
+        let results = try await db.save(each: [["id": "chair"], ["id": "_bad"], ["id": "shelf", "price": 40]])
         for result in results where !result.isSuccess {
             print(result.id, result.error!.couchDBError, result.error!.reason)   // _bad illegal_docid …
         }
 
+        XCTAssertEqual(stock.map(\.id), ["stool", "bench"])
+        XCTAssertTrue(stock.allSatisfy { $0.revision?.generation == 1 })
+        let refused = await assertThrowsDocStoreError(.invalidDocumentID) {
+            try await db.save([["id": "table"], ["id": "_bad"]])
+        }
+        XCTAssertEqual(refused?.itemIndex, 1)
+        await XCTAssertEqualAsync(try await db.fetchDocument("table") == nil, true, "all or nothing: the good one is not written")
         XCTAssertEqual(results.map(\.isSuccess), [true, false, true])
         var branch = try await other.fetchDocument("lamp")!
         branch["price"] = 99.0
@@ -94,11 +104,11 @@ final class GettingStartedGuideTests: XCTestCase {
         let next = page.lastSequence                                 // pass as `since` to continue
 
         let listener = Task {                                        // one batch per committed write
-            for await batch in db.changeBatches() { batch.forEach { print($0.id, $0.source) } }   // .local or .replication
+            for await batch in db.observeChanges() { batch.forEach { print($0.id, $0.source) } }   // .local or .replication
         }
         db.changeDelegate = myDelegate                               // or a delegate (held weakly)
 
-        XCTAssertEqual(page.changes.map(\.id), ["desk", "chair", "shelf", "lamp", "photo-1"])
+        XCTAssertEqual(page.changes.map(\.id), ["desk", "stool", "bench", "chair", "shelf", "lamp", "photo-1"])
         // The listener and the delegate subscribe as their tasks start: write until both have heard a write.
         var writes = 0
         try await eventually {
@@ -110,9 +120,10 @@ final class GettingStartedGuideTests: XCTestCase {
         listener.cancel()
 
         let lines = printed.withLock { $0 }
-        XCTAssertEqual(Array(lines.prefix(3)), ["lamp 2 17.0", "Desk 1", "_bad illegal_docid Only reserved document ids may start with underscore."])
-        XCTAssertEqual(lines.count(where: { $0.hasPrefix("after-") }), lines.count - 3 - 5, "the feed's five lines, then the listener's")
-        XCTAssertTrue(lines.dropFirst(8).allSatisfy { $0.hasSuffix(" local") })
+        XCTAssertEqual(Array(lines.prefix(4)), ["lamp 2 17.0", "Desk 1", #"["stool", "bench"]"#,
+                                                "_bad illegal_docid Only reserved document ids may start with underscore."])
+        XCTAssertEqual(lines.count(where: { $0.hasPrefix("after-") }), lines.count - 4 - 7, "the feed's seven lines, then the listener's")
+        XCTAssertTrue(lines.dropFirst(11).allSatisfy { $0.hasSuffix(" local") })
         XCTAssertTrue(myDelegate.ids.withLock { $0.allSatisfy { $0.hasPrefix("after-") } })
         try assertGuideBlocksAreIn(guide: "GettingStarted.md", minimumBlocks: 8)
     }

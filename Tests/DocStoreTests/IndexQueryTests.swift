@@ -238,7 +238,6 @@ final class IndexQueryTests: XCTestCase {
         }
         try await check(nil, 0, "empty index: no row")
         var docs = try await db.save((1...50).map { Document(id: "d\($0)", body: ["k": .integer($0), "v": .integer($0)]) })
-            .map { try $0.result.get() }
         try await check(1275, 50, "first build")
         docs[0]["v"] = 1000
         docs[0] = try await db.save(docs[0])

@@ -154,16 +154,16 @@ final class MaintenanceTests: XCTestCase {
     func testLocalDocuments() async throws {
         let db = try await makeDatabase(self)
         let r1 = try await db.saveLocalDocument(withID: "_local/checkpoint", body: ["seq": 10])
-        XCTAssertEqual(r1, "0-1")
+        XCTAssertEqual(r1.description, "0-1")
         let fetched = try await db.localDocument(withID: "checkpoint")
         XCTAssertEqual(fetched?.body["seq"], 10)
-        XCTAssertEqual(fetched?.revision, "0-1")
+        XCTAssertEqual(fetched?.revision, r1)
         await assertThrowsDocStoreError(.conflict) { try await db.saveLocalDocument(withID: "checkpoint", body: ["seq": 11]) }
         await assertThrowsDocStoreError(.conflict) {
-            try await db.saveLocalDocument(withID: "checkpoint", body: ["seq": 11], revision: "0-7")
+            try await db.saveLocalDocument(withID: "checkpoint", body: ["seq": 11], revision: RevisionID("1-a")!)
         }
         let r2 = try await db.saveLocalDocument(withID: "checkpoint", body: ["seq": 20], revision: r1)
-        XCTAssertEqual(r2, "0-2")
+        XCTAssertEqual(r2.description, "0-2")
         await assertThrowsDocStoreError(.invalidDocument) { try await db.saveLocalDocument(withID: "x", body: ["_bad": 1]) }
         await assertThrowsDocStoreError(.invalidDocumentID) { try await db.saveLocalDocument(withID: "_local/", body: [:]) }
 

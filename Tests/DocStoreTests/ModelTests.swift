@@ -185,7 +185,7 @@ final class ModelTests: XCTestCase {
 
     func testChangeStreamsAndLiveQueriesAreTyped() async throws {
         let db = try await makeDatabase(self)
-        let changes = db.changes(of: Person.self)
+        let changes = db.observeChanges(of: Person.self)
         var iterator = changes.makeAsyncIterator()
         let live = db.observe(Person.self, where: QueryField("age") >= 18)
         var results = live.makeAsyncIterator()

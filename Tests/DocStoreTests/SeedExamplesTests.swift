@@ -23,7 +23,7 @@ final class SeedExamplesTests: XCTestCase {
     }
 
     private func open(_ configuration: DatabaseConfiguration) async throws -> Database {
-        let database = try await Database.open(with: configuration, create: true)!
+        let database = try await Database.open(configuration)
         addTeardownBlock { [weak database] in await database?.close() }
         return database
     }
@@ -34,29 +34,29 @@ final class SeedExamplesTests: XCTestCase {
 
     // MARK: Opening
 
-    /// `Database.open(with:create:)` creates only when asked, and `openedWith` finds the open one.
+    /// The guide's `Database.open(with:create:)` is two calls here, one rule per name: `open` creates,
+    /// `openExisting` never does; `openedWith` finds the open one.
     func testOpenRefusesToCreateUnlessAsked() async throws {
         let config = try configuration()
-        let absent = try await Database.open(with: config)            // create defaults to false
+        let absent = try await Database.openExisting(config)            // never creates
         XCTAssertNil(absent)
         XCTAssertFalse(FileManager.default.fileExists(atPath: config.fileURL.path), "nothing was created")
         XCTAssertNil(Database.openedWith(config))
 
-        let database = try await Database.open(with: config, create: true)
-        XCTAssertNotNil(database)
+        let database = try await Database.open(config)
         XCTAssertTrue(Database.openedWith(config) === database, "the same instance")
-        let again = try await Database.open(with: config)              // exists now: no create needed
+        let again = try await Database.openExisting(config)              // exists now
         XCTAssertTrue(again === database)
-        await database?.close()
+        await database.close()
         XCTAssertNil(Database.openedWith(config))
 
-        _ = try await Database.open(with: DatabaseConfiguration(name: "team/notes", directory: config.directory), create: true)
+        _ = try await Database.open(DatabaseConfiguration(name: "team/notes", directory: config.directory))
         XCTAssertEqual(try Database.allDatabaseNames(in: config.directory), ["pm", "team/notes"])
         try await Database.delete(config)
         XCTAssertFalse(FileManager.default.fileExists(atPath: config.fileURL.path))
         XCTAssertEqual(try Database.allDatabaseNames(in: config.directory), ["team/notes"])
         await Database.openedWith(DatabaseConfiguration(name: "team/notes", directory: config.directory))?.close()
-        let gone = try await Database.open(with: config)
+        let gone = try await Database.openExisting(config)
         XCTAssertNil(gone)
     }
 
@@ -167,18 +167,20 @@ final class SeedExamplesTests: XCTestCase {
         _ = try await myDatabase.save(["id": "document1", "someKey": "changed"])   // any revision goes
         let output = Output()
         do {
-            let documentId = try await myDatabase.delete(documentWithID: "document1")
-            output.print("deleted document with id: \(documentId)")
+            let documentId = "document1"
+            let tombstone = try await myDatabase.delete(documentWithID: documentId)   // answers the deletion's revision
+            output.print("deleted document with id: \(documentId) at generation \(tombstone.generation)")
         } catch {
             output.print("encountered error deleting the document: \(error)")
         }
         do {
-            let documentId = try await myDatabase.delete(documentWithID: "document1")
-            output.print("deleted document with id: \(documentId)")
+            let documentId = "document1"
+            let tombstone = try await myDatabase.delete(documentWithID: documentId)   // answers the deletion's revision
+            output.print("deleted document with id: \(documentId) at generation \(tombstone.generation)")
         } catch let error as DocStoreError {
             output.print("encountered error deleting the document: \(error.code)")
         }
-        XCTAssertEqual(output.lines, ["deleted document with id: document1", "encountered error deleting the document: notFound"])
+        XCTAssertEqual(output.lines, ["deleted document with id: document1 at generation 3", "encountered error deleting the document: notFound"])
         await XCTAssertEqualAsync(try await myDatabase.fetchDocument("document1") == nil, true)
         await XCTAssertEqualAsync(try await myDatabase.changes().changes.first?.isDeleted, true, "a tombstone that replicates")
     }
@@ -281,15 +283,15 @@ final class SeedExamplesTests: XCTestCase {
         let fruitNameKey = "fruit", notesKey = "notes"
         let items = ["Apple", "Banana", "Cherry"]
 
-        let database = try await Database.open(with: .default, create: true)
+        let database = try await Database.open(.default)
         addTeardownBlock { try? await Database.delete(.default) }
-        if try await database?.fetchDocument("0") == nil {
+        if try await database.fetchDocument("0") == nil {
             for (rowIndex, item) in items.enumerated() {
                 let document: Document = ["id": .string("\(rowIndex)"), fruitNameKey: .string(item), notesKey: ""]
-                _ = try await database?.add(document)
+                _ = try await database.add(document)
             }
         }
-        await XCTAssertEqualAsync(try await database?.info().documentCount, 3)
+        await XCTAssertEqualAsync(try await database.info().documentCount, 3)
 
         // The detail screen finds the open database and edits a note.
         let detail = Database.openedWith(.default)
@@ -306,8 +308,8 @@ final class SeedExamplesTests: XCTestCase {
         XCTAssertEqual(saved.metaData.createDate, document.metaData.createDate)
 
         // A second launch: the data is there, nothing is added again.
-        await database?.close()
-        let relaunched = try await Database.open(with: .default)
+        await database.close()
+        let relaunched = try await Database.openExisting(.default)
         await XCTAssertEqualAsync(try await relaunched?.fetchDocument("0")?[fruitNameKey], "Apple")
         await XCTAssertEqualAsync(try await relaunched?.info().documentCount, 3)
         await relaunched?.close()
@@ -351,11 +353,9 @@ extension SeedExamplesTests {
 
         let configuration = DatabaseConfiguration.default
         do {
-            let database = try await Database.open(with: configuration, create: true)
-            if let database = database {
-                output.print("open: \(database.configuration.name)")
-                await database.close()
-            }
+            let database = try await Database.open(configuration)
+            output.print("open: \(database.configuration.name)")
+            await database.close()
         } catch let error {
             output.print("error: \(error)")
         }
@@ -529,7 +529,8 @@ extension SeedExamplesTests {
         _ = try await database.save(Document(id: "my_document_id"))
         let output = Output()
         do {
-            let deletedDocumentId = try await database.delete(documentWithID: "my_document_id")
+            let deletedDocumentId = "my_document_id"
+            try await database.delete(documentWithID: deletedDocumentId)
             output.print("Deleted document with id: \(deletedDocumentId)")
         } catch {
             output.print("Error deleting document: \(error)")
@@ -770,11 +771,11 @@ extension SeedExamplesTests {
     func testAdvancedConfigurationDefaultsAndEquality() async throws {
         let folder = try makeTemporaryDirectory(self)
         SeedDefaults.folder.withLock { $0 = folder }
-        let plant = try await Database.open(with: .plantFloor, create: true)
-        let clinic = try await Database.open(with: .clinic, create: true)
-        addTeardownBlock { await plant?.close(); await clinic?.close() }
-        XCTAssertEqual(plant?.configuration.name, "plant")
-        XCTAssertEqual(clinic?.configuration.name, "clinic")
+        let plant = try await Database.open(.plantFloor)
+        let clinic = try await Database.open(.clinic)
+        addTeardownBlock { await plant.close(); await clinic.close() }
+        XCTAssertEqual(plant.configuration.name, "plant")
+        XCTAssertEqual(clinic.configuration.name, "clinic")
         XCTAssertEqual(try Database.allDatabaseNames(in: folder), ["clinic", "plant"])
 
         var tuned = DatabaseConfiguration.plantFloor
@@ -784,7 +785,7 @@ extension SeedExamplesTests {
         let sameFolderSpelledOtherwise = DatabaseConfiguration(name: "plant", directory: folder.appendingPathComponent("x/.."))
         XCTAssertEqual(sameFolderSpelledOtherwise, .plantFloor)
         XCTAssertEqual(Set([tuned, .plantFloor, .clinic]).count, 2)
-        let again = try await Database.open(with: sameFolderSpelledOtherwise)
+        let again = try await Database.openExisting(sameFolderSpelledOtherwise)
         XCTAssertTrue(again === plant, "equal configurations open the same database object")
     }
 }

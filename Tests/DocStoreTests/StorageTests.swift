@@ -417,7 +417,10 @@ final class ChangesLogTests: XCTestCase {
                     current[id] = try await db.save(Document(id: id, body: ["v": .integer(step)]))
                 }
             case 6, 7:
-                if let doc = current[id], !doc.isDeleted { current[id] = try await db.delete(doc) }
+                if let doc = current[id], !doc.isDeleted {
+                    let tombstone = try await db.delete(doc)
+                    current[id] = try await db.document(withID: id, revision: tombstone)
+                }
             case 8:
                 if current[id] != nil {
                     let purged = try await db.purge(documentIDs: [id])

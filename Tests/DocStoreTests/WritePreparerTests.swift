@@ -19,7 +19,7 @@ final class WritePreparerTests: XCTestCase {
         XCTAssertEqual(stored?["digest"], "cba")
         XCTAssertEqual(stored?["replicated"], false)
 
-        let bulk = try await db.save([Document(id: "two", body: ["secret": "xy"]), Document(id: "three", body: ["forbidden": 1]),
+        let bulk = try await db.save(each: [Document(id: "two", body: ["secret": "xy"]), Document(id: "three", body: ["forbidden": 1]),
                                       Document(id: "four", body: ["plain": true])])
         XCTAssertNotNil(bulk[0].revision)
         XCTAssertEqual(bulk[1].error?.code, .forbidden)
@@ -50,7 +50,7 @@ final class WritePreparerTests: XCTestCase {
         let deleted = try await db.delete(first)
         _ = try await db.save(Document(id: "doc", body: ["v": 2]))
         XCTAssertEqual(seen.values, [nil, first.revision, nil], "created, deleted (old: the live one), created again")
-        XCTAssertNotNil(deleted.revision)
+        XCTAssertEqual(deleted.generation, 2)
     }
 }
 

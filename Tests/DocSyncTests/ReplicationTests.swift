@@ -56,7 +56,7 @@ final class ReplicationTests: XCTestCase {
         let replicator = Replicator(configuration: configuration)
         let pulledNotes = Locked<[DocumentChange.Source]>([])
         let listener = Task {
-            for await batch in local.changeBatches() { pulledNotes.withLock { $0 += batch.map(\.source) } }
+            for await batch in local.observeChanges() { pulledNotes.withLock { $0 += batch.map(\.source) } }
         }
         replicator.start()
         _ = try await local.save(Document(id: "from-local", body: ["v": 1]))
@@ -328,7 +328,7 @@ final class ReplicationTests: XCTestCase {
             XCTAssertEqual(copied, expected)
             let checkpoints = try await target.localDocuments()
             XCTAssertEqual(checkpoints.count, 1)
-            return (checkpoints.first?.revision, status)
+            return (checkpoints.first?.revision.description, status)
         }
         let everyBatch = try await checkpointWrites(interval: .zero, into: "interval-each")
         XCTAssertEqual(everyBatch.writes, "0-4", "pages of 10, 10, 10 and 5")

@@ -81,7 +81,7 @@ extension DocServer {
                 positions.remove(at: index)
             }
         }
-        let results = newEdits ? try await db.put(documents) : try await db.insertRevisions(documents)
+        let results = newEdits ? try await db.put(each: documents) : try await db.insertRevisions(documents)
         if let missing = results.lazy.compactMap(\.error).first(where: { $0.code == .missingStub }) {
             throw CouchError(missing)
         }

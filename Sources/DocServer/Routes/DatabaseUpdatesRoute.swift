@@ -77,7 +77,7 @@ final class DatabaseEvents: Sendable {
     private func write(_ keys: [String]) async {
         do {
             // Saved without a revision, each document updates whatever it was.
-            let results = try await database().save(keys.map { Document(id: $0) })
+            let results = try await database().save(each: keys.map { Document(id: $0) })
             for result in results where !result.isSuccess {
                 logger.warning("database event \(result.id) not recorded: \(result.error?.reason ?? "")")
             }

@@ -86,8 +86,8 @@ extension DocServer {
                 guard let current = try await db.document(withID: id, revision: revision) else { throw CouchError.notFound() }
                 guard principal.canWrite(current) else { throw CouchError.forbidden("You are not allowed to delete this document.") }
             }
-            let tombstone = try await db.delete(id: id, revision: revision)
-            return Response.json(WriteResult(written: tombstone).json, headers: [.eTag: "\"\(tombstone.revision!)\""])
+            let deleted = try await db.delete(id: id, revision: revision)
+            return Response.json(WriteResult(id: id, revision: deleted.description).json, headers: [.eTag: "\"\(deleted)\""])
         case DocServer.copy:
             return try await copyDocument(db, id: id, request, principal: principal)
         case .post:

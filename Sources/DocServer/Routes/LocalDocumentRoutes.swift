@@ -98,10 +98,10 @@ extension DocServer {
             guard let local = try await db.localDocument(withID: principal.storedLocalID(id)) else { throw CouchError.notFound() }
             var json = JSONObject()
             json["_id"] = .string("_local/\(id)")
-            json["_rev"] = .string(local.revision)
+            json["_rev"] = .string(local.revision.description)
             for (key, value) in local.body { json[key] = value }
             if try request.bool("revs") {
-                json["_revisions"] = ["start": 0, "ids": [.string(String(local.revision.dropFirst(2)))]]
+                json["_revisions"] = ["start": 0, "ids": [.string(local.revision.digest)]]
             }
             return Response.json(.object(json))
         case .put:
@@ -145,11 +145,11 @@ extension DocServer {
         func row(_ local: LocalDocument) -> ViewRow {
             var document: JSON?
             if includeDocuments {
-                var json: JSONObject = ["_id": .string("_local/\(local.id)"), "_rev": .string(local.revision)]
+                var json: JSONObject = ["_id": .string("_local/\(local.id)"), "_rev": .string(local.revision.description)]
                 for (name, value) in local.body { json[name] = value }
                 document = .object(json)
             }
-            return ViewRow(id: "_local/\(local.id)", revision: local.revision, document: document)
+            return ViewRow(id: "_local/\(local.id)", revision: local.revision.description, document: document)
         }
         var rows: [ViewRow]
         if let keys = try request.json("keys") {

@@ -1,6 +1,6 @@
 /// A notification that a document got a new revision: the event of one write, as observers
-/// (``Database/changeBatches()``, ``DatabaseChangeDelegate``, and typed as ``ModelChange`` by
-/// ``Database/changes(of:)``) hear of it when it commits.
+/// (``Database/observeChanges()``, ``DatabaseChangeDelegate``, and typed as ``ModelChange`` by
+/// ``Database/observeChanges(of:)``) hear of it when it commits.
 ///
 /// Not to be confused with ``ChangesFeedRow``, a row that *reading* the changes feed returns: a
 /// notification names the revision that was written (a replicated conflict branch is not the winner)

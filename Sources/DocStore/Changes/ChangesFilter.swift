@@ -94,4 +94,4 @@ extension ChangesFeedRow {
 
 /// Makes the ``ChangesFilter`` a filter name stands for (`design/name` with its parameters, as
 /// CouchDB's `_changes?filter=design/name&param=…`); see ``Database/namedFilterResolver``.
-public typealias NamedFilterResolver = @Sendable (_ name: String, _ parameters: [String: String]) async throws -> ChangesFilter
+package typealias NamedFilterResolver = @Sendable (_ name: String, _ parameters: [String: String]) async throws -> ChangesFilter

@@ -26,8 +26,8 @@ extension Database {
     /// A document that carries a revision (``Document/revision``, as read) updates that revision, and
     /// fails with a conflict if it is no longer a current leaf — someone else saved in between. A
     /// document without a revision whose id exists updates the current revision (the last writer
-    /// wins); without an id it gets one from ``Document/idFactory``. ``add(_:)-(Document)`` and ``update(_:)-(Document)`` are the
-    /// strict forms, ``put(_:)-(Document)`` CouchDB's `PUT`.
+    /// wins); without an id it gets one from ``Document/idFactory``. ``add(_:)-(Document)`` and
+    /// ``update(_:)-(Document)`` are the strict forms.
     ///
     /// - Returns: the saved document with its new revision, sequence and attachment stubs.
     /// - Throws: ``DocStoreError`` — ``DocStoreError/Code/conflict`` if the revision is not a current
@@ -40,11 +40,11 @@ extension Database {
         try await writeOne(document, policy: .upsert)
     }
 
-    /// Creates or updates a document as CouchDB's `PUT /{db}/{id}` does: an update must carry the
-    /// revision it was read at, and an existing document saved without one is a
+    /// Creates or updates a document as CouchDB's `PUT /{db}/{id}` does (DocServer's write): an update
+    /// must carry the revision it was read at, and an existing document saved without one is a
     /// ``DocStoreError/Code/conflict`` (where ``save(_:)-(Document)`` would update the current revision).
     @discardableResult
-    public func put(_ document: Document) async throws -> Document {
+    package func put(_ document: Document) async throws -> Document {
         try await writeOne(document, policy: .put)
     }
 
@@ -67,11 +67,11 @@ extension Database {
     ///
     /// The tombstone stays in the changes feed so the deletion replicates. Deleting a conflicting leaf
     /// revision is how a conflict is resolved.
-    /// - Returns: the tombstone (``Document/isDeleted`` is true).
+    /// - Returns: the revision of the tombstone, as every `delete` answers.
     /// - Throws: ``DocStoreError/Code/notFound`` if the document does not exist or is already
     ///   deleted; ``DocStoreError/Code/conflict`` if the revision is not a current leaf.
     @discardableResult
-    public func delete(_ document: Document) async throws -> Document {
+    public func delete(_ document: Document) async throws -> RevisionID {
         guard let revision = document.revision else {
             throw DocStoreError.conflict("Deleting needs the document's current revision")
         }
@@ -80,25 +80,26 @@ extension Database {
 
     /// Deletes the document `id` at `revision`. The tombstone keeps the revision's `channels`, so that
     /// channel-limited readers and replications see the deletion.
+    /// - Returns: the revision of the tombstone.
     @discardableResult
-    public func delete(id: String, revision: RevisionID) async throws -> Document {
+    public func delete(id: String, revision: RevisionID) async throws -> RevisionID {
         var tombstone = Document(id: id, revision: revision)
         if let channels = try await document(withID: id, revision: revision)?["channels"] {
             tombstone["channels"] = channels
         }
         tombstone.isDeleted = true
-        return try await writeOne(tombstone, policy: .update)
+        return try await writeOne(tombstone, policy: .update).revision!
     }
 
     /// Deletes the document `id`, whatever its current revision: the last writer wins, as with
     /// ``save(_:)-(Document)``. Its conflicting revisions, if any, stay (delete them with
     /// ``delete(id:revision:)``).
     ///
-    /// - Returns: the id of the deleted document.
+    /// - Returns: the revision of the tombstone.
     /// - Throws: ``DocStoreError/Code/notFound`` if there is no live document `id`;
     ///   ``DocStoreError/Code/conflict`` if others keep saving it faster than it can be deleted.
     @discardableResult
-    public func delete(documentWithID id: String) async throws -> String {
+    public func delete(documentWithID id: String) async throws -> RevisionID {
         // A save in between makes the revision read here a non-leaf: read again and retry (a document
         // edited faster than it can be read and deleted stays a conflict).
         for attempt in 1...100 {
@@ -106,8 +107,7 @@ extension Database {
                 throw DocStoreError.notFound("missing")
             }
             do {
-                try await delete(id: id, revision: revision)
-                return id
+                return try await delete(id: id, revision: revision)
             } catch let error as DocStoreError where error.code == .conflict && attempt < 100 {
                 continue
             }
@@ -115,22 +115,38 @@ extension Database {
         throw DocStoreError.conflict()
     }
 
-    /// Saves many documents in one transaction, each with its own result and each as ``save(_:)``
-    /// would: documents that fail are reported and the others are committed together.
+    /// Saves many documents in one transaction, all or nothing, each as ``save(_:)-(Document)``
+    /// would: the first document that fails rolls the whole batch back and its error names it
+    /// (``DocStoreError/itemIndex``, ``DocStoreError/documentID``). ``save(each:)`` reports each document
+    /// on its own instead.
     ///
-    /// Documents marked deleted (from JSON with `"_deleted": true`) are written as tombstones.
+    /// Documents marked deleted (``Document/isDeleted``) are written as tombstones.
+    /// - Returns: the saved documents with their new revisions, in order.
+    /// - Complexity: one transaction; O(n) documents.
+    @discardableResult
+    public func save(_ documents: [Document]) async throws -> [Document] {
+        try ensureOpen()
+        return try await waitingForTheLock(of: writer) { try await writer.writeAll(documents, policy: .upsert) }
+    }
+
+    /// Saves many documents in one transaction, each on its own as ``save(_:)-(Document)`` would, as
+    /// CouchDB's `_bulk_docs` does: the documents that fail are reported in their results and the
+    /// others are committed together.
+    ///
+    /// Documents marked deleted (``Document/isDeleted``) are written as tombstones.
+    /// - Returns: one result per document, in order.
     /// - Throws: only for failures of the whole batch (storage errors, a closed database); then
     ///   nothing of the batch is written.
     /// - Complexity: one transaction; O(n) documents.
-    public func save(_ documents: [Document]) async throws -> [SaveResult] {
+    public func save(each documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
         return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .upsert, newEdits: true, source: .local) }
     }
 
-    /// Saves many documents in one transaction as CouchDB's `_bulk_docs` does: each as ``put(_:)``
-    /// would, with its own result; the documents that do not fail are committed together.
+    /// Writes many documents in one transaction as CouchDB's `_bulk_docs` does: each as
+    /// ``put(_:)`` would, with its own result; the documents that do not fail are committed together.
     /// - Throws: only for failures of the whole batch; then nothing of the batch is written.
-    public func put(_ documents: [Document]) async throws -> [SaveResult] {
+    package func put(each documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
         return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: true, source: .local) }
     }

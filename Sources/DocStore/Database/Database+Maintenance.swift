@@ -3,8 +3,10 @@
 public struct LocalDocument: Sendable, Hashable {
     /// The id without the `_local/` prefix.
     public let id: String
-    /// `0-N`, where N counts the writes.
-    public let revision: String
+    /// `0-N`, where N counts the writes: generation 0, which no replicated document's revision has.
+    /// Pass it back to ``Database/saveLocalDocument(withID:body:revision:)`` or
+    /// ``Database/deleteLocalDocument(withID:revision:)``.
+    public let revision: RevisionID
     /// The body.
     public let body: JSONObject
 }
@@ -23,7 +25,7 @@ extension Database {
         let bare = try Database.localID(id)
         return try await read { connection in
             try LocalDocumentRecords(connection: connection).fetch(id: bare).map {
-                LocalDocument(id: bare, revision: "0-\($0.revision)", body: $0.body)
+                LocalDocument(id: bare, revision: RevisionID(localCounter: $0.revision), body: $0.body)
             }
         }
     }
@@ -32,7 +34,7 @@ extension Database {
     public func localDocuments() async throws -> [LocalDocument] {
         try await read { connection in
             try LocalDocumentRecords(connection: connection).all().map {
-                LocalDocument(id: $0.id, revision: "0-\($0.record.revision)", body: $0.record.body)
+                LocalDocument(id: $0.id, revision: RevisionID(localCounter: $0.record.revision), body: $0.record.body)
             }
         }
     }
@@ -41,15 +43,27 @@ extension Database {
     /// - Returns: the new revision, `0-N`.
     /// - Throws: ``DocStoreError/Code/conflict`` if `revision` is not the current one.
     @discardableResult
-    public func saveLocalDocument(withID id: String, body: JSONObject, revision: String? = nil) async throws -> String {
+    public func saveLocalDocument(withID id: String, body: JSONObject, revision: RevisionID? = nil) async throws -> RevisionID {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.putLocal(id: try Database.localID(id), body: body, revision: revision) }
+        let counter = try Database.localCounter(revision)
+        return RevisionID(localCounter: try await waitingForTheLock(of: writer) {
+            try await writer.putLocal(id: try Database.localID(id), body: body, revision: counter)
+        })
     }
 
     /// Deletes a `_local` document at its current `revision`.
-    public func deleteLocalDocument(withID id: String, revision: String) async throws {
+    public func deleteLocalDocument(withID id: String, revision: RevisionID) async throws {
         try ensureOpen()
-        try await waitingForTheLock(of: writer) { try await writer.deleteLocal(id: try Database.localID(id), revision: revision) }
+        let counter = try Database.localCounter(revision)
+        try await waitingForTheLock(of: writer) { try await writer.deleteLocal(id: try Database.localID(id), revision: counter) }
+    }
+
+    /// The write counter `revision` names; a revision that is not a local document's (`0-N`) is a
+    /// conflict, as no local document has it.
+    private static func localCounter(_ revision: RevisionID?) throws -> Int64? {
+        guard let revision else { return nil }
+        guard let counter = revision.localCounter else { throw DocStoreError.conflict() }
+        return counter
     }
 
     /// Writes a `_local` document as CouchDB 3 writes them for its HTTP API: no conflict check (the last

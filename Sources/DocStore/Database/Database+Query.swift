@@ -138,7 +138,7 @@ extension Database {
 
 extension Database {
     /// Unregisters index `name` and deletes its rows; an unknown name does nothing.
-    public func dropIndex(named name: String) async throws {
+    public func deleteIndex(named name: String) async throws {
         try ensureOpen()
         try await indexWriter.drop(name)
     }

@@ -42,13 +42,15 @@ public final class Database: Sendable {
     /// What turns a filter name (`design/name`, CouchDB's `_changes?filter=`) into a ``ChangesFilter``
     /// for this database: set by `DocStoreJavaScript`'s `enableJavaScript()`, or by you. A replication
     /// from this database with ``ChangesFilter``-less named filters (`filterName`) asks it.
-    public var namedFilterResolver: NamedFilterResolver? {
+    package var namedFilterResolver: NamedFilterResolver? {
         get { state.withLock { $0.namedFilterResolver } }
         set { state.withLock { $0.namedFilterResolver = newValue } }
     }
 
-    /// The filter named `name` with `parameters`, from ``namedFilterResolver``.
-    /// - Throws: ``DocStoreError/Code/notFound`` when no resolver is set or it knows no such filter.
+    /// The filter named `name` (`design/filter`) with `parameters`: a filter function of the
+    /// database's design documents, once DocStoreJavaScript's `enableJavaScript()` has been called.
+    /// - Throws: ``DocStoreError/Code/notFound`` when JavaScript is not enabled or there is no such
+    ///   filter.
     public func changesFilter(named name: String, parameters: [String: String]) async throws -> ChangesFilter {
         guard let resolver = namedFilterResolver else {
             throw DocStoreError(.notFound, "The filter \(name) is unknown: no filter functions are enabled on \(self.name)")
@@ -121,14 +123,14 @@ public final class Database: Sendable {
         try await open(configuration, create: true)!
     }
 
-    /// Opens the database described by `configuration` if it exists, creating it only when `create`
-    /// is true; `nil` when it does not exist and `create` is false. Otherwise as ``open(_:)``.
+    /// Opens the database described by `configuration` only if its file exists: `nil` when it does
+    /// not (nothing is created). Otherwise as ``open(_:)``.
     ///
     /// ```swift
-    /// guard let db = try await Database.open(with: .default) else { return }   // never creates
+    /// guard let db = try await Database.openExisting(.default) else { return }   // never creates
     /// ```
-    public static func open(with configuration: DatabaseConfiguration = .default, create: Bool = false) async throws -> Database? {
-        try await open(configuration, create: create)
+    public static func openExisting(_ configuration: DatabaseConfiguration) async throws -> Database? {
+        try await open(configuration, create: false)
     }
 
     private static func open(_ configuration: DatabaseConfiguration, create: Bool) async throws -> Database? {
@@ -367,11 +369,11 @@ public final class Database: Sendable {
     /// between is delivered, buffered until read.
     ///
     /// ```swift
-    /// for await batch in db.changeBatches() {
+    /// for await batch in db.observeChanges() {
     ///     for change in batch where change.source == .replication { print("pulled", change.id) }
     /// }
     /// ```
-    public func changeBatches() -> AsyncStream<[DocumentChange]> {
+    public func observeChanges() -> AsyncStream<[DocumentChange]> {
         notifier.subscribe()
     }
 

@@ -14,7 +14,7 @@ import Logging
 ///         DatabaseConfiguration(name: "inspections", directory: DatabaseConfiguration.defaultDirectory)
 ///     }
 /// }
-/// let db = try await Database.open(with: .inspections, create: true)
+/// let db = try await Database.open(.inspections)
 /// ```
 ///
 /// ```swift

@@ -9,29 +9,29 @@ public typealias MapFunction = @Sendable (_ document: Document, _ emit: Emit) th
 /// documents, where a call costs more than the mapping), given their stored JSON unparsed: for each
 /// document, in order, the rows it emitted, or the error it failed with (that document then has no
 /// rows, as with ``MapFunction``).
-public typealias BatchMapFunction = @Sendable (_ documents: [RawDocument]) -> [Result<[(key: JSON, value: JSON?)], any Error>]
+package typealias BatchMapFunction = @Sendable (_ documents: [RawDocument]) -> [Result<[(key: JSON, value: JSON?)], any Error>]
 
 /// A live document as its database stores it, not parsed: what a ``BatchMapFunction`` is given.
-public struct RawDocument: Sendable {
+package struct RawDocument: Sendable {
     /// The document id.
-    public let id: String
+    package let id: String
     /// Its current (winning) revision.
-    public let revision: RevisionID
+    package let revision: RevisionID
     /// The sequence of its latest change.
-    public let sequence: Int64
+    package let sequence: Int64
     /// Its other live leaves (only when the index asks for them: ``IndexDefinition/includesConflicts``).
-    public var conflicts: [RevisionID] = []
+    package var conflicts: [RevisionID] = []
     /// The body as stored: a JSON object of its members, then `_attachments` stubs (with their
     /// `encoding` and `encoded_length` when they are stored compressed).
-    public let body: [UInt8]
+    package let body: [UInt8]
     let created: Double
     let updated: Double
 
     /// Whether ``body`` may hold attachment stubs (false only when it certainly does not).
-    public var mayHaveAttachments: Bool { StoredBody.mayHaveAttachmentStubs(body) }
+    package var mayHaveAttachments: Bool { StoredBody.mayHaveAttachmentStubs(body) }
 
     /// The document, parsed.
-    public func document() throws -> Document {
+    package func document() throws -> Document {
         var document = try Database.makeDocument(id: id, revision: revision, isDeleted: false, body: body, sequence: sequence,
                                                  created: created, updated: updated)
         document.conflicts = conflicts
@@ -97,7 +97,7 @@ public struct IndexDefinition: Sendable {
     public var fullTextStemming: FullTextSearch.Stemming = .none
     /// When set, documents are mapped by this function, a window at a time, instead of one by one by
     /// ``map`` (which must give the same rows: it serves the rest).
-    public var batchMap: BatchMapFunction?
+    package var batchMap: BatchMapFunction?
     /// Whether the map function sees each document's ``Document/conflicts`` (CouchDB gives map functions
     /// `_conflicts`). Reading them decodes every document's revision tree, so it is off by default.
     public var includesConflicts = false

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A change to a document of a ``Model`` type, as ``Database/changes(of:)`` delivers it: the
+/// A change to a document of a ``Model`` type, as ``Database/observeChanges(of:)`` delivers it: the
 /// ``DocumentChange`` notification of the write, with the model it stored.
 public struct ModelChange<M: Model>: Sendable {
     /// The notification of the write.
@@ -223,8 +223,8 @@ extension Database {
     /// The changes to documents of the type, from now until the database closes or the consumer stops:
     /// each with the model as it is after the change (`nil` for a deletion). A deletion whose tombstone
     /// has no `type` (one not made by ``delete(_:)-([M])``) is reported to every type.
-    public func changes<M: Model>(of type: M.Type) -> AsyncStream<ModelChange<M>> {
-        let batches = changeBatches()
+    public func observeChanges<M: Model>(of type: M.Type) -> AsyncStream<ModelChange<M>> {
+        let batches = observeChanges()
         return AsyncStream { continuation in
             let task = Task {
                 for await batch in batches {

@@ -1,14 +1,14 @@
 /// A dotted path into a document, as Mango writes it: `"address.city"`, `"items.0.name"`, with `\.`
 /// for a dot inside a member name (`"a\.b"` is the one member `a.b`).
-public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
+package struct FieldPath: Sendable, Hashable, CustomStringConvertible {
     /// The member names (or array positions) from the document's root.
-    public let components: [String]
+    package let components: [String]
     /// The path as it was written.
-    public let description: String
+    package let description: String
 
     /// Parses a dotted path.
     /// - Throws: ``DocStoreError/Code/invalidFieldName`` for an empty component (`"a..b"`, `"a."`).
-    public init(_ text: String) throws {
+    package init(_ text: String) throws {
         description = text
         guard !text.isEmpty else {
             components = []

@@ -3,7 +3,7 @@ import Foundation
 
 /// A field of a Mango index or sort, with its direction.
 public struct SortField: Sendable, Hashable, CustomStringConvertible {
-    /// The dotted path (see ``FieldPath``).
+    /// The dotted path, as Mango writes it: `"address.city"`, with `\.` for a dot inside a member name.
     public let path: String
     /// Whether it sorts descending.
     public let descending: Bool

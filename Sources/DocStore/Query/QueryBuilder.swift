@@ -5,7 +5,7 @@
 /// only that shape, so `QueryField("tags").size("two")` does not compile. A malformed path (`"a..b"`) is a
 /// ``DocStoreError/Code/invalidFieldName`` when the query is built.
 public struct QueryField: Sendable, Hashable, ExpressibleByStringLiteral {
-    /// The dotted path (see ``FieldPath``).
+    /// The dotted path, as Mango writes it: `"address.city"`, with `\.` for a dot inside a member name.
     public let path: String
 
     /// The field at the dotted `path`.

@@ -7,7 +7,7 @@
 /// making, comparing and hashing such an id allocates nothing; any other hash a peer writes is held
 /// as text.
 public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConvertible, Codable {
-    /// The generation, 1 or more.
+    /// The generation, 1 or more; 0 only in the revision of a local document (``LocalDocument``).
     public let generation: Int
     private let storage: Digest
 
@@ -44,6 +44,25 @@ public struct RevisionID: Sendable, Hashable, Comparable, LosslessStringConverti
         self.generation = generation
         var digest = digest
         self.storage = digest.withUTF8 { RevisionID.parseHex(UnsafeRawBufferPointer($0)) } ?? .text(digest)
+    }
+
+    /// The revision `0-N` of a local document written `counter` (N) times. Such a revision is never
+    /// one of a replicated document, so ``init(_:)`` does not parse it.
+    package init(localCounter counter: Int64) {
+        self.generation = 0
+        self.storage = .text(String(counter))
+    }
+
+    /// Parses a local document's revision `0-N`; `nil` for any other text.
+    package static func local(_ text: String) -> RevisionID? {
+        guard text.hasPrefix("0-"), let counter = Int64(text.dropFirst(2)), counter >= 1 else { return nil }
+        return RevisionID(localCounter: counter)
+    }
+
+    /// The write counter of a local document's revision `0-N`; `nil` for any other revision.
+    package var localCounter: Int64? {
+        guard generation == 0, case .text(let text) = storage else { return nil }
+        return Int64(text)
     }
 
     /// A revision id whose hash is given as bytes (e.g. a view of a stored revision tree).

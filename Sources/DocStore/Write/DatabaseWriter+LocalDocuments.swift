@@ -3,19 +3,19 @@ import Foundation
 /// `_local` documents (checkpoints): not replicated, not in the changes feed, over the writer's
 /// transaction primitive.
 extension DatabaseWriter {
-    /// Creates or updates a `_local` document; `revision` must be the current one (`0-N`) when it
-    /// exists. Returns the new revision.
-    func putLocal(id: String, body: JSONObject, revision: String?) throws -> String {
+    /// Creates or updates a `_local` document; `revision` must be its current write counter (the N of
+    /// `0-N`) when it exists. Returns the new counter.
+    func putLocal(id: String, body: JSONObject, revision: Int64?) throws -> Int64 {
         try plainTransaction { connection in
             let locals = LocalDocumentRecords(connection: connection)
             let current = try locals.currentRevision(id: id)
             if let current {
-                guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
+                guard revision == current else { throw DocStoreError.conflict() }
             }
             try DocumentValidation.validateBody(body)
             let next = (current ?? 0) + 1
             try locals.put(id: id, revision: next, body: body)
-            return "0-\(next)"
+            return next
         }
     }
 
@@ -39,11 +39,11 @@ extension DatabaseWriter {
     }
 
     /// Deletes a `_local` document at its current revision.
-    func deleteLocal(id: String, revision: String?) throws {
+    func deleteLocal(id: String, revision: Int64?) throws {
         try plainTransaction { connection in
             let locals = LocalDocumentRecords(connection: connection)
             guard let current = try locals.currentRevision(id: id) else { throw DocStoreError.notFound("missing") }
-            guard revision == "0-\(current)" else { throw DocStoreError.conflict() }
+            guard revision == current else { throw DocStoreError.conflict() }
             try locals.delete(id: id)
         }
     }

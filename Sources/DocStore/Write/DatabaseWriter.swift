@@ -209,13 +209,16 @@ actor DatabaseWriter {
 
     /// Writes documents as new edits in one transaction, all or nothing: the first document that
     /// fails rolls the whole batch back, and its error names it (``DocStoreError/itemIndex``).
+    /// A large batch has its bodies prepared ahead as ``write(_:policy:newEdits:source:)`` does.
     func writeAll(_ documents: [Document], policy: WritePolicy) throws -> [Document] {
         try revisionTransaction { steps, _, changes in
+            let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: true) : nil
+            defer { pipeline?.finish() }
             var saved: [Document] = []
             saved.reserveCapacity(documents.count)
             for (position, document) in documents.enumerated() {
                 try Self.naming(position, document) {
-                    let (written, change) = try steps.applyEdit(document, prepared: nil, policy: policy)
+                    let (written, change) = try steps.applyEdit(document, prepared: try pipeline?.body(at: position), policy: policy)
                     if let change { changes.append(change) }
                     saved.append(written)
                 }

@@ -2,41 +2,41 @@
 /// Who is writing, as CouchDB's validation functions see it: the `userCtx` and the database's
 /// `_security` object. A server sets it for the writes it makes on a user's behalf with
 /// `WriteContext.$current.withValue(…)`; writes made without one are validated with `nil`.
-public struct WriteContext: Sendable {
+package struct WriteContext: Sendable {
     /// CouchDB's `userCtx`: `{"db": …, "name": … | null, "roles": […]}`.
-    public var userContext: JSON
+    package var userContext: JSON
     /// The database's `_security` object.
-    public var securityObject: JSON
+    package var securityObject: JSON
 
     /// A context of `userContext` in a database whose `_security` is `securityObject`.
-    public init(userContext: JSON, securityObject: JSON = [:]) {
+    package init(userContext: JSON, securityObject: JSON = [:]) {
         self.userContext = userContext
         self.securityObject = securityObject
     }
 
     /// The writer of the current task, if a server set one.
-    @TaskLocal public static var current: WriteContext?
+    @TaskLocal package static var current: WriteContext?
 }
 
 /// One write, as a ``WriteValidator`` is asked about it: CouchDB's `validate_doc_update(newDoc,
 /// oldDoc, userCtx, secObj)`.
-public struct ValidatedWrite: Sendable {
+package struct ValidatedWrite: Sendable {
     /// The document being written (a deletion has ``Document/isDeleted``), with the revision it was
     /// given (`nil` for a new document).
-    public let newDocument: Document
+    package let newDocument: Document
     /// The revision it replaces: for an edit, the revision it names; for a replicated revision, its
     /// nearest ancestor this database holds; `nil` when there is none.
-    public let oldDocument: Document?
+    package let oldDocument: Document?
     /// Whether the revision arrived by replication (`new_edits=false`).
-    public let isReplicated: Bool
+    package let isReplicated: Bool
     /// Who writes it, when known.
-    public let context: WriteContext?
+    package let context: WriteContext?
     /// The live design documents of the database that have a `validate_doc_update` member, in id order.
-    public let validatingDesignDocuments: [Document]
+    package let validatingDesignDocuments: [Document]
 
     /// The same write, shown with other validating design documents: for a validator that handles
     /// some design documents itself and passes the others on.
-    public func with(validatingDesignDocuments designs: [Document]) -> ValidatedWrite {
+    package func with(validatingDesignDocuments designs: [Document]) -> ValidatedWrite {
         ValidatedWrite(newDocument: newDocument, oldDocument: oldDocument, isReplicated: isReplicated,
                        context: context, validatingDesignDocuments: designs)
     }
@@ -46,14 +46,14 @@ public struct ValidatedWrite: Sendable {
 /// (``DocStoreError/Code/forbidden``, ``DocStoreError/Code/unauthorized``, …). It runs inside the write
 /// transaction, for every document of every write path (single, bulk, replicated, imported), and must
 /// not write to the database itself. A refused document is reported as that document's failure.
-public typealias WriteValidator = @Sendable (_ write: ValidatedWrite) throws -> Void
+package typealias WriteValidator = @Sendable (_ write: ValidatedWrite) throws -> Void
 
 /// Changes a document before it is stored — CouchDB's `before_doc_update`, which a CouchDB users
 /// database uses to hash passwords: gets the document of each write (edits and replicated revisions
 /// alike, before validation), whether it is replicated, and who writes it; returns whether it changed
 /// the document, or throws a ``DocStoreError`` to refuse it. It runs inside the write transaction and
 /// must not write to the database itself. A replicated revision keeps its revision id.
-public typealias WritePreparer = @Sendable (_ document: inout Document, _ isReplicated: Bool,
+package typealias WritePreparer = @Sendable (_ document: inout Document, _ isReplicated: Bool,
                                             _ context: WriteContext?) throws -> Bool
 
 /// The validator of a database and the design documents it needs, cached by the writer.
@@ -109,7 +109,7 @@ extension Database {
     ///     }
     /// }
     /// ```
-    public var writeValidator: WriteValidator? {
+    package var writeValidator: WriteValidator? {
         get { writer.validation.validator }
         set {
             writer.validation.validator = newValue
@@ -127,7 +127,7 @@ extension Database {
     ///     return true
     /// }
     /// ```
-    public var writePreparer: WritePreparer? {
+    package var writePreparer: WritePreparer? {
         get { writer.validation.preparer }
         set { writer.validation.preparer = newValue }
     }

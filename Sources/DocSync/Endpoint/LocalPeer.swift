@@ -100,11 +100,15 @@ struct LocalPeer: ReplicationPeer {
 
     func checkpoint(_ id: String) async throws -> Checkpointer.Record? {
         try await database.localDocument(withID: id).map {
-            Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: $0.body), revision: $0.revision)
+            Checkpointer.Record(checkpoint: ReplicationCheckpoint(json: $0.body), revision: $0.revision.description)
         }
     }
 
     func saveCheckpoint(_ id: String, checkpoint: ReplicationCheckpoint, revision: String?) async throws -> String {
-        try await database.saveLocalDocument(withID: id, body: checkpoint.json, revision: revision)
+        let current = try revision.map { text in
+            guard let parsed = RevisionID.local(text) else { throw DocStoreError(.conflict, "Document update conflict.") }
+            return parsed
+        }
+        return try await database.saveLocalDocument(withID: id, body: checkpoint.json, revision: current).description
     }
 }

@@ -111,7 +111,7 @@ struct Delete: AsyncParsableCommand {
                 guard let current = try await db.document(withID: id) else { fail("not_found: missing (\(id))") }
                 target = current.revision!
             }
-            printJSON(WriteResult(written: try await db.delete(id: id, revision: target)).json)
+            printJSON(WriteResult(id: id, revision: try await db.delete(id: id, revision: target).description).json)
         }
     }
 }

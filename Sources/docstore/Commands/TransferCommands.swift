@@ -54,7 +54,7 @@ struct Import: AsyncParsableCommand {
         var failures = 0
         try await withDatabase(options) { db in
             failures = try await importInBatches(from: handle, of: batchSize, parse: { try Document(json: JSON(parsing: $0)) }) { batch in
-                let results = keepRevisions ? try await db.insertRevisions(batch, source: .local) : try await db.save(batch)
+                let results = keepRevisions ? try await db.insertRevisions(batch, source: .local) : try await db.save(each: batch)
                 return results.map(WriteResult.init)
             }
         }
