@@ -27,10 +27,19 @@ package struct BulkGetAnswer: Sendable {
     package var results: [Result]
 
     /// Reads the answer's JSON text.
-    /// - Throws: ``DocStoreError`` for invalid JSON or an answer without `results`, or an entry with
-    ///   neither `ok` nor `error`.
+    /// - Throws: ``DocStoreError`` for invalid JSON or an answer without `results`, an entry with
+    ///   neither `ok` nor `error`, or an envelope object that names a member twice (the documents in it
+    ///   may: their last member wins).
     package init(parsing data: Data) throws {
-        results = try data.withUnsafeBytes { raw in
+        do {
+            results = try Self.results(parsing: data)
+        } catch let repeated as JSONReader.RepeatedKey {
+            throw DocStoreError(.invalidJSON, "Duplicate key \"\(repeated.key)\" at byte \(repeated.offset)")
+        }
+    }
+
+    private static func results(parsing data: Data) throws -> [Result] {
+        try data.withUnsafeBytes { raw in
             var reader = JSONReader(raw.bindMemory(to: UInt8.self))
             var results: [Result]? = nil
             try reader.readMembers { reader, key in

@@ -121,12 +121,18 @@ package struct ChangesResponse: Sendable, Hashable {
     /// Reads an answer's JSON text as ``init(json:)`` decodes its tree, without building the tree
     /// (``ChangesAnswer``).
     package init(parsing data: Data) throws {
-        let answer = try ChangesAnswer(parsing: data)
-        results = answer.rows.map {
+        let answer: ChangesAnswer
+        do {
+            answer = try ChangesAnswer(parsing: data)
+        } catch is JSONReader.RepeatedKey {
+            // An object that names a member twice: read as the tree reads it, the last member winning.
+            try self.init(json: JSON(parsing: data))
+            return
+        }
+        let results = answer.rows.map {
             ChangesRow(sequence: $0.sequence, id: $0.id, revisions: $0.revisions, deleted: $0.deleted, document: $0.document)
         }
-        lastSequence = answer.lastSequence ?? results.last?.sequence ?? .null
-        pending = answer.pending
+        self.init(results: results, lastSequence: answer.lastSequence ?? results.last?.sequence ?? .null, pending: answer.pending)
     }
 
     /// The answer as ``json`` serializes, without building it; with `nonFiniteAsNull`, a NaN or

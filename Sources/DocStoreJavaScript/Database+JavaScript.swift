@@ -52,7 +52,8 @@ extension Database {
     /// from this database) that runs filter function `filter` of `_design/<designDocument>`, as
     /// CouchDB's `_changes?filter=designDocument/filter`. The function is called as
     /// `filter(doc, req)`; `request` is the `req` it sees (``JavaScriptRequest``). A function that
-    /// throws for a document does not pass it.
+    /// throws fails the read that runs it, as CouchDB fails the `_changes` request (a thrown value that
+    /// is no error object is CouchDB's `unnamed_error`).
     /// - Throws: ``DocStoreError/Code/notFound`` for a missing design document or filter,
     ///   ``DocStoreError/Code/unknownQueryLanguage`` for a filter in another language,
     ///   ``DocStoreError/Code/compilationError`` when it does not compile.
@@ -76,9 +77,15 @@ extension Database {
                 return try engine.withContext { context in
                     try context.filter(reference, documentJSON: text, request: try context.value(json: requestJSON))
                 }
-            } catch {
+            } catch var error as DocStoreError {
                 logger.warning("filter \(design.id)/\(filter) failed for \(document.id): \(error)")
-                return false
+                // A thrown value that is no error object: CouchDB's `unnamed_error`, with the value as
+                // its JavaScript engine writes its source.
+                if error.code == .unknownError {
+                    error = DocStoreError(.scriptFailure, "(new String(\((try? JSON.string(error.reason).serializedString()) ?? error.reason)))")
+                    error.errorName = "unnamed_error"
+                }
+                throw error
             }
         })
     }

@@ -175,7 +175,8 @@ public enum JavaScriptViews {
     }
 
     /// The document as CouchDB gives it to map functions, written from its stored body (which has no
-    /// attachment stubs): `_id`, `_rev`, the members, `_conflicts` and `_local_seq` when there are.
+    /// attachment stubs): `_id`, `_rev`, the members, `_conflicts`, `_deleted_conflicts` and
+    /// `_local_seq` when there are.
     static func splice(_ raw: RawDocument, localSequence: Bool, into text: inout [UInt8]) {
         text += Array(#"{"_id":"#.utf8)
         text += (try? JSON.string(raw.id).serialized()) ?? Array("\"\"".utf8)
@@ -187,9 +188,9 @@ public enum JavaScriptViews {
             text.append(UInt8(ascii: ","))
             text += raw.body[1..<(raw.body.count - 1)]
         }
-        if !raw.conflicts.isEmpty {
-            text += Array(#","_conflicts":["#.utf8)
-            for (index, revision) in raw.conflicts.enumerated() {
+        for (member, revisions) in [("_conflicts", raw.conflicts), ("_deleted_conflicts", raw.deletedConflicts)] where !revisions.isEmpty {
+            text += Array(",\"\(member)\":[".utf8)
+            for (index, revision) in revisions.enumerated() {
                 if index > 0 { text.append(UInt8(ascii: ",")) }
                 text.append(UInt8(ascii: "\""))
                 text += Array(revision.description.utf8)

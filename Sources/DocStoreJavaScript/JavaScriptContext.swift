@@ -256,6 +256,7 @@ final class JavaScriptContext {
                     case "invalid_require_path": return DocStoreError(.invalidRequirePath, reason)
                     case "not_found": return DocStoreError(.notFound, reason)
                     case "render_error": return DocStoreError(.renderError, reason)
+                    case "not_acceptable": return DocStoreError(.notAcceptable, reason)
                     default:
                         var failure = DocStoreError(.scriptFailure, reason)
                         failure.errorName = name

@@ -43,5 +43,17 @@ final class ChangesTailTests: XCTestCase {
         // A filter that needs the documents reads through the same tail and sees the new body too.
         let filtered = try await db.changes(since: 5, filter: ChangesFilter(predicate: { $0.int(forKey: "n") == 60 }))
         XCTAssertEqual(filtered.changes.map(\.id), ["d6"])
+        // A predicate that throws fails the read, as CouchDB fails a `_changes` whose filter throws.
+        struct Refused: Error {}
+        let throwing = ChangesFilter(predicate: { document in
+            if document.id == "d8" { throw Refused() }
+            return true
+        })
+        do {
+            _ = try await db.changes(since: 5, filter: throwing)
+            XCTFail("a predicate that throws must fail the read")
+        } catch is Refused {
+        }
+        await XCTAssertEqualAsync(try await db.changes(since: 9, filter: throwing).changes.map(\.id), ["d9", "d6"])
     }
 }

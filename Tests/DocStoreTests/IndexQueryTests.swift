@@ -24,6 +24,48 @@ final class IndexQueryTests: XCTestCase {
 
     private func ns(_ result: QueryResult) -> [Int] { result.rows.map { $0.key.intValue! } }
 
+    /// Rows one document emits under one key come in the order of their values — Erlang's term order,
+    /// as CouchDB keeps them: numbers, `false`, `null`, `true`, objects, arrays, strings — whatever the
+    /// order they were emitted in, and in that order in a descending query too. Another document's
+    /// rows under the same key stay apart (ordered by document id).
+    func testRowsOfOneKeyFromOneDocumentComeInValueOrder() async throws {
+        let emitted: [JSON] = ["b", 2, .null, false, [1], true, ["a": 1], "a", 1.5, [0, 9]]
+        let byKind = IndexDefinition(name: "by-kind", version: "1") { doc, emit in
+            guard let kind = doc["kind"] else { return }
+            for value in emitted { emit(kind, value) }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [byKind] }
+        _ = try await db.save([Document(id: "one", body: ["kind": "k"]), Document(id: "two", body: ["kind": "k"])])
+        let expected: [JSON] = [1.5, 2, false, .null, true, ["a": 1], [0, 9], [1], "a", "b"]
+        var query = IndexQuery()
+        query.key = "k"
+        let ascending = try await db.query("by-kind", query)
+        XCTAssertEqual(ascending.rows.map(\.documentID), Array(repeating: "one", count: 10) + Array(repeating: "two", count: 10))
+        XCTAssertEqual(ascending.rows.prefix(10).map(\.value), expected)
+        query.descending = true
+        let descending = try await db.query("by-kind", query)
+        XCTAssertEqual(descending.rows.map(\.documentID), Array(repeating: "two", count: 10) + Array(repeating: "one", count: 10))
+        XCTAssertEqual(descending.rows.prefix(10).map(\.value), expected, "each document's run keeps its order")
+    }
+
+    /// A `keys` query's offset is its first row's position (skipped rows counted), or without a row
+    /// the position after the last key's rows, as CouchDB counts it.
+    func testOffsetOfAKeyListQuery() async throws {
+        let db = try await numbersDatabase()
+        let first = try await query(db) { $0.keys = [7, 3] }
+        XCTAssertEqual(ns(first), [7, 3])
+        XCTAssertEqual(first.offset, 7)
+        let skipped = try await query(db) { $0.keys = [7, 3]; $0.skip = 1 }
+        XCTAssertEqual(ns(skipped), [3])
+        XCTAssertEqual(skipped.offset, 3)
+        let none = try await query(db) { $0.keys = [99, 5.5] }
+        XCTAssertEqual(none.rows.count, 0)
+        XCTAssertEqual(none.offset, 6, "after the rows of 5.5, the last key: 0…5")
+        let descending = try await query(db) { $0.keys = [7, 3]; $0.descending = true }
+        XCTAssertEqual(ns(descending), [3, 7])
+        XCTAssertEqual(descending.offset, 16, "3 counted from the end: 19…4 come first")
+    }
+
     func testKeyRangesAndOpenEnds() async throws {
         let db = try await numbersDatabase()
         let all = try await query(db) { _ in }

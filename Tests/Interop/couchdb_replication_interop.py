@@ -186,6 +186,10 @@ def build_corpus(couch, db):
     big = bytes(random.Random(5).getrandbits(8) for _ in range(1024 * 1024)) * (BIG_ATTACHMENT // (1024 * 1024))
     rev = couch.json("PUT", "/%s/big" % db, {"size": BIG_ATTACHMENT})["rev"]
     couch.json("PUT", "/%s/big/video.bin?rev=%s" % (db, rev), big, headers={"Content-Type": "application/octet-stream"})
+    # Members named twice: CouchDB keeps each one's last value (`{"b":2,"a":3,…}`), and a replica must
+    # hold the same body under the same revision.
+    couch.json("PUT", "/%s/repeated-members" % db, b'{"a":1,"b":2,"a":3,"n":{"k":1,"k":[2]}}',
+               headers={"Content-Type": "application/json"})
     # A design document (replicated as a plain document by both sides).
     couch.json("PUT", "/%s/_design/app" % db, {"views": {"by_n": {"map": "function (doc) { emit(doc.n, null); }"}}})
 

@@ -293,6 +293,16 @@ struct CouchRequest: Sendable {
         }
     }
 
+    /// A Boolean parameter of a view query, which CouchDB reads in any case (`TRUE`, `False`).
+    func viewBool(_ name: String, default value: Bool = false) throws -> Bool {
+        guard let text = query[name] else { return value }
+        switch text.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
+        }
+    }
+
     /// A non-negative integer query parameter.
     func int(_ name: String) throws -> Int? {
         guard let text = query[name] else { return nil }
@@ -316,7 +326,7 @@ struct CouchRequest: Sendable {
             if Self.viewJSONParameters.contains(name) {
                 _ = try json(name)
             } else if Self.viewBooleanParameters.contains(name) {
-                _ = try bool(name)
+                _ = try viewBool(name)
             } else if Self.viewIntegerParameters.contains(name) {
                 _ = try int(name)
             }
@@ -351,9 +361,8 @@ struct CouchRequest: Sendable {
         guard !body.isEmpty else { throw CouchError.badRequest("Missing request body") }
         do {
             return try JSON(parsing: body, documentDepth: documentDepth)
-        } catch let error as DocStoreError {
-            // CouchDB's words for any malformed body; a duplicate key, which CouchDB takes, is named.
-            if error.reason.hasPrefix("Duplicate key") { throw CouchError(.badRequest, "bad_request", "Request body has a \(error.reason.prefix(1).lowercased())\(error.reason.dropFirst())") }
+        } catch is DocStoreError {
+            // CouchDB's words for any malformed body.
             throw CouchError(.badRequest, "bad_request", "invalid UTF-8 JSON")
         }
     }

@@ -34,7 +34,7 @@ struct ChangesRequest: Sendable {
     var function: (filter: ChangesFilterFunction, parameters: [String: String])?
     /// The predicate of a design document's filter (`design/name`) or `_view` (``scriptFilter(_:filters:)``),
     /// once its design document was read.
-    var scriptPredicate: (@Sendable (Document) -> Bool)?
+    var scriptPredicate: (@Sendable (Document) throws -> Bool)?
 
     init(_ request: CouchRequest, currentSequence: Int64, filters: [String: ChangesFilterFunction] = [:]) throws {
         if let text = request.query["feed"] {
@@ -169,7 +169,7 @@ struct ChangesRequest: Sendable {
 
     /// The filters a revision must pass (``judgesEachRevision``): the selector, the Swift function, the
     /// design document's function.
-    var revisionPredicate: @Sendable (Document) -> Bool {
+    var revisionPredicate: @Sendable (Document) throws -> Bool {
         let selector = selector
         let function: ChangesFilterFunction? = self.function?.filter
         let parameters = self.function?.parameters ?? [:]
@@ -177,7 +177,7 @@ struct ChangesRequest: Sendable {
         return { document in
             if let selector, document.isDeleted || !selector.matches(document) { return false }
             if let function, !function(document, parameters) { return false }
-            if let script, !script(document) { return false }
+            if let script, try !script(document) { return false }
             return true
         }
     }
@@ -204,7 +204,7 @@ struct ChangesRequest: Sendable {
             filter.predicate = { document in
                 if !readsEverything, !principal.canRead(document) { return false }
                 if let function, !function(document, parameters) { return false }
-                if let script, !script(document) { return false }
+                if let script, try !script(document) { return false }
                 return true
             }
         }
@@ -220,7 +220,7 @@ extension DocServer {
         // As CouchDB, a design document's filter is looked up before the other parameters are read (but
         // for `seq_interval`).
         if let text = request.query["seq_interval"] { try ChangesRequest.checkSequenceInterval(text) }
-        var scriptPredicate: (@Sendable (Document) -> Bool)?
+        var scriptPredicate: (@Sendable (Document) throws -> Bool)?
         if let script = try ChangesRequest.scriptFilter(request, filters: filters) {
             guard let javaScript else { throw CouchError.notFound("JavaScript design documents are turned off on this server") }
             let req: JSON

@@ -22,6 +22,9 @@ extension DocServer {
             return try await view(db, name: "\(design)/\(rest[1])", request, principal: principal)
         case "_view" where rest.count == 3 && rest[2] == "queries":
             return try await multiQuery(request) { try await serializedView(db, name: "\(design)/\(rest[1])", $0, principal: principal) }
+        case "_view" where rest.count > 2:
+            // CouchDB's view handler answers any other path below a view so.
+            throw CouchError.only("GET,POST,HEAD")
         case "_info" where rest.count == 1:
             return try await designInfo(db, design: design, request)
         case "_show" where rest.count >= 2:
@@ -167,7 +170,8 @@ extension DocServer {
         var documentRevision = "none"
         if let id {
             let revision = try request.query["rev"].map { try parseRevision($0) }
-            if let document = try await db.document(withID: id, revision: revision), !document.isDeleted {
+            // A show function sees the document's `_conflicts`, as CouchDB gives them.
+            if let document = try await db.document(withID: id, revision: revision, includeConflicts: true), !document.isDeleted {
                 try checkRead(document, principal)
                 documentJSON = try document.json().serializedString()
                 documentRevision = document.revision?.description ?? "none"

@@ -12,7 +12,7 @@ extension DocServer {
     /// JavaScript design document `_design/a`; with `full_text`, a full-text search of it or of the
     /// Mango text index `b` of `_design/a`.
     func view(_ db: Database, name: String, _ request: CouchRequest, principal: Principal) async throws -> Response {
-        guard request.method == .get || request.method == .post else { throw CouchError.methodNotAllowed }
+        guard request.method == .get || request.method == .post else { throw CouchError.only("GET,POST,HEAD") }
         if let fullText = request.query["full_text"] {
             return try await fullTextView(db, name: name, query: fullText, request, principal: principal)
         }
@@ -42,6 +42,7 @@ extension DocServer {
 
     /// A view request's options, from the query string (JSON-encoded keys) and a POST body's `keys`.
     func viewQuery(_ request: CouchRequest) throws -> IndexQuery {
+        let keysInBody = request.method == .post && (try? request.jsonObjectBody()["keys"]) != nil
         let request = try request.withBodyParameters()
         try request.checkViewParametersInOrder()
         var query = IndexQuery()
@@ -53,19 +54,26 @@ extension DocServer {
         query.endKey = try request.lastJSON("endkey", "end_key")
         query.startKeyDocID = request.lastParameter(["startkey_docid", "start_key_doc_id"]).flatMap { request.query[$0] }
         query.endKeyDocID = request.lastParameter(["endkey_docid", "end_key_doc_id"]).flatMap { request.query[$0] }
-        query.inclusiveEnd = try request.bool("inclusive_end", default: true)
-        query.descending = try request.bool("descending")
+        query.inclusiveEnd = try request.viewBool("inclusive_end", default: true)
+        query.descending = try request.viewBool("descending")
         query.limit = try request.int("limit")
         query.skip = try request.int("skip") ?? 0
-        query.includeDocuments = try request.bool("include_docs")
-        _ = try DocumentOptions(includedDocuments: { try request.bool($0) })
-        if request.query["reduce"] != nil { query.reduce = try request.bool("reduce") }
-        query.group = try request.bool("group")
+        query.includeDocuments = try request.viewBool("include_docs")
+        _ = try DocumentOptions(includedDocuments: { try request.viewBool($0) })
+        if request.query["reduce"] != nil { query.reduce = try request.viewBool("reduce") }
+        query.group = try request.viewBool("group")
         query.groupLevel = try request.int("group_level")
-        query.updateSeq = try request.bool("update_seq")
+        if request.query["group"] != nil, !query.group, let level = query.groupLevel, level > 0 {
+            throw CouchError(.badRequest, "query_parse_error", "Can't specify group=false and group_level>0 at the same time")
+        }
+        query.updateSeq = try request.viewBool("update_seq")
         query.stale = try staleness(request)
         if let keys = try request.json("keys") {
-            guard let array = keys.arrayValue else { throw CouchError.badRequest("`keys` member must be an array.") }
+            guard let array = keys.arrayValue else {
+                // CouchDB words it differently for a body's member and for the query string's parameter.
+                if keysInBody { throw CouchError.badRequest("`keys` member must be an array.") }
+                throw CouchError(.badRequest, "query_parse_error", "`keys` must be an array of strings.")
+            }
             query.keys = array
         }
         try Self.refuseKeysWithKeyOrRange(request, keys: query.keys)

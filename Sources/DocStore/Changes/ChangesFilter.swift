@@ -20,20 +20,21 @@ public struct ChangesFilter: Sendable {
     /// Only design documents (`_design/…`).
     public var designDocumentsOnly: Bool
     /// Only documents for which this returns `true`; it sees each changed document, tombstones
-    /// included.
-    public var predicate: (@Sendable (Document) -> Bool)?
+    /// included. An error it throws fails the read (``Database/changes(since:limit:filter:includeDocuments:descending:)``,
+    /// a replication), as CouchDB fails a `_changes` request whose filter function throws.
+    public var predicate: (@Sendable (Document) throws -> Bool)?
     /// A test of each leaf revision of a change on its own, as CouchDB judges a filter with
     /// `style=all_docs`: a change that the rest of the filter passes is on the feed when one of its
     /// leaves passes this too, and its row's ``ChangesFeedRow/leafRevisions`` are the leaves that do.
     /// A conflicted document whose winner fails it but another leaf passes is on the feed with that
     /// leaf alone.
-    public var leafPredicate: (@Sendable (Document) -> Bool)?
+    public var leafPredicate: (@Sendable (Document) throws -> Bool)?
 
     private var exactIDs: Set<ExactString>?
 
     /// A filter of the given tests; those left `nil` (or `false`) pass everything.
     public init(documentIDs: [String]? = nil, channels: [String]? = nil, selector: MangoSelector? = nil,
-                designDocumentsOnly: Bool = false, predicate: (@Sendable (Document) -> Bool)? = nil) {
+                designDocumentsOnly: Bool = false, predicate: (@Sendable (Document) throws -> Bool)? = nil) {
         self.documentIDs = documentIDs
         self.exactIDs = documentIDs.map { Set($0.map(ExactString.init)) }
         self.channels = channels
@@ -54,12 +55,12 @@ public struct ChangesFilter: Sendable {
     var runsUserCode: Bool { predicate != nil || leafPredicate != nil }
 
     /// Whether `change` passes; a filter that needs documents expects `change.document` to be loaded.
-    func passes(_ change: ChangesFeedRow) -> Bool {
+    func passes(_ change: ChangesFeedRow) throws -> Bool {
         if let exactIDs, !exactIDs.contains(ExactString(change.id)) { return false }
         if designDocumentsOnly, !change.id.hasPrefix("_design/") { return false }
         guard needsDocuments else { return true }
         guard let document = change.document else { return false }
-        return passes(document)
+        return try passes(document)
     }
 
     /// This filter with its tests that read documents (`channels`, `selector`, `predicate`) judging each
@@ -69,15 +70,18 @@ public struct ChangesFilter: Sendable {
         guard channels != nil || selector != nil || predicate != nil else { return self }
         var filter = ChangesFilter(documentIDs: documentIDs, designDocumentsOnly: designDocumentsOnly)
         let tests = self
-        filter.leafPredicate = { document in tests.passes(document) && tests.leafPredicate?(document) != false }
+        filter.leafPredicate = { document in
+            guard try tests.passes(document) else { return false }
+            return try tests.leafPredicate?(document) != false
+        }
         return filter
     }
 
     /// Whether a revision passes `channels`, `selector` and `predicate` (not ``leafPredicate``).
-    func passes(_ document: Document) -> Bool {
+    func passes(_ document: Document) throws -> Bool {
         if let channels, !document.channels(inField: channelsField).contains(where: channels.contains) { return false }
         if let selector, document.isDeleted || !selector.matches(document) { return false }
-        if let predicate, !predicate(document) { return false }
+        if let predicate, try !predicate(document) { return false }
         return true
     }
 }

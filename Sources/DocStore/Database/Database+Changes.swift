@@ -61,7 +61,7 @@ extension Database {
             for change in page.changes where changes.count < wanted {
                 if eachLeaf {
                     if let judged = try await judgingEachLeaf(change, filter) { changes.append(judged.keepingDocument(includeDocuments)) }
-                } else if filter.passes(change) {
+                } else if try filter.passes(try await withConflicts(change, for: filter)) {
                     changes.append(change.keepingDocument(includeDocuments))
                 }
             }
@@ -95,7 +95,7 @@ extension Database {
                     guard let judged = try await judgingEachLeaf(change, filter) else { continue }
                     changes.append(judged.keepingDocument(includeDocuments))
                 } else {
-                    guard filter.passes(change) else { continue }
+                    guard try filter.passes(try await withConflicts(change, for: filter)) else { continue }
                     changes.append(change.keepingDocument(includeDocuments))
                 }
                 if changes.count >= wanted { break pages }
@@ -106,14 +106,24 @@ extension Database {
         return ChangesPage(changes: changes, lastSequence: cursor)
     }
 
+    /// `change` as `filter`'s predicate sees it: a document with other leaves gets its `_conflicts`, as
+    /// CouchDB gives filter functions (a read of its revision tree, only for such a change).
+    private func withConflicts(_ change: ChangesFeedRow, for filter: ChangesFilter) async throws -> ChangesFeedRow {
+        guard filter.predicate != nil, !change.otherLeaves.isEmpty, var document = change.document, !document.isDeleted else { return change }
+        document.conflicts = try await revisionTree(ofDocumentWithID: change.id)?.conflicts ?? []
+        var judged = change
+        judged.document = document
+        return judged
+    }
+
     /// `change`, if the rest of `filter` passes it, with the leaves its `leafPredicate` passes (the
     /// winner's document is the change's, the others read one by one), or `nil` when none does.
     private func judgingEachLeaf(_ change: ChangesFeedRow, _ filter: ChangesFilter) async throws -> ChangesFeedRow? {
-        guard filter.passes(change), let leafPasses = filter.leafPredicate else { return nil }
+        guard try filter.passes(change), let leafPasses = filter.leafPredicate else { return nil }
         var passing: [RevisionID] = []
         for leaf in [change.revision] + change.otherLeaves {
             let document = leaf == change.revision ? change.document : try await document(withID: change.id, revision: leaf)
-            if let document, leafPasses(document) { passing.append(leaf) }
+            if let document, try leafPasses(document) { passing.append(leaf) }
         }
         guard !passing.isEmpty else { return nil }
         var judged = change

@@ -148,6 +148,9 @@ public struct DocStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         /// and was stopped (CouchDB answers `os_process_error` for its `os_process_timeout` and for a
         /// JavaScript process out of memory).
         public static let scriptTimeout = Code("scriptTimeout", couchDB: "os_process_error", status: 500)
+        /// A show or list function provides no format the request's `Accept` takes (CouchDB
+        /// `not_acceptable`, 406).
+        public static let notAcceptable = Code("notAcceptable", couchDB: "not_acceptable", status: 406)
         /// A show or list function answered with something CouchDB cannot send (CouchDB `render_error`).
         public static let renderError = Code("renderError", couchDB: "render_error", status: 500)
         /// A validation function threw something other than `{forbidden}` or `{unauthorized}` (CouchDB

@@ -21,6 +21,8 @@ package struct RawDocument: Sendable {
     package let sequence: Int64
     /// Its other live leaves (only when the index asks for them: ``IndexDefinition/includesConflicts``).
     package var conflicts: [RevisionID] = []
+    /// Its deleted leaves other than the winner (CouchDB's `_deleted_conflicts`), as ``conflicts``.
+    package var deletedConflicts: [RevisionID] = []
     /// The body as stored: a JSON object of its members, then `_attachments` stubs (with their
     /// `encoding` and `encoded_length` when they are stored compressed).
     package let body: [UInt8]

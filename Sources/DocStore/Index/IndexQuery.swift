@@ -42,8 +42,10 @@ public struct IndexQuery: Sendable, Hashable {
     /// costs O(offset), so it is off unless asked for; the CouchDB HTTP API turns it on.
     public var includeOffset = false
     /// A group whose built-in reduce fails (a `_sum` of strings) gets CouchDB 3.3's error object
-    /// `{"error": "builtin_reduce_error", "reason", "caused_by"}` as its value, instead of failing the
-    /// whole query with ``DocStoreError/Code/reduceFailure``. CouchDB's HTTP API answers so.
+    /// `{"error": "builtin_reduce_error", "reason", "caused_by"}` as its value, and one whose reduce
+    /// function throws gets `null`, instead of failing the whole query (with
+    /// ``DocStoreError/Code/reduceFailure`` or the function's error). CouchDB's HTTP API answers so; a
+    /// function that runs out of time still fails the query.
     public var reduceFailuresAsValues = false
     /// Whether the index is brought up to date first.
     public var stale: Staleness = .updateBefore

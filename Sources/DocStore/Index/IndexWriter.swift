@@ -250,12 +250,16 @@ actor IndexWriter {
                 let seq = changed.sequence
                 let id = changed.id
                 var document: Document? = nil
-                // Map functions that see `_conflicts` get the live document's.
-                let conflicts = definition.includesConflicts && !changed.isDeleted ? (try? changed.conflicts()) ?? [] : []
+                // Map functions that see `_conflicts` get the live document's (and, in the raw form
+                // design documents' views read, its `_deleted_conflicts`).
+                let none: (conflicts: [RevisionID], deletedConflicts: [RevisionID]) = ([], [])
+                let leaves = definition.includesConflicts && !changed.isDeleted ? (try? changed.otherLeaves()) ?? none : none
+                let conflicts = leaves.conflicts
                 if definition.batchMap != nil, !changed.isDeleted, let revision = changed.revision {
                     var raw = RawDocument(id: id, revision: revision, sequence: seq, body: changed.body,
                                           created: changed.created, updated: changed.updated)
                     raw.conflicts = conflicts
+                    raw.deletedConflicts = leaves.deletedConflicts
                     window.raw.append(raw)
                     document = Document(id: id, revision: revision)
                 } else if !changed.isDeleted, let revision = changed.revision {
@@ -327,12 +331,36 @@ actor IndexWriter {
                 rows.append(EncodedRow(key: CollationKey.encode(key, collation: definition.collation), keyJSON: keyJSON,
                                        valueJSON: valueJSON, valueNumber: value.doubleValue, valueInteger: integer))
             }
-            return MappedDocument(id: id, rows: rows, texts: texts, failure: nil)
+            return MappedDocument(id: id, rows: orderingDuplicates(rows), texts: texts, failure: nil)
         } catch let error as DocStoreError {
             return MappedDocument(id: id, rows: [], failure: error.reason)
         } catch {
             return MappedDocument(id: id, rows: [], failure: "map function threw: \(error)")
         }
+    }
+
+    /// The rows in the order their `emit` counters are given: rows a document emits under one key come
+    /// in the order of their values, as CouchDB keeps them (Erlang's term order, in either direction of
+    /// a query); the order of rows under different keys does not matter (their keys order them).
+    private static func orderingDuplicates(_ rows: [EncodedRow]) -> [EncodedRow] {
+        guard rows.count > 1 else { return rows }
+        let repeatsAKey: Bool
+        if rows.count <= 16 {
+            // Pairwise, without allocating: most documents emit a few rows.
+            repeatsAKey = rows.indices.contains { i in rows[(i + 1)...].contains { $0.keyJSON == rows[i].keyJSON } }
+        } else {
+            var seen = Set<[UInt8]>()
+            repeatsAKey = rows.contains { !seen.insert($0.keyJSON).inserted }
+        }
+        guard repeatsAKey else { return rows }
+        // Only the values are parsed back, and only for a document that repeats a key.
+        let values = rows.map { (try? JSON(parsing: $0.valueJSON)) ?? .null }
+        return rows.indices.sorted { a, b in
+            if rows[a].keyJSON != rows[b].keyJSON { return a < b }
+            if ErlangTermOrder.precedes(values[a], values[b]) { return true }
+            if ErlangTermOrder.precedes(values[b], values[a]) { return false }
+            return a < b
+        }.map { rows[$0] }
     }
 
     /// Writes one window's rows, inside the caller's transaction.

@@ -146,23 +146,32 @@ struct BuiltinAccumulator {
 /// Collects rows for a custom reduce, reducing every full chunk, and rereduces the chunk results.
 struct CustomAccumulator {
     let chunkSize: Int
+    /// Whether a function that throws makes the group's value `null`, as CouchDB answers a view whose
+    /// JavaScript reduce throws, instead of failing the query. A timeout, a storage error and
+    /// CouchDB's `reduce_overflow_error` still fail it.
+    var failuresAsNull = false
+    private var failed = false
     private var keys: [JSON] = []
     private var values: [JSON] = []
     private var partials: [JSON] = []
 
-    init(chunkSize: Int) { self.chunkSize = chunkSize }
+    init(chunkSize: Int, failuresAsNull: Bool = false) {
+        self.chunkSize = chunkSize
+        self.failuresAsNull = failuresAsNull
+    }
 
     typealias Function = @Sendable ([JSON]?, [JSON], Bool) throws -> JSON
 
     mutating func add(key: JSON, value: JSON, _ function: Function) throws {
+        guard !failed else { return }
         keys.append(key)
         values.append(value)
         if values.count >= chunkSize { try flush(function) }
     }
 
     private mutating func flush(_ function: Function) throws {
-        guard !values.isEmpty else { return }
-        partials.append(try call(function, keys, values, false))
+        guard !values.isEmpty, !failed else { return }
+        if let partial = try call(function, keys, values, false) { partials.append(partial) }
         keys.removeAll(keepingCapacity: true)
         values.removeAll(keepingCapacity: true)
     }
@@ -170,23 +179,30 @@ struct CustomAccumulator {
     mutating func finish(_ function: Function) throws -> JSON {
         try flush(function)
         var level = partials
-        while level.count > 1 {
+        while level.count > 1, !failed {
             var next: [JSON] = []
             for start in stride(from: 0, to: level.count, by: chunkSize) {
-                next.append(try call(function, nil, Array(level[start..<Swift.min(start + chunkSize, level.count)]), true))
+                guard let value = try call(function, nil, Array(level[start..<Swift.min(start + chunkSize, level.count)]), true) else { break }
+                next.append(value)
             }
             level = next
         }
-        return level.first ?? .null
+        return failed ? .null : level.first ?? .null
     }
 
-    private func call(_ function: Function, _ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON {
+    /// The function's answer; `nil` when it failed and ``failuresAsNull`` makes the group `null`.
+    private mutating func call(_ function: Function, _ keys: [JSON]?, _ values: [JSON], _ rereduce: Bool) throws -> JSON? {
         do {
             return try function(keys, values, rereduce)
         } catch let error as DocStoreError {
-            throw error
+            guard failuresAsNull, error.code != .scriptTimeout, error.code != .storage,
+                  error.couchDBError != "reduce_overflow_error" else { throw error }
+            failed = true
+            return nil
         } catch {
-            throw DocStoreError(.reduceFailure, "reduce function threw: \(error)", cause: error)
+            guard failuresAsNull else { throw DocStoreError(.reduceFailure, "reduce function threw: \(error)", cause: error) }
+            failed = true
+            return nil
         }
     }
 }

@@ -37,9 +37,12 @@ public enum JSON: Sendable, Hashable {
 extension JSON {
     /// Parses JSON text given as UTF-8 bytes.
     ///
+    /// An object that gives a key more than once keeps its last member, where that stands
+    /// (`{"a":1,"b":2,"a":3}` reads as `{"b":2,"a":3}`), as JavaScript's `JSON.parse` and CouchDB read it.
+    ///
     /// - Throws: ``DocStoreError`` with code ``DocStoreError/Code/invalidJSON`` and the byte offset of the
     ///   first problem (malformed syntax, invalid UTF-8, lone surrogates, numbers that overflow a double,
-    ///   duplicate object keys, nesting deeper than 512 levels).
+    ///   nesting deeper than 512 levels).
     /// - Complexity: O(n) in the length of the input.
     public init<Bytes: Collection>(parsing bytes: Bytes) throws where Bytes.Element == UInt8 {
         try self.init(parsing: bytes, documentDepth: 0)

@@ -255,8 +255,8 @@ extension JSONReader {
 
 extension JSONReader {
     /// Reads the object at `index` member by member: `read` reads the value of each key it knows and
-    /// returns `true`, or returns `false` to have it skipped. A key given twice is an error, as in
-    /// ``readObject()``.
+    /// returns `true`, or returns `false` to have it skipped. A key given twice throws ``RepeatedKey``,
+    /// for the caller to read the text as a tree instead, where the last member wins (``readObject()``).
     package mutating func readMembers(_ read: (inout JSONReader, String) throws -> Bool) throws {
         guard try enter(UInt8(ascii: "{"), closing: UInt8(ascii: "}"), expected: "an object") else { return }
         var keys = SeenKeys()
@@ -267,13 +267,21 @@ extension JSONReader {
             }
             let keyOffset = index
             let key = try readString()
-            guard keys.insert(key) else { throw error("Duplicate key \"\(key)\"", at: keyOffset) }
+            guard keys.insert(key) else { throw RepeatedKey(key: key, offset: keyOffset) }
             try readColon()
             skipWhitespace()
             if try !read(&self, key) { _ = try readValue() }
             if try !readSeparator(closing: UInt8(ascii: "}")) { break }
         }
         depth -= 1
+    }
+
+    /// What ``readMembers(_:)`` throws for an object that gives a key twice.
+    package struct RepeatedKey: Error {
+        /// The key.
+        package let key: String
+        /// Where its second copy starts in the input.
+        package let offset: Int
     }
 
     /// The keys of an object read so far, compared as exact bytes; the envelope's objects have one or

@@ -2,8 +2,9 @@
 ///
 /// It accepts exactly RFC 8259 JSON and rejects, with the byte offset of the problem: trailing
 /// commas, single quotes, comments, leading zeros, `NaN`/`Infinity`, numbers that overflow a double,
-/// control characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, duplicate
-/// object keys, trailing garbage and nesting deeper than ``maximumDepth``.
+/// control characters in strings, invalid escapes, lone UTF-16 surrogates, invalid UTF-8, trailing
+/// garbage and nesting deeper than ``maximumDepth``. An object that gives a key twice keeps its last
+/// member, as `JSON.parse` and CouchDB read it.
 package enum JSONParser {
     /// The deepest nesting of arrays and objects accepted; deeper input is rejected rather than
     /// risking the stack.
@@ -297,11 +298,22 @@ package struct JSONReader: ~Copyable {
             if try !readSeparator(closing: UInt8(ascii: "}")) { break }
         }
         depth -= 1
-        if let duplicate = firstDuplicateKey(from: start) {
-            throw error("Duplicate key \"\(memberStack[duplicate].key)\"", at: keyInfoStack[duplicate].offset)
-        }
+        let repeatsAKey = firstDuplicateKey(from: start) != nil
         keyInfoStack.drop(from: start)
-        return .object(JSONObject(uniqueMembers: memberStack.pop(from: start)))
+        let members = memberStack.pop(from: start)
+        return .object(JSONObject(uniqueMembers: repeatsAKey ? Self.lastOfEachKey(members) : members))
+    }
+
+    /// The members of an object that gives a key more than once, each key once: its last member, where
+    /// that stands — as JavaScript's `JSON.parse` and CouchDB read such an object (`{"a":1,"b":2,"a":3}`
+    /// is `{"b":2,"a":3}`), so that a database CouchDB holds replicates without loss.
+    private static func lastOfEachKey(_ members: [JSONObject.Member]) -> [JSONObject.Member] {
+        // Keys compared by their bytes, as the duplicate check compares them.
+        var seen = Set<ExactString>(minimumCapacity: members.count)
+        var kept: [JSONObject.Member] = []
+        kept.reserveCapacity(members.count)
+        for member in members.reversed() where seen.insert(ExactString(member.key)).inserted { kept.append(member) }
+        return kept.reversed()
     }
 
     /// Reads the `:` after a member's key (whitespace before it allowed).

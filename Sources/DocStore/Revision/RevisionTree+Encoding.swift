@@ -39,13 +39,21 @@ extension RevisionTree {
     /// revision id.
     /// - Complexity: O(n).
     static func conflicts(decoding bytes: UnsafeRawBufferPointer) throws -> [RevisionID] {
+        try otherLeaves(decoding: bytes).conflicts
+    }
+
+    /// The live and the deleted leaves other than the winner of an encoded tree (CouchDB's
+    /// `_conflicts` and `_deleted_conflicts`); a linear history, the common case, is not built.
+    static func otherLeaves(decoding bytes: UnsafeRawBufferPointer) throws -> (conflicts: [RevisionID], deletedConflicts: [RevisionID]) {
         var isLinear = true
         var count = 0
         try decodeNodes(bytes) { _, _, parent, _ in
             if count > 0 && parent != count - 1 { isLinear = false }
             count += 1
         }
-        return isLinear ? [] : try RevisionTree(decoding: bytes).conflicts
+        guard !isLinear else { return ([], []) }
+        let tree = try RevisionTree(decoding: bytes)
+        return (tree.conflicts, tree.deletedConflicts)
     }
 
     /// The leaves of an encoded tree in CouchDB's order (``rankedLeaves``), without building the tree:

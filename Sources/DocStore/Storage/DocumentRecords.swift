@@ -127,6 +127,11 @@ struct DocumentRecords {
         func conflicts() throws -> [RevisionID] {
             withTrees ? try statement.withBlob(8, RevisionTree.conflicts(decoding:)) : []
         }
+
+        /// The conflicting leaves, live and deleted, when read `withTrees` (else empty).
+        func otherLeaves() throws -> (conflicts: [RevisionID], deletedConflicts: [RevisionID]) {
+            withTrees ? try statement.withBlob(8, RevisionTree.otherLeaves(decoding:)) : ([], [])
+        }
     }
 
     /// The documents changed after `sequence`, at their latest sequences, in sequence order, at most

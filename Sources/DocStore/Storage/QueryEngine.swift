@@ -192,22 +192,35 @@ struct QueryEngine {
                 documentBounds.append(CollationKey.encodeDocumentID(upperID, collation: collation))
             }
             let statement = try connection.prepare("SELECT \(columns) FROM \(source) WHERE \(conditions.joined(separator: " AND ")) \(order)")
+            // CouchDB's offset of a `keys` query: the position of its first row (skipped rows count, as
+            // in a range), or without a row, the position after the last key's rows.
+            var offset = 0
+            func rowsBefore(_ encodedKey: [UInt8], including: Bool) throws -> Int {
+                let comparison = (query.descending ? ">" : "<") + (including ? "=" : "")
+                return Int(try connection.scalarInt("SELECT count(*) FROM \(table) WHERE key \(comparison) ?", [.blob(encodedKey)]) ?? 0)
+            }
             // CouchDB reads the keys from the last one when descending.
             outer: for key in query.descending ? keys.reversed() : keys {
                 statement.reset()
-                try statement.bind(blob: CollationKey.encode(key, collation: collation), at: 1)
+                let encodedKey = CollationKey.encode(key, collation: collation)
+                try statement.bind(blob: encodedKey, at: 1)
                 for (position, bound) in documentBounds.enumerated() { try statement.bind(blob: bound, at: Int32(position + 2)) }
+                var stepped = 0
                 while try statement.step() {
+                    stepped += 1
                     if skipped < query.skip {
                         skipped += 1
                         continue
                     }
                     if output.rows.count >= limit { break outer }
+                    if output.rows.isEmpty && query.includeOffset { offset = try rowsBefore(encodedKey, including: false) + stepped - 1 }
                     try append(statement)
                 }
+                if output.rows.isEmpty && query.includeOffset { offset = try rowsBefore(encodedKey, including: true) }
             }
             statement.reset()
-            if query.includeOffset { output.offset = 0 }
+            if query.includeOffset { output.offset = offset }
+            if query.descending { Self.restoreDuplicateOrder(&output.rows) }
             return output
         }
         let (sql, bindings) = rangeCondition()
@@ -218,7 +231,21 @@ struct QueryEngine {
         if query.includeOffset {
             output.offset = min(Int(state.rowCount), try rowsBeforeRange() + query.skip)
         }
+        if query.descending { Self.restoreDuplicateOrder(&output.rows) }
         return output
+    }
+
+    /// Rows one document emitted under one key keep their ascending order (of their values) in a
+    /// descending query, as CouchDB returns them: the runs that descending order reversed are turned
+    /// back. (A run cut by `limit` keeps the rows it read.)
+    private static func restoreDuplicateOrder(_ rows: inout [(key: JSON, value: JSON, documentID: String?)]) {
+        var start = 0
+        while start < rows.count {
+            var end = start + 1
+            while end < rows.count, rows[end].documentID == rows[start].documentID, rows[end].key == rows[start].key { end += 1 }
+            if end - start > 1 { rows[start..<end].reverse() }
+            start = end
+        }
     }
 
     private func row(_ statement: SQLiteStatement) throws -> (key: JSON, value: JSON, documentID: String?) {
@@ -329,7 +356,7 @@ struct QueryEngine {
         let limit = query.limit ?? Int.max
         var currentGroup: (key: JSON, encoded: [UInt8])? = nil
         var builtin = BuiltinAccumulator()
-        var custom = CustomAccumulator(chunkSize: chunkSize)
+        var custom = CustomAccumulator(chunkSize: chunkSize, failuresAsNull: query.reduceFailuresAsValues)
 
         func finishGroup() throws -> Bool {
             guard let group = currentGroup else { return true }
@@ -344,7 +371,7 @@ struct QueryEngine {
                 }
             }
             builtin = BuiltinAccumulator()
-            custom = CustomAccumulator(chunkSize: chunkSize)
+            custom = CustomAccumulator(chunkSize: chunkSize, failuresAsNull: query.reduceFailuresAsValues)
             currentGroup = nil
             if skipped < query.skip {
                 skipped += 1
