@@ -163,3 +163,12 @@ public struct ReplicationConfiguration: Sendable {
         return configuration
     }
 }
+
+extension ReplicationConfiguration {
+    /// A direction as logs name it, `from → to`: a one-way replication's only direction is its
+    /// ``ReplicationFlow/push`` whatever the user calls it, so the endpoints say which way it goes.
+    func route(of flow: ReplicationFlow) -> String {
+        let (from, to) = flow == .push ? (source, target) : (target, source)
+        return "\(from.logDescription) → \(to.logDescription)"
+    }
+}

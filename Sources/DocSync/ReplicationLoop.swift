@@ -46,6 +46,8 @@ struct ReplicationLoop {
                                                           heartbeat: configuration.heartbeat, retry: configuration.retry))
     }
 
+    private var route: String { configuration.route(of: flow) }
+
     /// Runs the direction to its end.
     /// - Throws: the ``ReplicationError`` it failed with, or `CancellationError` when stopped.
     mutating func run() async throws {
@@ -65,11 +67,11 @@ struct ReplicationLoop {
             case .transfer:
                 event = await outcome { try await $0.transfer() }
             case .saveCheckpoint(let sequence):
-                configuration.logger.debug("\(flow.rawValue): checkpoint at \(sequence)")
+                configuration.logger.debug("\(route): checkpoint at \(sequence)")
                 event = await outcome { try await $0.saveCheckpoint(sequence) }
             case .sleep(let delay):
                 if let lastFailure {
-                    configuration.logger.warning("\(flow.rawValue): retrying in \(delay) after \(lastFailure)")
+                    configuration.logger.warning("\(route): retrying in \(delay) after \(lastFailure)")
                     replicator.retrying(after: lastFailure)
                 }
                 feed?.close()

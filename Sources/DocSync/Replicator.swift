@@ -492,7 +492,7 @@ public final class Replicator: Sendable {
     /// A direction stopped moving a batch: it finished (with its figures) or failed.
     func endTransfer(_ flow: ReplicationFlow, _ figures: TransferFigures) {
         if figures.changes > 0 {
-            configuration.logger.debug("\(flow.rawValue): \(figures.changes) changes, \(figures.figures.documentsWritten) written, \(figures.figures.documentWriteFailures) refused")
+            configuration.logger.debug("\(configuration.route(of: flow)): \(figures.changes) changes, \(figures.figures.documentsWritten) written, \(figures.figures.documentWriteFailures) refused")
         }
         update { status, _ in
             status.transferring.remove(flow)

@@ -20,6 +20,48 @@ final class ReplicateCommandTests: XCTestCase {
         return try JSON(parsing: data)["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
     }
 
+    /// A continuous replication whose source does not exist ends at once with the error and a
+    /// non-zero status, as CouchDB's `_replicate` refuses it, instead of waiting for Ctrl-C.
+    func testContinuousReplicationFromAMissingSourceEndsWithItsError() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let (_, base) = try serve(in: dir)
+        let result = try runDocstore(["replicate", "--continuous", "--quiet", base + "nosuch", "local/copy", "--create-target"], in: dir)
+        XCTAssertNotEqual(result.status, 0, result.stdout)
+        XCTAssertTrue(result.stderr.contains("replication_failed") && result.stderr.contains("databaseNotFound"), result.stderr)
+        XCTAssertFalse(result.stdout.contains(#""ok":true"#), result.stdout)
+    }
+
+    /// A continuous replication runs until Ctrl-C, then reports what it did and exits 0.
+    func testContinuousReplicationStopsOnInterrupt() throws {
+        let dir = try makeTemporaryDirectory(self)
+        let documents = (0..<5).map { n in #"{"_id":"doc\#(n)","n":\#(n)}"# }.joined(separator: "\n")
+        XCTAssertEqual(try runDocstore(["import", "--db", "docstore-data/a"], input: documents, in: dir).status, 0)
+        let (_, base) = try serve(in: dir)
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("docstore")
+        process.arguments = ["replicate", "--continuous", base + "a", "local/copy", "--create-target"]
+        process.currentDirectoryURL = dir
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        let waitForExit = try process.start()
+        // Progress lines until one says all five are written; then Ctrl-C.
+        var seen = ""
+        while !seen.contains("written=5 ") {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        XCTAssertTrue(seen.contains("written=5 "), seen)
+        process.interrupt()
+        let rest = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        waitForExit()
+        XCTAssertEqual(process.terminationStatus, 0, rest)
+        let summary = try JSON(parsing: Data((rest.split(separator: "\n").last ?? "").utf8))
+        XCTAssertEqual(summary["ok"], true)
+        XCTAssertEqual(summary["docs_written"], 5)
+    }
+
     func testReplicateBetweenServersAndLocalFolders() async throws {
         let dirA = try makeTemporaryDirectory(self)
         let dirB = try makeTemporaryDirectory(self)

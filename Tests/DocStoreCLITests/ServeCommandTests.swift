@@ -226,7 +226,7 @@ final class ServeCommandTests: XCTestCase {
             process.interrupt()
             let logged = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
-            for line in ["replication a → b starting", "push: 1 changes, 1 written, 0 refused", "push: checkpoint at 1",
+            for line in ["replication a → b starting", "a → b: 1 changes, 1 written, 0 refused", "a → b: checkpoint at 1",
                          "replication a → b ended: 1 changes, 1 written, 0 refused", "opened ", "POST /_replicate 200"] {
                 XCTAssertEqual(logged.contains(line), shown, "\(level): \(line)\n\(logged)")
             }

@@ -9,7 +9,8 @@ struct Replicate: AsyncParsableCommand {
         discussion: """
             SOURCE and TARGET are database URLs (http://user:password@host:5984/db) or local databases \
             (DIR/NAME, as --db). Exits with 0 only when the replication completed without document failures. \
-            With --continuous it keeps going until Ctrl-C.
+            With --continuous it keeps going until Ctrl-C (exit 0), retrying through network trouble, \
+            or until it fails for good — a database that does not exist, refused credentials (exit 1).
             """)
 
     @Argument(help: "The source: a URL or a local DIR/NAME.")
@@ -85,27 +86,24 @@ struct Replicate: AsyncParsableCommand {
                 }
             }
         }
-        let final: ReplicatorStatus
+        // A continuous replication runs until Ctrl-C stops it — or until it fails for good (a source
+        // that does not exist, refused credentials), which ends the command as a one-shot failure does.
+        var interrupts: (any DispatchSourceSignal)? = nil
         if continuous {
             signal(SIGINT, SIG_IGN)
-            let interrupts = DispatchSource.makeSignalSource(signal: SIGINT)
-            let (stream, continuation) = AsyncStream<Void>.makeStream()
-            interrupts.setEventHandler { continuation.yield() }
-            interrupts.resume()
-            replicator.start()
-            var iterator = stream.makeAsyncIterator()
-            _ = await iterator.next()
-            await replicator.stop()
-            interrupts.cancel()
-            final = replicator.status
-        } else {
-            do {
-                final = try await replicator.run()
-            } catch let error as ReplicationError {
-                await progress.value
-                bar.finish()
-                fail("replication_failed: \(error)")
-            }
+            let source = DispatchSource.makeSignalSource(signal: SIGINT)
+            source.setEventHandler { Task { await replicator.stop() } }
+            source.resume()
+            interrupts = source
+        }
+        defer { interrupts?.cancel() }
+        let final: ReplicatorStatus
+        do {
+            final = try await replicator.run()
+        } catch let error as ReplicationError {
+            await progress.value
+            bar.finish()
+            fail("replication_failed: \(error)")
         }
         await progress.value
         bar.finish()
