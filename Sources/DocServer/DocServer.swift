@@ -133,7 +133,7 @@ public final class DocServer: Sendable {
     /// Starts serving in the background and returns the port it listens on.
     @discardableResult
     public func start() async throws -> Int {
-        try await openSystemDatabases()
+        try await prepare()
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let application = makeApplication { port in
             continuation.yield(port)
@@ -188,7 +188,7 @@ public final class DocServer: Sendable {
     /// Serves until the process receives SIGINT or SIGTERM: then the server shuts down gracefully (open
     /// `_changes` feeds end, in-flight requests finish) and the databases are closed.
     public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
-        try await openSystemDatabases()
+        try await prepare()
         let application = makeApplication { [self] port in
             state.withLock { $0.port = port }
             onListening(port)
@@ -206,7 +206,10 @@ public final class DocServer: Sendable {
     /// Opens the system databases, created when missing as CouchDB does at start: `_replicator`
     /// (admins only) — so that the persistent replications its documents describe run again, each
     /// from its checkpoint — and `_users`, with its `_design/_auth`.
-    private func openSystemDatabases() async throws {
+    ///
+    /// ``start()`` and ``run(onListening:)`` call it. An application that serves DocServer as its own
+    /// Hummingbird responder calls it once before serving; calling it again does nothing more.
+    public func prepare() async throws {
         _ = try await registry.open(ReplicationScheduler.databaseName)
         _ = try await users.database(create: UsersDatabase.authenticationDatabase(nodeConfiguration) == "_users")
     }

@@ -23,6 +23,7 @@ final class EmbeddingTests: XCTestCase {
             if let type = doc.type { emit(.string(type), nil) }
         }
         let couch = try await DocServer(configuration: configuration, indexes: { _ in [byType] })
+        try await couch.prepare()                // `_users` and `_replicator`, and the replications of its documents
         try await couch.users.setUser(name: "device-1", password: "d1", readChannels: ["device-1"], writeChannels: ["device-1"])
 
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
@@ -44,6 +45,9 @@ final class EmbeddingTests: XCTestCase {
             let (data, response) = try await URLSession.shared.data(for: request)
             return ((response as! HTTPURLResponse).statusCode, (try? JSON(parsing: data)) ?? .null)
         }
+        // The system databases are there, as CouchDB has them from its start.
+        let databases = try await send("GET", "/_all_dbs", user: "admin", password: "pw")
+        XCTAssertEqual(databases.1, ["_replicator", "_users"])
         let created = try await send("PUT", "/readings", user: "admin", password: "pw")
         XCTAssertEqual(created.0, 201)
         let written = try await send("PUT", "/readings/r1", #"{"type":"temperature","channels":["device-1"],"value":21.5}"#, user: "device-1", password: "d1")
