@@ -27,6 +27,12 @@ final class CouchDBConformanceTests: XCTestCase {
         "_stats over arrays with nulls", "_stats over arrays with nulls, grouped", "_stats over null and array rows",
     ]
 
+    /// Requests CouchDB crashes on (500) that DocServer refuses as malformed (400 `bad_request`), as
+    /// `Docs/Server.md` lists them: a `_security` object whose names or roles are no strings.
+    private static let refusedWhereCouchDBCrashes: Set<String> = [
+        "_security with a number as a name", "_security with a boolean as a role",
+    ]
+
     private func cases() throws -> [Case] {
         let data = try Data(contentsOf: CouchDBFixtures.directory.appendingPathComponent("conformance.json"))
         let file = try JSON(parsing: data)
@@ -72,6 +78,12 @@ final class CouchDBConformanceTests: XCTestCase {
                 XCTAssertEqual(reply.status, 200, context)
                 let values = (reply.json["rows"]?.arrayValue ?? []).map { $0["value"]?["error"] }
                 XCTAssertTrue(values.contains(.string("builtin_reduce_error")), context)
+                continue
+            }
+            if Self.refusedWhereCouchDBCrashes.contains(entry.name) {
+                XCTAssertEqual(entry.status, 500, "CouchDB's recorded answer: \(entry.name)")
+                XCTAssertEqual(reply.status, 400, context)
+                XCTAssertEqual(reply.json["error"], "bad_request", context)
                 continue
             }
             XCTAssertEqual(reply.status, entry.status, context)
