@@ -214,7 +214,11 @@ extension DocServer {
         var revision = try revisionText.flatMap(revisionToRead)
         // `open_revs=[]` is CouchDB's plain read.
         if let openRevs = request.query["open_revs"], openRevs.filter({ !$0.isWhitespace }) != "[]" {
-            return try await openRevisions(db, id: id, openRevs, options.forARevision, request, principal: principal)
+            // As CouchDB 3.3.3, `atts_since` does not thin an `open_revs` answer: every attachment's
+            // bytes follow each revision (its replicator, which sends it, counts on nothing less).
+            var options = options.forARevision
+            options.attsSince = []
+            return try await openRevisions(db, id: id, openRevs, options, request, principal: principal)
         }
         // atts_since alone asks for attachments, as in CouchDB (an empty list for all of them).
         if request.query["atts_since"] != nil { (options.attachments, options.attsSinceGiven) = (true, true) }
@@ -262,8 +266,7 @@ extension DocServer {
     }
 
     /// `GET /db/doc?open_revs=all|[…]`: the requested revisions, each complete — as `multipart/mixed`
-    /// (every attachment's bytes following each leaf, unless it is no newer than the newest `atts_since`
-    /// revision on that leaf's history) when the client accepts it, else as JSON.
+    /// (every attachment's bytes following each leaf) when the client accepts it, else as JSON.
     private func openRevisions(_ db: Database, id: String, _ openRevs: String, _ options: DocumentOptions,
                                _ request: CouchRequest, principal: Principal) async throws -> Response {
         // As CouchDB 3.3.3: "all", or a JSON array of revisions; each revision asked for of a document
