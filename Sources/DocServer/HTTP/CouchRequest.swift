@@ -284,9 +284,9 @@ struct CouchRequest: Sendable {
     }
 
     /// A Boolean query parameter (`true`/`false`).
-    func bool(_ name: String, default value: Bool = false) throws -> Bool {
+    func bool(_ name: String, default value: Bool = false, anyCase: Bool = false) throws -> Bool {
         guard let text = query[name] else { return value }
-        switch text {
+        switch anyCase ? text.lowercased() : text {
         case "true": return true
         case "false": return false
         default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
@@ -295,12 +295,7 @@ struct CouchRequest: Sendable {
 
     /// A Boolean parameter of a view query, which CouchDB reads in any case (`TRUE`, `False`).
     func viewBool(_ name: String, default value: Bool = false) throws -> Bool {
-        guard let text = query[name] else { return value }
-        switch text.lowercased() {
-        case "true": return true
-        case "false": return false
-        default: throw CouchError(.badRequest, "query_parse_error", "Invalid boolean parameter: \"\(name)\"")
-        }
+        try bool(name, default: value, anyCase: true)
     }
 
     /// A non-negative integer query parameter.

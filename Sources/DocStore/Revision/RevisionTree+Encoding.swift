@@ -35,15 +35,10 @@ extension RevisionTree {
         self.init(nodes: loaded)
     }
 
-    /// The ``conflicts`` of an encoded tree; a history without branches (the common case) makes no
+    /// The live and the deleted leaves other than the winner of an encoded tree (CouchDB's
+    /// `_conflicts` and `_deleted_conflicts`); a history without branches (the common case) makes no
     /// revision id.
     /// - Complexity: O(n).
-    static func conflicts(decoding bytes: UnsafeRawBufferPointer) throws -> [RevisionID] {
-        try otherLeaves(decoding: bytes).conflicts
-    }
-
-    /// The live and the deleted leaves other than the winner of an encoded tree (CouchDB's
-    /// `_conflicts` and `_deleted_conflicts`); a linear history, the common case, is not built.
     static func otherLeaves(decoding bytes: UnsafeRawBufferPointer) throws -> (conflicts: [RevisionID], deletedConflicts: [RevisionID]) {
         var isLinear = true
         var count = 0

@@ -123,11 +123,6 @@ struct DocumentRecords {
         var updated: Double { statement.double(6) }
         /// The document's row (`docs.doc`), stable for its life.
         var row: Int64 { statement.int64(7) }
-        /// The conflicting leaves, when read `withTrees` (else empty).
-        func conflicts() throws -> [RevisionID] {
-            withTrees ? try statement.withBlob(8, RevisionTree.conflicts(decoding:)) : []
-        }
-
         /// The conflicting leaves, live and deleted, when read `withTrees` (else empty).
         func otherLeaves() throws -> (conflicts: [RevisionID], deletedConflicts: [RevisionID]) {
             withTrees ? try statement.withBlob(8, RevisionTree.otherLeaves(decoding:)) : ([], [])
