@@ -62,6 +62,25 @@ final class UtilsPageTests: XCTestCase {
         XCTAssertEqual(deeper.status, 401, "deeper paths are no files of the page")
     }
 
+    /// With anonymous access allowed, `/_session` tells a request without credentials that it is an
+    /// administrator (`name` null, role `_admin`, as CouchDB's "admin party"): the page, which signs in
+    /// only when `/_session` names no user and no administrator, then works without a sign-in.
+    func testAnonymousAdministratorsNeedNoSignIn() async throws {
+        let open = try await TestServer(self) { $0.allowAnonymous = true }
+        let session = try await open.request("GET", "/_session", as: .none)
+        XCTAssertEqual(session.status, 200)
+        XCTAssertEqual(session.json["userCtx"], ["name": .null, "roles": ["_admin"]])
+        XCTAssertNil(session.json["info"]?["authenticated"], "no handler recognised credentials: there were none")
+        let databases = try await open.request("GET", "/_all_dbs", as: .none)
+        XCTAssertEqual(databases.status, 200)
+        let signedIn = try await open.request("GET", "/_session")
+        XCTAssertEqual(signedIn.json["userCtx"]?["name"], .string(TestServer.admin.name), "credentials still name their user")
+
+        let closed = try await TestServer(self)
+        let refused = try await closed.request("GET", "/_session", as: .none)
+        XCTAssertEqual(refused.json["userCtx"], ["name": .null, "roles": []], "without --allow-anonymous nobody is anonymous administrator")
+    }
+
     func testTurnedOffThereIsNoPage() async throws {
         let server = try await TestServer(self) { $0.utilsPage = false }
         let anonymous = try await server.request("GET", "/_utils/", as: .none)

@@ -194,6 +194,7 @@ def main():
             return False
 
     browser = None
+    anonymous = None  # the second server, open to everyone
     try:
         # What bob may see: the blue documents of `shared`, not the red ones.
         http("PUT", "/shared")
@@ -400,17 +401,41 @@ def main():
                 raise AssertionError("bob was offered replication, or sent away from the page")
         check("a user limited to channels sees only its channel's documents", step("channel user", channel_user))
 
+        # A server open to everyone (`--allow-anonymous`): the page works without a sign-in, as Fauxton
+        # does in CouchDB's "admin party".
+        def open_to_everyone():
+            nonlocal anonymous
+            browser.click("#sign-out")
+            browser.wait_for("!!document.querySelector('#signin-form')")
+            anonymous, open_port = start_serve(binary, os.path.join(folder, "open"), ["--log-level", "warning", "--allow-anonymous"])
+            urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/everyone" % open_port, method="PUT"), timeout=30)
+            browser.navigate("http://127.0.0.1:%d/_utils/" % open_port)
+            browser.wait_for("!!document.querySelector('tr[data-database=\"everyone\"]')")
+            browser.screenshot(os.path.join(shots, "15-open-to-everyone.png"))
+            if browser.evaluate("!!document.querySelector('#signin-form') || location.hash.startsWith('#/signin')"):
+                raise AssertionError("the page asked to sign in")
+            header = browser.evaluate("document.querySelector('#user-name').textContent")
+            if "everyone" not in header or browser.evaluate("document.querySelector('#sign-out').offsetParent !== null"):
+                raise AssertionError("the header says %r, with a sign-out button" % header)
+            browser.go("#/db/everyone")
+            browser.wait_for("!!document.querySelector('#new-document')")
+        check("with --allow-anonymous the page lists databases and opens them without a sign-in",
+              step("open to everyone", open_to_everyone))
+
         problems = browser.problems()
         check("no script error and no Content-Security-Policy violation on any page", not problems, problems[:5])
-        check("screenshots saved", len([name for name in os.listdir(shots) if name.endswith(".png")]) >= 15, os.listdir(shots))
+        check("screenshots saved", len([name for name in os.listdir(shots) if name.endswith(".png")]) >= 16, os.listdir(shots))
     finally:
         if browser:
             browser.close()
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for process in (server, anonymous):
+            if process is None:
+                continue
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(profile, ignore_errors=True)
     print("screenshots in %s" % shots)

@@ -13,7 +13,10 @@ extension DocServer {
             if authenticated == nil, request.query["basic"] == "true" {
                 throw CouchError(.unauthorized, "unauthorized", "Please login.")
             }
-            let context: JSON = authenticated?.principal.userContext ?? ["name": .null, "roles": []]
+            // With anonymous access allowed, a request without credentials is an administrator's, and
+            // says so (CouchDB's "admin party"): a client such as the `/_utils` page then needs no sign-in.
+            let principal = authenticator.principal(authenticated: authenticated?.principal)
+            let context: JSON = principal?.userContext ?? ["name": .null, "roles": []]
             // As CouchDB 3.3.3: which handler authenticated the request (Basic is `default`), nothing
             // for an anonymous one; and the database users are looked up in.
             var info: JSONObject = ["authentication_handlers": ["cookie", "default"],

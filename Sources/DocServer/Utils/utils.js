@@ -207,7 +207,9 @@
     const signedIn = session.name !== null || session.admin;
     document.getElementById("sections").hidden = !signedIn;
     document.getElementById("who").hidden = !signedIn;
-    document.getElementById("user-name").textContent = session.name ? "Signed in as " + session.name + (session.admin ? " (administrator)" : "") : "Administrator party";
+    // Without a name, an administrator is everyone (`--allow-anonymous`): there is nobody to sign out.
+    document.getElementById("user-name").textContent = session.name ? "Signed in as " + session.name + (session.admin ? " (administrator)" : "") : "Open to everyone, as administrator";
+    document.getElementById("sign-out").hidden = session.name === null;
     return signedIn;
   }
 
