@@ -87,6 +87,11 @@ final class DatabaseRegistry: Sendable {
         events.record("deleted", name)
     }
 
+    /// The databases open now.
+    var openDatabases: [Database] {
+        opened.withLock { $0.values.map(\.database) }.filter { !$0.isClosed }
+    }
+
     func database(named name: String) async throws -> Database {
         // Every request to a database asks here: one this registry opened (its name was valid) and
         // that is still open answers at once, if its file is still there (another process may have

@@ -47,6 +47,11 @@ public final class DocServer: Sendable {
     private let state = Locked<(port: Int?, task: Task<Void, any Error>?, group: ServiceGroup?)>((nil, nil, nil))
     /// What answers a rewritten request (`_rewrite`), made the first time one is.
     let rewriteChain = Locked<MiddlewareChain<DocServerRequestContext>?>(nil)
+    /// The design document whose `_compact/{ddoc}` compacts each database's index file now, by
+    /// database name: the `design_document` of its `view_compaction` task.
+    let designCompactions = Locked<[String: String]>([:])
+    /// The level of all the server's loggers: the configuration's `[log] level`.
+    let logLevel: SharedLogLevel
 
     /// Prepares a server: creates the data folder if needed and opens the user store.
     /// - Parameter indexes: the natively registered indexes of each database, by database name; index
@@ -57,8 +62,10 @@ public final class DocServer: Sendable {
                 indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] },
                 filters: [String: ChangesFilterFunction] = [:],
                 logger: Logger = Logger(label: "docstore.server")) async throws {
-        var logger = logger
-        if let level = configuration.logLevel { logger.logLevel = level }
+        // Every logger of the server shares one level, which `_config/log/level` changes while it runs.
+        let logLevel = SharedLogLevel(configuration.logLevel ?? logger.logLevel)
+        self.logLevel = logLevel
+        let logger = logLevel.logger(wrapping: logger)
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         self.configuration = configuration
         self.metrics = ServerMetrics()
@@ -83,12 +90,15 @@ public final class DocServer: Sendable {
                         "single_node": "true", "uuid": registry.serverUUID, "max_document_size": "8000000"],
             "uuids": ["algorithm": "sequential", "max_count": "1000"],
             "chttpd_auth": ["authentication_db": "_users"],
+            "log": ["level": logLevel.level.rawValue],
         ]
         if let admin = configuration.admin {
             base["admins"] = [admin.name: NodeConfiguration.hashedAdminPassword(admin.password, iterations: 10)]
         }
         let node = NodeConfiguration(base: base, file: DocServer.systemDirectory(for: configuration.dataDirectory).appendingPathComponent("config.json"))
         self.nodeConfiguration = node
+        // A level set over HTTP before a restart is kept, as CouchDB keeps it in its local.ini.
+        logLevel.follow(node.value("log", "level"))
         registry.enableUsersDatabases(node: node, iterations: configuration.passwordIterations)
         self.users = UserStore(node: node, iterations: configuration.passwordIterations) { name, create in
             guard create || registry.exists(name) else { return nil }

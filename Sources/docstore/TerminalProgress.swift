@@ -71,10 +71,13 @@ final class TerminalProgress: Sendable {
 
     /// Runs `work`, which says nothing while it works (a compaction, an index build), with the line
     /// redrawn ten times a second so that its spinner and clock turn; ended as ``around(_:)`` ends it.
-    func ticking<T>(_ work: () async throws -> T) async rethrows -> T {
+    /// `figures`, when given, is read at each drawing: the work's done and total counts once it has
+    /// them (the database's ``ActiveTask`` for that work).
+    func ticking<T>(following figures: (@Sendable () -> (done: Int, total: Int)?)? = nil,
+                    _ work: () async throws -> T) async rethrows -> T {
         let ticks = Task { [self] in
             while !Task.isCancelled {
-                draw(force: false)
+                if let (done, total) = figures?() { update(done, total: total) } else { draw(force: false) }
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -134,7 +137,9 @@ final class TerminalProgress: Sendable {
                      frame: Int, final: Bool, columns: Int) -> String {
         let seconds = max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 0.001)
         let rate = Double(done) / seconds
-        guard let unit else {
+        // Work that counted nothing (an index already current, a compaction with nothing to drop) says
+        // how long it took, not "0 documents".
+        guard let unit, !(final && done == 0 && (total ?? 0) == 0) else {
             let spinner = Array("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
             return final ? "\(label) done in \(clock(seconds))" : "\(label) \(spinner[frame % spinner.count]) \(clock(seconds))"
         }
@@ -173,5 +178,12 @@ final class TerminalProgress: Sendable {
         let total = Int(seconds.rounded())
         let (hours, minutes, rest) = (total / 3600, total / 60 % 60, total % 60)
         return hours > 0 ? String(format: "%d:%02d:%02d", hours, minutes, rest) : String(format: "%d:%02d", minutes, rest)
+    }
+}
+
+extension Database {
+    /// The done and total counts of this database's running task of `kind`, for a progress line.
+    func progress(of kind: ActiveTask.Kind) -> (done: Int, total: Int)? {
+        activeTasks.last { $0.kind == kind }.map { ($0.changesDone, $0.totalChanges) }
     }
 }

@@ -1,5 +1,6 @@
 import DocStore
 import Foundation
+import TestSupport
 import XCTest
 
 /// The three examples of Docs/Indexes.md, run as written there.
@@ -53,5 +54,50 @@ final class IndexesGuideTests: XCTestCase {
         perType.group = true
         let counts = try await db.query("count-by-type", perType).rows.map { "\($0.key.stringValue!): \($0.value)" }
         XCTAssertEqual(counts, ["invoice: 3", "product: 4"])
+    }
+
+    /// "Work in progress": the guide's watcher, while a build is held on one document until the test
+    /// has looked at the database's tasks.
+    func testWorkInProgress() async throws {
+        let (reached, arrived) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        let byColour = IndexDefinition(name: "by-colour", version: "1") { doc, emit in
+            if doc.id == "thing-0700" {
+                arrived.yield()
+                release.wait()
+            }
+            if let colour = doc.string(forKey: "colour") { emit(.string(colour), nil) }
+        }
+        let db = try await makeDatabase(self) { $0.indexes = [byColour] }
+        _ = try await db.save((0..<1200).map { Document(id: String(format: "thing-%04d", $0), body: ["colour": "red"]) })
+        XCTAssertEqual(db.activeTasks, [])
+        let seen = Task {
+            var waiting = reached.makeAsyncIterator()
+            _ = await waiting.next()
+            let tasks = db.activeTasks
+            release.signal()
+            return tasks
+        }
+
+        let watcher = Task {
+            while !Task.isCancelled { showProgress(of: db); try await Task.sleep(for: .seconds(1)) }
+        }
+        _ = try await db.query("by-colour")   // the first query builds the index
+        watcher.cancel()
+
+        let listed = await seen.value
+        XCTAssertEqual(listed.map(\.kind), [.indexing(indexName: "by-colour")])
+        XCTAssertEqual(listed.first?.database, db.name)
+        XCTAssertEqual(listed.first?.totalChanges, 1200)
+        // The first window of 500 is written, or waits to be while the second is mapped.
+        XCTAssertTrue([0, 500].contains(listed.first?.changesDone ?? -1), "\(listed)")
+        XCTAssertEqual(db.activeTasks, [], "a task is gone once its work ends")
+        try assertGuideBlocksAreIn(guide: "Indexes.md", section: "Work in progress", minimumBlocks: 2)
+    }
+}
+
+func showProgress(of db: Database) {
+    for task in db.activeTasks {
+        print(task.kind, "\(task.changesDone) of \(task.totalChanges)", "\(task.progress) %")
     }
 }

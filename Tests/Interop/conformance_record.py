@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -143,10 +144,58 @@ CASES = [
      "request": ("PUT", "/{db}/_security", '{"admins": {"names": [1], "roles": []}, "members": {"names": [], "roles": []}}')},
     {"name": "_security with a boolean as a role", "setup": [],
      "request": ("PUT", "/{db}/_security", '{"members": {"roles": [true]}}')},
+    # The log level of a running node: a PUT answers the level before; a word CouchDB does not know is
+    # kept as written (and logged at as `info`).
+    {"name": "log level set", "setup": [("PUT", "/_node/_local/_config/log/level", '"info"')],
+     "request": ("PUT", "/_node/_local/_config/log/level", '"warning"')},
+    {"name": "log level read", "setup": [("PUT", "/_node/_local/_config/log/level", '"warning"')],
+     "request": ("GET", "/_node/_local/_config/log/level", None)},
+    {"name": "log level unknown word", "setup": [("PUT", "/_node/_local/_config/log/level", '"info"')],
+     "request": ("PUT", "/_node/_local/_config/log/level", '"loud"')},
     # A show that cannot give what Accept asks for.
     {"name": "show not acceptable", "setup": SEED,
      "request": ("GET", "/{db}/_design/d/_show/json_only", None, {"Accept": "text/csv"})},
 ]
+
+
+def record_tasks(send):
+    """What `_active_tasks` lists while CouchDB works: an `indexer` task during a view build, then a
+    `view_compaction` and a `database_compaction` task, each as first seen with its progress started."""
+    db = "conformance_tasks"
+    send("DELETE", "/" + db)
+    send("PUT", "/" + db)
+    for start in range(0, 30000, 5000):
+        send("POST", f"/{db}/_bulk_docs", json.dumps({"docs": [{"n": n} for n in range(start, start + 5000)]}))
+    slow = "function(doc) { var x = 0; for (var i = 0; i < 20000; i++) x += i; emit(doc.n, x); }"
+    send("PUT", f"/{db}/_design/slow", json.dumps({"views": {"v": {"map": slow}, "w": {"map": "function(doc) { emit(doc._id, null); }"}}}))
+
+    def watch(kind, start, wanted=lambda task: True):
+        import threading
+        worker = threading.Thread(target=start)
+        worker.start()
+        # CouchDB answers a compaction at once and works on: the task is looked for until it shows.
+        found, deadline = None, time.time() + 120
+        while found is None and time.time() < deadline:
+            _, _, text = send("GET", "/_active_tasks")
+            found = next((task for task in json.loads(text) if task.get("type") == kind and wanted(task)), None)
+        worker.join()
+        assert found, f"no {kind} task seen"
+        return found
+
+    tasks = {"indexer": watch("indexer", lambda: send("GET", f"/{db}/_design/slow/_view/v?limit=1"), lambda t: t["changes_done"] > 0)}
+    # Garbage for the compactions: every document updated twice, the views brought up to date between.
+    for _ in range(2):
+        _, _, text = send("GET", f"/{db}/_all_docs?include_docs=true")
+        docs = [dict(row["doc"], m=1) for row in json.loads(text)["rows"] if not row["id"].startswith("_design/")]
+        for start in range(0, len(docs), 5000):
+            send("POST", f"/{db}/_bulk_docs", json.dumps({"docs": docs[start:start + 5000]}))
+        send("GET", f"/{db}/_design/slow/_view/v?limit=1")
+    tasks["view_compaction"] = watch("view_compaction", lambda: send("POST", f"/{db}/_compact/slow", "{}"), lambda t: "phase" in t)
+    tasks["database_compaction"] = watch("database_compaction", lambda: send("POST", f"/{db}/_compact", "{}"))
+    send("DELETE", "/" + db)
+    for kind, task in tasks.items():
+        print(f"{kind}: {json.dumps(task)}")
+    return tasks
 
 
 def main():
@@ -195,8 +244,10 @@ def main():
         })
         send("DELETE", "/" + db)
         print(f"{status} {case['name']}: {text.strip()[:160]}")
+    send("PUT", "/_node/_local/_config/log/level", '"info"')
+    tasks = record_tasks(send)
     with open(OUTPUT, "w") as output:
-        json.dump({"couchdb": "3.3.3", "cases": recorded}, output, indent=1, ensure_ascii=False)
+        json.dump({"couchdb": "3.3.3", "cases": recorded, "active_tasks": tasks}, output, indent=1, ensure_ascii=False)
         output.write("\n")
     print(f"wrote {len(recorded)} cases to {os.path.relpath(OUTPUT)}")
     return 0

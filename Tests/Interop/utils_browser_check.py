@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -364,6 +365,26 @@ def main():
             browser.screenshot(os.path.join(shots, "11-activity.png"))
         check("the activity page charts the server's Prometheus figures", step("activity", activity))
 
+        # A view building for some seconds shows on the activity page as CouchDB's `indexer` task.
+        def indexing():
+            http("PUT", "/busy")
+            for start in range(0, 20000, 5000):
+                http("POST", "/busy/_bulk_docs", {"docs": [{"n": n} for n in range(start, start + 5000)]})
+            http("PUT", "/busy/_design/slow", {"views": {"v": {
+                "map": "function(doc) { var x = 0; for (var i = 0; i < 300000; i++) x += i % 7; emit(doc.n, x); }"}}})
+            build = threading.Thread(target=lambda: http("GET", "/busy/_design/slow/_view/v?limit=1"))
+            build.start()
+            try:
+                browser.wait_for("!!document.querySelector('tr[data-type=\"indexer\"]')", timeout=60)
+                browser.screenshot(os.path.join(shots, "11-activity-indexing.png"))
+                row = browser.evaluate("document.querySelector('tr[data-type=\"indexer\"]').textContent")
+                # Every document and the design document changed since the view's last update.
+                if "busy _design/slow" not in row or " of 20001" not in row:
+                    raise AssertionError("the indexer row says %r" % row)
+            finally:
+                build.join()
+        check("an index build shows on the activity page with its progress", step("indexing", indexing))
+
         # Phone width: nothing wider than the screen.
         def phone():
             browser.send("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
@@ -424,7 +445,7 @@ def main():
 
         problems = browser.problems()
         check("no script error and no Content-Security-Policy violation on any page", not problems, problems[:5])
-        check("screenshots saved", len([name for name in os.listdir(shots) if name.endswith(".png")]) >= 16, os.listdir(shots))
+        check("screenshots saved", len([name for name in os.listdir(shots) if name.endswith(".png")]) >= 17, os.listdir(shots))
     finally:
         if browser:
             browser.close()

@@ -98,13 +98,19 @@ extension DocServer {
             ? try await db.indexSizes(named: design.views.keys.map { JavaScriptViews.indexName(designDocument: design.name, view: $0) })
             : (file: 0, active: 0)
         let pending = try await db.pendingChangeCount(since: seq)
+        let tasks = db.activeTasks
+        let building = tasks.contains { task in
+            guard case .indexing(let index) = task.kind else { return false }
+            return DocServer.designDocument(ofIndex: index) == design.id
+        }
         let index: JSONObject = [
             "updates_pending": ["minimum": .integer(pending), "preferred": .integer(pending), "total": .integer(pending)],
-            "waiting_commit": false, "waiting_clients": 0, "updater_running": false,
+            "waiting_commit": false, "waiting_clients": 0, "updater_running": .bool(building),
             "update_seq": .integer(Int(seq)),
             "sizes": ["file": .integer(sizes.file), "external": .integer(sizes.active), "active": .integer(sizes.active)],
             "signature": .string(design.signature), "purge_seq": 0, "language": .string(design.language),
-            "compact_running": false, "collator_versions": JSON(Self.collatorVersions),
+            "compact_running": .bool(tasks.contains { $0.kind == .indexCompaction }),
+            "collator_versions": JSON(Self.collatorVersions),
         ]
         return Response.json(["name": .string(design.name), "view_index": .object(index)])
     }

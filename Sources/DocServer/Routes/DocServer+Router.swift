@@ -197,9 +197,12 @@ extension DocServer: HTTPResponderBuilder {
             if scope.rest.count > 1 {
                 // `_compact/{ddoc}`: the design document's views, which share the index file with the
                 // database's other indexes — all of it is compacted.
-                guard try await db.document(withID: "_design/" + scope.rest[1...].joined(separator: "/")) != nil else {
+                let design = "_design/" + scope.rest[1...].joined(separator: "/")
+                guard try await db.document(withID: design) != nil else {
                     throw CouchError.notFound("missing")
                 }
+                self.designCompactions.withLock { $0[db.name] = design }
+                defer { self.designCompactions.withLock { $0[db.name] = nil } }
                 try await db.compactIndexes()
             } else {
                 _ = try await db.compact()

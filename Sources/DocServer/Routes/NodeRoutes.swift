@@ -99,6 +99,7 @@ extension DocServer {
             guard request.method == .post else { throw CouchError.only("POST") }
             // A restart of the node reloads its configuration; the process stays.
             nodeConfiguration.reload()
+            logLevel.follow(nodeConfiguration.value("log", "level"))
             return Response.json(["ok": true])
         case "_prometheus" where rest.count == 1:
             guard request.method == .get else { throw CouchError.methodNotAllowed }
@@ -117,6 +118,7 @@ extension DocServer {
         if path == ["_reload"] {
             guard request.method == .post else { throw CouchError.only("POST") }
             nodeConfiguration.reload()
+            logLevel.follow(nodeConfiguration.value("log", "level"))
             return Response.json(["ok": true])
         }
         switch path.count {
@@ -148,6 +150,7 @@ extension DocServer {
                         "chttpd_auth", "iterations", default: nodeConfiguration.integer("couch_httpd_auth", "iterations", default: 10)))
                 }
                 let old = try nodeConfiguration.set(section, key, to: value, persist: persist)
+                if section == "log", key == "level" { logLevel.follow(value) }
                 return Response.json(.string(old ?? ""))
             case .delete:
                 guard !NodeConfiguration.protectedSections.contains(section) else {
@@ -155,6 +158,7 @@ extension DocServer {
                 }
                 guard let old = nodeConfiguration.value(section, key) else { throw CouchError.notFound("unknown_config_value") }
                 try nodeConfiguration.set(section, key, to: nil, persist: persist)
+                if section == "log", key == "level" { logLevel.follow(nil) }
                 return Response.json(.string(old))
             default:
                 throw CouchError.only("GET,PUT,DELETE")

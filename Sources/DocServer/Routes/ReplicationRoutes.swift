@@ -100,13 +100,6 @@ extension DocServer {
                               "replication_id_version": 4, "history": [entry.json]])
     }
 
-    /// `GET /_active_tasks` (admins): the replications running, in CouchDB's form.
-    func activeTasks(_ request: CouchRequest, principal: Principal) throws -> Response {
-        guard request.method == .get else { throw CouchError(.methodNotAllowed, "method_not_allowed", "Only GET allowed") }
-        guard principal.isAdmin else { throw CouchError.adminRequired }
-        return Response.json(.array(scheduler.activeTasks()))
-    }
-
     /// `GET /_scheduler/jobs[/{id}]` and `GET /_scheduler/docs[/_replicator[/{docid}]]` (admins), as
     /// CouchDB 3.3: the jobs running (from `_replicate` and `_replicator`), and the `_replicator`
     /// documents with their state (`initializing`, `running`, `crashing`, `error`, `completed`,

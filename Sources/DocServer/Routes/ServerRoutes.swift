@@ -114,6 +114,7 @@ extension DocServer {
     func databaseInfo(_ name: String) async throws -> JSON {
         let db = try await registry.database(named: name)
         var info = try await db.info().serverJSON
+        info["compact_running"] = .bool(db.activeTasks.contains { $0.kind == .databaseCompaction })
         if try await registry.isPartitioned(name, db) {
             // A partitioned database's figures, as its partitions' add up to them.
             let figures = try await db.figures(ofIDsFrom: "", below: "\u{10FFFF}\u{10FFFF}")

@@ -869,12 +869,18 @@
       try {
         const active = await api("GET", "/_active_tasks");
         if (token !== renderCount) return;
-        const rows = active.map((task) => h("tr", {},
-          h("td", {}, task.type), h("td", {}, task.database || [endpointText(task.source), " → ", endpointText(task.target)]),
-          h("td", { class: "num" }, task.docs_written ?? task.changes_done ?? "—"),
-          h("td", { class: "num" }, task.changes_pending ?? (task.progress !== undefined ? task.progress + " %" : "—")),
-          h("td", { class: "narrow-hidden" }, time(task.started_on)), h("td", { class: "narrow-hidden" }, time(task.updated_on))));
-        fill(tasks, rows.length ? table(["Type", "Database", "Written", "Pending", "Started", "Updated"], rows) : h("p", { class: "muted" }, "Nothing running."));
+        // A replication counts documents written and changes pending; an index build or a compaction
+        // (`indexer`, `view_compaction`, `database_compaction`) its changes done of its total.
+        const rows = active.map((task) => {
+          const replication = task.type === "replication";
+          return h("tr", { "data-type": task.type },
+            h("td", {}, task.type), h("td", {}, replication ? [endpointText(task.source), " → ", endpointText(task.target)]
+              : [task.database, task.design_document ? " " + task.design_document : ""]),
+            h("td", { class: "num" }, replication ? (task.docs_written ?? "—") + " written" : (task.changes_done ?? 0) + " of " + (task.total_changes ?? 0)),
+            h("td", { class: "num" }, replication ? (task.changes_pending ?? "—") + " pending" : (task.progress ?? 0) + " %"),
+            h("td", { class: "narrow-hidden" }, time(task.started_on)), h("td", { class: "narrow-hidden" }, time(task.updated_on)));
+        });
+        fill(tasks, rows.length ? table(["Type", "Database", "Done", "Progress", "Started", "Updated"], rows) : h("p", { class: "muted" }, "Nothing running."));
       } catch (error) {
         fill(tasks, failure(error));
       }

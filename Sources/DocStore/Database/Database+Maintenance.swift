@@ -182,6 +182,7 @@ extension Database {
     @discardableResult
     public func compact() async throws -> Int {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.compact() }
+        let tasks = activeTaskList
+        return try await waitingForTheLock(of: writer) { try await writer.compact(listedIn: tasks) }
     }
 }

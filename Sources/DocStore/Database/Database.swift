@@ -23,6 +23,8 @@ public final class Database: Sendable {
     let notifier: ChangeNotifier
     let indexWriter: IndexWriter
     let indexReaders: ReaderPool
+    /// The long work running now (``activeTasks``).
+    let activeTaskList: ActiveTaskList
     private let state = Locked(State())
     /// The Mango indexes last read from the design documents, with those documents' revisions and the
     /// committed sequence they were checked at.
@@ -80,9 +82,11 @@ public final class Database: Sendable {
         self.writer = writer
         self.readers = ReaderPool(path: configuration.fileURL.path, maximumIdle: configuration.maximumIdleReaders)
         let indexFile = IndexSchema.fileURL(for: configuration.fileURL)
+        let activeTaskList = ActiveTaskList(database: configuration.name)
+        self.activeTaskList = activeTaskList
         do {
             self.indexWriter = try IndexWriter(fileURL: indexFile, definitions: configuration.indexes,
-                                               maximumFileSize: configuration.maximumFileSize)
+                                               maximumFileSize: configuration.maximumFileSize, tasks: activeTaskList)
         } catch {
             Task { await writer.close() }
             throw error

@@ -32,7 +32,11 @@ actor IndexWriter {
     /// build's writes grow with the square of its size.
     static let windowsPerTransaction = 200
 
-    init(fileURL: URL, definitions: [IndexDefinition], maximumFileSize: Int64? = nil) throws {
+    /// Where long builds and compactions are listed (``Database/activeTasks``).
+    private let tasks: ActiveTaskList
+
+    init(fileURL: URL, definitions: [IndexDefinition], maximumFileSize: Int64? = nil, tasks: ActiveTaskList) throws {
+        self.tasks = tasks
         let connection: SQLiteConnection, fullTextError: DocStoreError?
         do {
             (connection, fullTextError) = try IndexRecords.open(fileURL)
@@ -78,6 +82,10 @@ actor IndexWriter {
     /// view compaction.
     func compact() throws {
         try ensureOpen()
+        // SQLite rewrites the file in one step: the task reports the rows to copy, and nothing done
+        // until it ends.
+        let task = tasks.begin(.indexCompaction, total: Int(states.values.reduce(0) { $0 + $1.rowCount }))
+        defer { tasks.end(task) }
         do {
             try records.vacuum()
         } catch {
@@ -205,6 +213,15 @@ actor IndexWriter {
                 freshUpTo = try databaseSequence()
                 window = try IndexWriter.readAndMap(after: state.lastSequence, documents: documents, definition: definition)
             }
+            // A catch-up longer than one window is listed while it runs (``Database/activeTasks``),
+            // with the documents changed since the index's last update as its total.
+            var task: (id: Int, done: Int)? = nil
+            defer { if let task { tasks.end(task.id) } }
+            if window.documents.count == IndexWriter.batchSize {
+                let after = window.upper
+                let rest = try documents.read { try DocumentRecords(connection: $0).pendingCount(since: after) }
+                task = (tasks.begin(.indexing(indexName: name), total: window.documents.count + rest), 0)
+            }
             while window.upper > state.lastSequence {
                 var committed = state
                 var next = window
@@ -219,6 +236,10 @@ actor IndexWriter {
                         let more = next.documents.count == IndexWriter.batchSize
                         let ahead = more ? prefetch.submit(next.upper) : nil
                         try write(window: next, state: &committed, freshUpTo: freshUpTo)
+                        if let current = task {
+                            task?.done = current.done + next.documents.count
+                            tasks.advance(current.id, to: current.done + next.documents.count)
+                        }
                         guard let ahead else {
                             next = Window()
                             return

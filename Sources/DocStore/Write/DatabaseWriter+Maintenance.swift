@@ -86,14 +86,18 @@ extension DatabaseWriter {
 
     /// Drops the bodies of non-leaf revisions, attachment contents nothing refers to and superseded
     /// entries of the changes log, then returns freed pages to the file system. Returns the number of
-    /// revision bodies dropped.
-    func compact() throws -> Int {
+    /// revision bodies dropped. The work is listed in `tasks` while it runs, document by document.
+    func compact(listedIn tasks: ActiveTaskList) throws -> Int {
         let limit = revisionsLimit
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
             // Trees longer than the revision limit (lowered since they grew) are stemmed to it.
             _ = try records.stemAllTrees(limit: limit)
-            for id in try records.idsWithStoredRevisions() {
+            let ids = try records.idsWithStoredRevisions()
+            let task = tasks.begin(.databaseCompaction, total: ids.count)
+            defer { tasks.end(task) }
+            for (done, id) in ids.enumerated() {
+                if done % 256 == 0 { tasks.advance(task, to: done) }
                 guard let record = try records.fetch(id: id) else {
                     try records.dropAllRevisions(id: id)
                     continue

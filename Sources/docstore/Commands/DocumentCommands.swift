@@ -242,9 +242,9 @@ struct Compact: AsyncParsableCommand {
             // The server compacts in the background, as CouchDB answers `_compact` at once.
             return try await withRemote(remote) { printJSON(try await $0.json("POST", "_compact", body: [:])) }
         }
-        let bar = TerminalProgress("compact", unit: nil, enabled: !quiet)
+        let bar = TerminalProgress("compact", unit: ("document", "documents"), enabled: !quiet)
         try await withDatabase(options) { db in
-            let dropped = try await bar.ticking { try await db.compact() }
+            let dropped = try await bar.ticking(following: { db.progress(of: .databaseCompaction) }) { try await db.compact() }
             printJSON(["ok": true, "revisions_dropped": .integer(dropped)])
         }
     }

@@ -116,9 +116,9 @@ struct Query: AsyncParsableCommand {
         query.stale = stale == "ok" ? .ok : stale == "update_after" ? .updateAfter : .updateBefore
         try await withDatabase(options) { db in
             try await db.register(index)
-            // A build that takes longer than a second shows its spinner on a terminal.
-            let result = try await TerminalProgress("index by \(field)", unit: nil, enabled: !rows.quiet, delay: .seconds(1))
-                .ticking { try await db.query(index.name, query) }
+            // A build that takes longer than a second shows its progress on a terminal.
+            let result = try await TerminalProgress("index by \(field)", unit: ("document", "documents"), enabled: !rows.quiet, delay: .seconds(1))
+                .ticking(following: { db.progress(of: .indexing(indexName: index.name)) }) { try await db.query(index.name, query) }
             for error in result.mapErrors {
                 FileHandle.standardError.write(Data("docstore: warning: document \(error.documentID) not indexed: \(error.reason)\n".utf8))
             }

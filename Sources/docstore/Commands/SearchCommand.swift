@@ -46,8 +46,8 @@ struct Search: AsyncParsableCommand {
             search.limit = rows.limit
             search.skip = rows.skip
             search.includeDocuments = rows.includeDocuments
-            let found = try await TerminalProgress("index \(chosen.name)", unit: nil, enabled: !rows.quiet, delay: .seconds(1))
-                .ticking { try await db.search(index: chosen.indexName, search) }
+            let found = try await TerminalProgress("index \(chosen.name)", unit: ("document", "documents"), enabled: !rows.quiet, delay: .seconds(1))
+                .ticking(following: { db.progress(of: .indexing(indexName: chosen.indexName)) }) { try await db.search(index: chosen.indexName, search) }
             printJSON(SearchResponse.json(found, includeDocuments: rows.includeDocuments))
         }
     }

@@ -1,6 +1,7 @@
 @testable import DocServer
 import DocStore
 import Foundation
+import Logging
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -27,14 +28,14 @@ final class TestServer: Sendable {
     /// - Parameter directory: the data folder; a new temporary one when `nil` (a test that restarts a
     ///   server passes the folder of the one it stopped).
     init(_ testCase: XCTestCase, directory: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in },
-         indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] }) async throws {
+         indexes: @escaping @Sendable (String) -> [IndexDefinition] = { _ in [] }, logger: Logger? = nil) async throws {
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("docserver-tests-\(UUID().uuidString)")
         var configuration = ServerConfiguration(dataDirectory: self.directory)
         configuration.port = 0
         configuration.admin = TestServer.admin
         configuration.passwordIterations = 1000
         configure(&configuration)
-        server = try await DocServer(configuration: configuration, indexes: indexes)
+        server = try await DocServer(configuration: configuration, indexes: indexes, logger: logger ?? Logger(label: "docstore.server"))
         port = try await server.start()
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpShouldSetCookies = false
