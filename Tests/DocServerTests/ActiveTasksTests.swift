@@ -52,6 +52,8 @@ final class ActiveTasksTests: XCTestCase {
         await XCTAssertEqualAsync(try await server.request("PUT", "/tasks").status, 201)
         let docs = (0..<3000).map { n -> JSON in ["_id": .string(String(format: "doc-%05d", n)), "n": .integer(n)] }
         await XCTAssertEqualAsync(try await server.request("POST", "/tasks/_bulk_docs", json: ["docs": .array(docs)]).status, 201)
+        // A design document of that name, whose `_info` says whether its index is being updated.
+        await XCTAssertEqualAsync(try await server.request("PUT", "/tasks/_design/app", json: ["language": "javascript"]).status, 201)
         let idle = try await server.request("GET", "/_active_tasks")
         XCTAssertEqual(idle.json, [], "nothing runs")
 
@@ -59,6 +61,8 @@ final class ActiveTasksTests: XCTestCase {
         var waiting = reached.makeAsyncIterator()
         _ = await waiting.next()
         let listed = try await server.request("GET", "/_active_tasks")
+        let info = try await server.request("GET", "/tasks/_design/app/_info")
+        let database = try await server.request("GET", "/tasks")
         release.signal()
         released = true
         let tasks = listed.json.arrayValue ?? []
@@ -67,17 +71,22 @@ final class ActiveTasksTests: XCTestCase {
         assertShaped(like: try couchDBTask("indexer"), task, "indexer")
         XCTAssertEqual(task["database"], "tasks")
         XCTAssertEqual(task["design_document"], "_design/app")
-        XCTAssertEqual(task["total_changes"], 3000, "every document changed since the index's last update")
+        XCTAssertEqual(task["total_changes"], 3001, "every document changed since the index's last update, the design document too")
         // The first two windows of 500 are written, or the first while the second waits to be.
         let done = try XCTUnwrap(task["changes_done"]?.intValue)
         XCTAssertTrue([500, 1000].contains(done), "\(done)")
-        XCTAssertEqual(task["progress"]?.intValue, done * 100 / 3000)
+        XCTAssertEqual(task["progress"]?.intValue, done * 100 / 3001)
+        XCTAssertEqual(info.json["view_index"]?["updater_running"], true, info.text)
+        XCTAssertEqual(info.json["view_index"]?["compact_running"], false)
+        XCTAssertEqual(database.json["compact_running"], false)
 
         let answered = try await query.value
         XCTAssertEqual(answered.status, 200)
-        XCTAssertEqual(answered.json["total_rows"], 3000)
+        XCTAssertEqual(answered.json["total_rows"], 3001, "a Swift index maps design documents too")
         let after = try await server.request("GET", "/_active_tasks")
         XCTAssertEqual(after.json, [], "a task is gone once its work ends")
+        let infoAfter = try await server.request("GET", "/tasks/_design/app/_info")
+        XCTAssertEqual(infoAfter.json["view_index"]?["updater_running"], false)
     }
 
     /// Compactions run too briefly to be caught in a test: their tasks as DocServer writes them.

@@ -3,9 +3,15 @@ extension Database {
     /// ``DatabaseConfiguration/indexes``). Registering a definition with a new version rebuilds the index.
     /// What the named indexes take in the index file: `file`, the bytes of their pages, and `active`,
     /// the bytes of those in use (CouchDB's view `sizes`). Unknown names count nothing.
+    ///
+    /// Read from the index file as it is committed, so it answers at once while an index builds.
     public func indexSizes(named names: [String]) async throws -> (file: Int, active: Int) {
         try ensureOpen()
-        return try await indexWriter.sizes(of: names)
+        let ids = names.compactMap { indexWriter.publishedState(named: $0)?.id }
+        // SQLite's `dbstat` reads every page of the tables: a long read.
+        return try await running(on: .longReads) {
+            try readIndex { try IndexRecords(connection: $0).sizes(ofIndexes: ids) }
+        }
     }
 
     /// Compacts the index file: rewritten without its free and half-empty pages (CouchDB's
@@ -24,7 +30,9 @@ extension Database {
 
     /// The definition of the registered index `name`, or `nil`.
     public func indexDefinition(named name: String) async throws -> IndexDefinition? {
-        try? await indexWriter.state(named: name).definition
+        // The writer's published states answer without waiting while it builds an index.
+        if let state = indexWriter.publishedState(named: name) { return state.definition }
+        return try? await indexWriter.state(named: name).definition
     }
 
     /// The names of the registered indexes.

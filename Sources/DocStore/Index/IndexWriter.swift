@@ -71,13 +71,6 @@ actor IndexWriter {
         connection.close()
     }
 
-    /// What indexes `names` take in the index file: the bytes of their tables' and their SQL indexes'
-    /// pages (`file`), and of those the bytes in use (`active`); known indexes only.
-    func sizes(of names: [String]) throws -> (file: Int, active: Int) {
-        try ensureOpen()
-        return try records.sizes(ofIndexes: names.compactMap { states[$0]?.id })
-    }
-
     /// Rewrites the index file without its free and half-empty pages (SQLite's `VACUUM`): CouchDB's
     /// view compaction.
     func compact() throws {
