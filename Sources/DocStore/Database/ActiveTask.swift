@@ -74,14 +74,14 @@ final class ActiveTaskList: Sendable {
         return id
     }
 
-    /// Task `id` has done `done` (of `total`, when the work found more than it expected).
-    func advance(_ id: Int, to done: Int, total: Int? = nil) {
+    /// Task `id` has done `done`. Work that found more than it expected (documents written while an
+    /// index builds) counts its total up with it.
+    func advance(_ id: Int, to done: Int) {
         let now = Date()
         tasks.withLock { tasks in
             guard var task = tasks[id] else { return }
             task.changesDone = done
-            if let total { task.totalChanges = total }
-            task.totalChanges = max(task.totalChanges, task.changesDone)
+            task.totalChanges = max(task.totalChanges, done)
             task.updated = now
             tasks[id] = task
         }

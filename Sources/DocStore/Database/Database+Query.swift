@@ -1,6 +1,4 @@
 extension Database {
-    /// Registers a map/reduce index while the database is open (indexes can also be given in
-    /// ``DatabaseConfiguration/indexes``). Registering a definition with a new version rebuilds the index.
     /// What the named indexes take in the index file: `file`, the bytes of their pages, and `active`,
     /// the bytes of those in use (CouchDB's view `sizes`). Unknown names count nothing.
     ///
