@@ -1,3 +1,4 @@
+import DocStore
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -61,7 +62,13 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                             let request = Request(head: head, body: RequestBody(asyncSequence: RequestBodyParts(parts: parts)))
                             responding = true
                             try await ConnectionControl.$current.withValue(control) {
-                                if CouchHTTPChannel.answersInBulk(path: head.path ?? "") {
+                                if head.method != .get && head.method != .head {
+                                    // A write (and its body's parsing, hashing, SQLite) off the loop,
+                                    // which keeps answering its other connections.
+                                    try await writingApart {
+                                        try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)
+                                    }
+                                } else if CouchHTTPChannel.answersInBulk(path: head.path ?? "") {
                                     // Built on the global pool while the loop writes what is ready.
                                     try await withTaskExecutorPreference(globalConcurrentExecutor) {
                                         try await responder(request, ResponseWriter(outbound: outbound), asyncChannel.channel)

@@ -133,6 +133,11 @@ final class BlockingWorkThreads: TaskExecutor {
     /// that a long scan leaves the pool to short requests.
     static let longReads = BlockingWorkThreads(count: 4, name: "docstore.long-reads")
 
+    /// A server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
+    /// their bodies to the writer's commit: four threads, so that a large write holds neither the event
+    /// loop that serves other connections nor the pool.
+    static let requestWrites = BlockingWorkThreads(count: 4, name: "docstore.writes")
+
     /// Rows a read may be asked for and still run on the pool.
     static let shortReadRows = 1000
 
@@ -167,6 +172,13 @@ func running<T: Sendable>(on threads: BlockingWorkThreads?, _ body: () async thr
 /// no bound), as DocStore's own long reads do: for a server route, whose answer is long to build too.
 package func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T) async throws -> T {
     try await running(on: .forReading(upTo: limit), body)
+}
+
+/// Runs `body`, a server's answer to a request that writes, on DocStore's threads for such requests
+/// (``BlockingWorkThreads/requestWrites``): its body's parsing, hashing and the writer's SQLite work
+/// then hold no event loop.
+package func writingApart<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    try await running(on: .requestWrites, body)
 }
 
 /// Runs `body`, which may hold its thread for milliseconds (a password's PBKDF2 of 100 000 rounds),
