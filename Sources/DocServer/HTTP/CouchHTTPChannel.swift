@@ -102,10 +102,11 @@ struct CouchHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     /// Whether a request's answer is a batch or a feed — an endpoint below a database (`_changes`,
     /// `_all_docs`, `_bulk_get`, `_bulk_docs`, `_find`, a view, a show…) or of the server (`_all_dbs`,
-    /// `_replicate`…), by its path as sent. Those are answered on the global pool: the event loop of
-    /// the connection then writes each part while the next is built, and a long answer does not
-    /// hold up the loop's other connections. Documents, attachments and the server's root stay on
-    /// the loop, where a short answer costs no thread switch.
+    /// `_replicate`…), by its path as sent. A GET of those is answered on the global pool: the event
+    /// loop of the connection then writes each part while the next is built, and a long answer does
+    /// not hold up the loop's other connections. GETs of documents, attachments and the server's root
+    /// stay on the loop, where a short answer costs no thread switch; every other method is a write,
+    /// answered on DocStore's threads for writes (`writingApart`).
     static func answersInBulk(path: String) -> Bool {
         let segments = PathSegments(path: path)
         guard segments.count > 0 else { return false }

@@ -136,15 +136,17 @@ final class BlockingWorkThreads: TaskExecutor {
     /// A server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
     /// their bodies to the writer's commit: four threads, so that a large write holds neither the event
     /// loop that serves other connections nor the pool.
-    static let requestWrites = BlockingWorkThreads(count: 4, name: "docstore.writes")
+    /// Their stacks are as large as an event loop's (8 MiB): a request's body is parsed there, and
+    /// the JSON parser recurses up to its nesting limit.
+    static let requestWrites = BlockingWorkThreads(count: 4, name: "docstore.writes", stackSize: 8 << 20)
 
     /// Rows a read may be asked for and still run on the pool.
     static let shortReadRows = 1000
 
     private let threads: DedicatedThreads
 
-    init(count: Int, name: String) {
-        threads = DedicatedThreads(count: count, name: name)
+    init(count: Int, name: String, stackSize: Int = 1 << 20) {
+        threads = DedicatedThreads(count: count, name: name, stackSize: stackSize)
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
