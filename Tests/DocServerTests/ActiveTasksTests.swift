@@ -37,18 +37,13 @@ final class ActiveTasksTests: XCTestCase {
 
     func testAnIndexBuildIsListedWhileItRuns() async throws {
         // The map function stops on one document of the third window until the test has looked.
-        let (reached, arrived) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
+        let hold = MapHold()
         let slow = IndexDefinition(name: "app/slow", version: "1") { document, emit in
-            if document.id == "doc-01200" {
-                arrived.yield()
-                release.wait()
-            }
+            if document.id == "doc-01200" { hold.hold() }
             emit(.string(document.id), nil)
         }
         let server = try await TestServer(self, indexes: { $0 == "tasks" ? [slow] : [] })
-        var released = false
-        defer { if !released { release.signal() } }
+        defer { hold.release() }
         await XCTAssertEqualAsync(try await server.request("PUT", "/tasks").status, 201)
         let docs = (0..<3000).map { n -> JSON in ["_id": .string(String(format: "doc-%05d", n)), "n": .integer(n)] }
         await XCTAssertEqualAsync(try await server.request("POST", "/tasks/_bulk_docs", json: ["docs": .array(docs)]).status, 201)
@@ -58,13 +53,11 @@ final class ActiveTasksTests: XCTestCase {
         XCTAssertEqual(idle.json, [], "nothing runs")
 
         let query = Task { try await server.request("GET", "/tasks/_design/app/_view/slow?limit=1") }
-        var waiting = reached.makeAsyncIterator()
-        _ = await waiting.next()
+        await hold.reached()
         let listed = try await server.request("GET", "/_active_tasks")
         let info = try await server.request("GET", "/tasks/_design/app/_info")
         let database = try await server.request("GET", "/tasks")
-        release.signal()
-        released = true
+        hold.release()
         let tasks = listed.json.arrayValue ?? []
         XCTAssertEqual(tasks.count, 1, listed.text)
         let task = try XCTUnwrap(tasks.first)

@@ -59,23 +59,19 @@ final class IndexesGuideTests: XCTestCase {
     /// "Work in progress": the guide's watcher, while a build is held on one document until the test
     /// has looked at the database's tasks.
     func testWorkInProgress() async throws {
-        let (reached, arrived) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
+        let hold = MapHold()
         let byColour = IndexDefinition(name: "by-colour", version: "1") { doc, emit in
-            if doc.id == "thing-0700" {
-                arrived.yield()
-                release.wait()
-            }
+            if doc.id == "thing-0700" { hold.hold() }
             if let colour = doc.string(forKey: "colour") { emit(.string(colour), nil) }
         }
         let db = try await makeDatabase(self) { $0.indexes = [byColour] }
         _ = try await db.save((0..<1200).map { Document(id: String(format: "thing-%04d", $0), body: ["colour": "red"]) })
         XCTAssertEqual(db.activeTasks, [])
+        defer { hold.release() }
         let seen = Task {
-            var waiting = reached.makeAsyncIterator()
-            _ = await waiting.next()
+            await hold.reached()
             let tasks = db.activeTasks
-            release.signal()
+            hold.release()
             return tasks
         }
 

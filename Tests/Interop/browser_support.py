@@ -1,6 +1,8 @@
-"""What the browser checks (cors_browser_check.py, utils_browser_check.py) share: a `docstore serve`
-on a free port, and the tally of their checks."""
+"""What the interop scripts that start their own server share (the browser checks,
+latency_under_writes.py): a `docstore serve` on a free port, started and stopped, and the tally of
+their checks."""
 import re
+import signal
 import subprocess
 
 
@@ -13,6 +15,18 @@ def start_serve(binary, folder, extra=(), port=0):
         process.kill()
         raise RuntimeError("docstore serve did not start")
     return process, int(match.group(1))
+
+
+def stop_serve(process, timeout=10):
+    """Stops `docstore serve` as Ctrl-C does (killed if it has not ended within `timeout` seconds);
+    whether it ended on its own."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return False
 
 
 class Tally:

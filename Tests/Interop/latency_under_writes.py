@@ -15,15 +15,14 @@ import base64
 import http.client
 import os
 import random
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.parse
+
+from browser_support import start_serve, stop_serve
 
 DATABASE = "latency_probe"
 
@@ -116,16 +115,6 @@ def probe(server, seconds, doc_mb, attachment_mb):
             "max": max(latencies), "mb_per_s": sum(written) / elapsed / 1e6}
 
 
-def start_docstore(binary, folder):
-    process = subprocess.Popen([binary, "serve", "--data", folder, "--port", "0", "--admin", "admin:admin",
-                                "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"http://127\.0\.0\.1:(\d+)/", process.stdout.readline())
-    if not match:
-        process.kill()
-        raise RuntimeError("docstore serve did not start")
-    return process, f"http://admin:admin@127.0.0.1:{match.group(1)}"
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("binary")
@@ -134,8 +123,8 @@ def main():
     parser.add_argument("--attachment-mb", type=int, default=50)
     options = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="docstore-latency-")
-    process, url = start_docstore(os.path.abspath(options.binary), os.path.join(folder, "data"))
-    servers = [Server("docstore", url)]
+    process, port = start_serve(os.path.abspath(options.binary), os.path.join(folder, "data"), ["--log-level", "warning"])
+    servers = [Server("docstore", f"http://admin:pw@127.0.0.1:{port}")]
     if os.environ.get("COUCHDB_URL"):
         servers.append(Server("couchdb", os.environ["COUCHDB_URL"]))
     failed = False
@@ -151,11 +140,7 @@ def main():
                   f"max={figures['max']:.1f} ms; writes {figures['mb_per_s']:.0f} MB/s "
                   f"({options.doc_mb} MB documents, {options.attachment_mb} MB attachments, {options.seconds:g} s)")
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_serve(process, timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
     return 1 if failed else 0
 

@@ -19,7 +19,6 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 
-from browser_support import Tally, start_serve
+from browser_support import Tally, start_serve, stop_serve
 
 
 class Browser:
@@ -450,13 +449,8 @@ def main():
         if browser:
             browser.close()
         for process in (server, anonymous):
-            if process is None:
-                continue
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            if process is not None:
+                stop_serve(process)
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(profile, ignore_errors=True)
     print("screenshots in %s" % shots)
