@@ -170,7 +170,8 @@ let package = Package(
         .testTarget(
             name: "DocServerTests",
             dependencies: ["DocStore", "DocServer", "TestSupport",
-                           .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")]
+                           .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .testTarget(
             name: "DocSyncTests",

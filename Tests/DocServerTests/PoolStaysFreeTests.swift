@@ -27,8 +27,11 @@ final class PoolStaysFreeTests: XCTestCase {
         private let finished = DispatchSemaphore(value: 0)
 
         init(path: String) throws {
-            connection = try SQLiteConnection(path: path)
-            try connection.execute("BEGIN IMMEDIATE")
+            connection = try ThreadRule.allowing(.testing) {
+                let connection = try SQLiteConnection(path: path)
+                try connection.execute("BEGIN IMMEDIATE")
+                return connection
+            }
             Thread { [self] in
                 released.wait()
                 try? connection.execute("COMMIT")

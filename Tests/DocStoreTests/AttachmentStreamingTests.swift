@@ -236,19 +236,21 @@ final class AttachmentStreamingTests: XCTestCase {
     func testVersionTwoAttachmentsSurviveTheMigration() async throws {
         let directory = try makeTemporaryDirectory(self)
         let url = directory.appendingPathComponent("old.sqlite")
-        let connection = try SQLiteConnection(path: url.path)
-        try Schema.migrate(connection, uuid: { "uuid-v2" }, to: 2)
         let content = Data("version two".utf8)
         let digest = Attachment.digest(of: content)
-        let body = #"{"_attachments":{"a.txt":{"content_type":"text/plain","digest":"\#(digest)","length":11,"revpos":1,"stub":true}}}"#
-        var tree = RevisionTree()
-        tree.addRevision(RevisionID("1-abc")!, parent: nil, isDeleted: false)
-        try connection.run("INSERT INTO docs (doc, seq, id, rev, deleted, body, tree, created, updated) VALUES (1, 1, 'd', '1-abc', 0, ?, ?, 0, 0)",
-                           [.blob(Array(body.utf8)), .blob(tree.encoded())])
-        try connection.run("INSERT INTO changes (seq, doc, prev) VALUES (1, 1, NULL)")
-        try connection.run("INSERT INTO attachments (digest, length, data) VALUES (?, 11, ?)", [.text(digest), .blob(Array(content))])
-        try connection.run("INSERT INTO attachment_refs (id, rev, digest) VALUES ('d', '1-abc', ?)", [.text(digest)])
-        connection.close()
+        try ThreadRule.allowing(.testing) {
+            let connection = try SQLiteConnection(path: url.path)
+            try Schema.migrate(connection, uuid: { "uuid-v2" }, to: 2)
+            let body = #"{"_attachments":{"a.txt":{"content_type":"text/plain","digest":"\#(digest)","length":11,"revpos":1,"stub":true}}}"#
+            var tree = RevisionTree()
+            tree.addRevision(RevisionID("1-abc")!, parent: nil, isDeleted: false)
+            try connection.run("INSERT INTO docs (doc, seq, id, rev, deleted, body, tree, created, updated) VALUES (1, 1, 'd', '1-abc', 0, ?, ?, 0, 0)",
+                               [.blob(Array(body.utf8)), .blob(tree.encoded())])
+            try connection.run("INSERT INTO changes (seq, doc, prev) VALUES (1, 1, NULL)")
+            try connection.run("INSERT INTO attachments (digest, length, data) VALUES (?, 11, ?)", [.text(digest), .blob(Array(content))])
+            try connection.run("INSERT INTO attachment_refs (id, rev, digest) VALUES ('d', '1-abc', ?)", [.text(digest)])
+            connection.close()
+        }
 
         let db = try await Database.open(name: "old", directory: directory)
         XCTAssertEqual(try db.readNow { try $0.scalarInt("PRAGMA user_version") }, Schema.currentVersion)

@@ -312,17 +312,21 @@ final class IndexQueryTests: XCTestCase {
         await XCTAssertEqualAsync(try await db.query("sum").rows.first?.value, 385)
         await db.close()
         let file = SQLiteConnection.self
-        let raw = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
-        try raw.execute("UPDATE indexes SET int_sum = NULL, other_values = NULL")
-        raw.close()
+        try ThreadRule.allowing(.testing) {
+            let raw = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
+            try raw.execute("UPDATE indexes SET int_sum = NULL, other_values = NULL")
+            raw.close()
+        }
         db = try await Database.open(configuration)
         _ = try await db.save(Document(id: "d11", body: ["v": 121]))
         await XCTAssertEqualAsync(try await db.query("sum").rows.first?.value, 506)
         await db.close()
-        let check = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
-        XCTAssertEqual(try check.scalarInt("SELECT int_sum FROM indexes WHERE name = 'sum'"), 506)
-        XCTAssertEqual(try check.scalarInt("SELECT other_values FROM indexes WHERE name = 'sum'"), 0)
-        check.close()
+        try ThreadRule.allowing(.testing) {
+            let check = try file.init(path: IndexSchema.fileURL(for: configuration.fileURL).path)
+            XCTAssertEqual(try check.scalarInt("SELECT int_sum FROM indexes WHERE name = 'sum'"), 506)
+            XCTAssertEqual(try check.scalarInt("SELECT other_values FROM indexes WHERE name = 'sum'"), 0)
+            check.close()
+        }
     }
 
     /// An index file of schema 2 (rows without `doc_row`) is rebuilt with it when its index is next
@@ -339,23 +343,27 @@ final class IndexQueryTests: XCTestCase {
         await XCTAssertEqualAsync(try await db.query("by-v", query).rows.compactMap { $0.document?.id }, ["d1", "d2", "d3"])
         await db.close()
         let path = IndexSchema.fileURL(for: configuration.fileURL).path
-        let raw = try SQLiteConnection(path: path)
-        let table = IndexSchema.rowsTable(try XCTUnwrap(try raw.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
-        // Schema 2 had neither the rows' `doc_row` nor schema 4's full-text columns.
-        try raw.execute("""
-            ALTER TABLE \(table) DROP COLUMN doc_row; ALTER TABLE indexes DROP COLUMN tokenizer;
-            ALTER TABLE indexes DROP COLUMN has_text; PRAGMA user_version = 2
-            """)
-        raw.close()
+        try ThreadRule.allowing(.testing) {
+            let raw = try SQLiteConnection(path: path)
+            let table = IndexSchema.rowsTable(try XCTUnwrap(try raw.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
+            // Schema 2 had neither the rows' `doc_row` nor schema 4's full-text columns.
+            try raw.execute("""
+                ALTER TABLE \(table) DROP COLUMN doc_row; ALTER TABLE indexes DROP COLUMN tokenizer;
+                ALTER TABLE indexes DROP COLUMN has_text; PRAGMA user_version = 2
+                """)
+            raw.close()
+        }
         db = try await Database.open(configuration)
         await XCTAssertEqualAsync(try await db.query("by-v", query).rows.compactMap { $0.document?.id }, ["d1", "d2", "d3"])
         await db.close()
-        let check = try SQLiteConnection(path: path)
-        XCTAssertEqual(try check.scalarInt("PRAGMA user_version"), IndexSchema.currentVersion)
-        let rebuilt = IndexSchema.rowsTable(try XCTUnwrap(try check.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
-        XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM pragma_table_info('\(rebuilt)') WHERE name = 'doc_row'"), 1)
-        XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM \(rebuilt)"), 3)
-        check.close()
+        try ThreadRule.allowing(.testing) {
+            let check = try SQLiteConnection(path: path)
+            XCTAssertEqual(try check.scalarInt("PRAGMA user_version"), IndexSchema.currentVersion)
+            let rebuilt = IndexSchema.rowsTable(try XCTUnwrap(try check.scalarInt("SELECT id FROM indexes WHERE name = 'by-v'")))
+            XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM pragma_table_info('\(rebuilt)') WHERE name = 'doc_row'"), 1)
+            XCTAssertEqual(try check.scalarInt("SELECT count(*) FROM \(rebuilt)"), 3)
+            check.close()
+        }
     }
 
     func testReduceOptionErrors() async throws {
@@ -474,7 +482,7 @@ final class IndexQueryTests: XCTestCase {
         let db = try await numbersDatabase()
         _ = try await db.query("by-n")
         let table = try await db.indexWriter.state(named: "by-n").table
-        let plans = try db.readIndex { connection -> [String] in
+        let plans = try ThreadRule.allowing(.testing) { try db.readIndex { connection -> [String] in
             var plans: [String] = []
             for condition in ["key = ?", "key >= ? AND key <= ?", "(key, doc_key) >= (?, ?) AND key < ?", "key > ?"] {
                 let statement = try connection.prepare("EXPLAIN QUERY PLAN SELECT key_json FROM \(table) WHERE \(condition) ORDER BY key, doc_key, emit")
@@ -483,7 +491,7 @@ final class IndexQueryTests: XCTestCase {
                 plans.append(plan)
             }
             return plans
-        }
+        } }
         for plan in plans {
             XCTAssertTrue(plan.contains("SEARCH") && plan.contains("PRIMARY KEY"), plan)
             XCTAssertFalse(plan.contains("SCAN"), plan)

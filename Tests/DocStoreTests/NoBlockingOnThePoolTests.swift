@@ -9,7 +9,7 @@ final class NoBlockingOnThePoolTests: XCTestCase {
     /// (file, construct) → why it cannot block the cooperative pool.
     static let allowed: [String: [String: String]] = [
         "Sources/DocStore/Write/DatabaseWriter.swift": [
-            "NSLock": "`access` guards the writer's connection between the DatabaseWriter actor and a point read; the point read only tries it (`withoutWaitingForLocks`) and never waits, so the writer waits at most for one single-row read in progress",
+            "NSLock": "`access` guards the writer's connection: writes take it on the writer's own executor; a point write or a point read where its caller runs only tries it (`try()`) and never waits, so the writer waits at most for one point write or single-row read in progress",
         ],
         "Sources/DocStore/Storage/Executors.swift": [
             "NSCondition": "the threads of DedicatedThreads wait on it for work; no pool thread does",

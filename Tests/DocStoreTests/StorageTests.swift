@@ -334,7 +334,7 @@ final class ChangesLogTests: XCTestCase {
     func testVersionOneFileIsMigrated() async throws {
         let directory = try makeTemporaryDirectory(self)
         let url = directory.appendingPathComponent("old.sqlite")
-        do {
+        try ThreadRule.allowing(.testing) {
             let connection = try SQLiteConnection(path: url.path)
             defer { connection.close() }
             try Schema.migrate(connection, uuid: { "old-uuid" }, to: 1)

@@ -6,6 +6,11 @@ import XCTest
 /// The background checkpointer on plain SQLite connections, with small thresholds so that a few
 /// hundred commits cross them.
 final class WALCheckpointerTests: XCTestCase {
+    /// These tests drive SQLite connections themselves.
+    override func invokeTest() {
+        ThreadRule.allowing(.testing) { super.invokeTest() }
+    }
+
     /// A WAL-mode file with one table, and its writer connection.
     private func makeWriter() throws -> (SQLiteConnection, String) {
         let path = try makeTemporaryDirectory(self).appendingPathComponent("wal.sqlite").path

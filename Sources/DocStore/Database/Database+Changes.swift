@@ -207,7 +207,9 @@ extension Database {
             return try await readChangesPage(since: since, limit: limit, includeDocuments: includeDocuments, descending: descending)
         }
         let (shared, isOwn) = changesTail.read(since: since, committed: committed, includeDocuments: includeDocuments) {
-            Task { try await self.readChangesPage(since: since, limit: nil, includeDocuments: includeDocuments, descending: false) }
+            Task(executorPreference: BlockingWorkThreads.longReads) {
+                try await self.readChangesPage(since: since, limit: nil, includeDocuments: includeDocuments, descending: false)
+            }
         }
         let page: ChangesPage
         do {
@@ -265,7 +267,7 @@ extension Database {
     ///   written since that count; otherwise O(log entries after `since`).
     public func pendingChangeCount(since: Int64) async throws -> Int {
         let known = pendingCounts.withLock { $0 }
-        let (count, head) = try await read(consistent: true) { connection -> (Int, Int64) in
+        let (count, head) = try await readApart(consistent: true) { connection -> (Int, Int64) in
             let records = DocumentRecords(connection: connection)
             let head = try records.lastSequence()
             let base = known.filter { $0.head == head && $0.since <= since }.max { $0.since < $1.since }
@@ -282,15 +284,15 @@ extension Database {
 
     /// The sequence of the latest change (CouchDB's `update_seq`).
     public var updateSequence: Int64 {
-        get async { await writer.lastSequence }
+        get async { writer.notifier.committedSequence }
     }
 
     // MARK: Info
 
     /// Document counts, sequence, size and identity of the database.
     public func info() async throws -> DatabaseInfo {
-        let sequence = await writer.lastSequence
-        return try await read(consistent: true) { connection in
+        let sequence = writer.notifier.committedSequence
+        return try await readApart(consistent: true) { connection in
             let (live, deleted) = try DocumentRecords(connection: connection).counts()
             let uuid = try Schema.uuid(connection)
             var size = 0

@@ -126,7 +126,7 @@ extension Database {
     @discardableResult
     public func save(_ documents: [Document]) async throws -> [Document] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.writeAll(documents, policy: .upsert) }
+        return try await waitingForTheLock(of: writer) { try writer.writeAll(documents, policy: .upsert) }
     }
 
     /// Saves many documents in one transaction, each on its own as ``save(_:)-(Document)`` would, as
@@ -140,7 +140,7 @@ extension Database {
     /// - Complexity: one transaction; O(n) documents.
     public func save(each documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .upsert, newEdits: true, source: .local) }
+        return try await waitingForTheLock(of: writer) { try writer.write(documents, policy: .upsert, newEdits: true, source: .local) }
     }
 
     /// Writes many documents in one transaction as CouchDB's `_bulk_docs` does: each as
@@ -148,12 +148,14 @@ extension Database {
     /// - Throws: only for failures of the whole batch; then nothing of the batch is written.
     package func put(each documents: [Document]) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: true, source: .local) }
+        return try await waitingForTheLock(of: writer) { try writer.write(documents, policy: .put, newEdits: true, source: .local) }
     }
 
     private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
         try ensureOpen()
-        let results = try await waitingForTheLock(of: writer) { try await writer.write([document], policy: policy, newEdits: true, source: .local) }
+        let results = try await waitingForTheLock(of: writer, pointWrite: DatabaseWriter.isPointWrite([document])) {
+            try writer.write([document], policy: policy, newEdits: true, source: .local)
+        }
         return try results[0].result.get()
     }
 
@@ -174,7 +176,7 @@ extension Database {
         if revision == nil && !includeConflicts && !includeRevisionHistory {
             return try await readPoint { connection in try DocumentRecords(connection: connection).fetchCurrentDocument(id: id) }
         }
-        return try await read(consistent: revision != nil) { connection in
+        return try await readByKey(consistent: revision != nil) { connection in
             let records = DocumentRecords(connection: connection)
             guard let record = try records.fetch(id: id) else { return nil }
             var document: Document
@@ -222,7 +224,7 @@ extension Database {
     /// that answers it.
     private func readRevisions(_ requests: [(id: String, revision: RevisionID?)],
                                latest: Bool) async throws -> (documents: [Document], positions: [Range<Int>]) {
-        try await read(consistent: true) { connection in
+        try await readApart(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var stored: [StoredDocument] = []
             var histories: [[RevisionID]] = []
@@ -275,7 +277,7 @@ extension Database {
     /// The current revisions of the live documents among `ids`, in the order of `ids`; missing and
     /// deleted documents are simply absent. Reads one consistent snapshot.
     public func documents(withIDs ids: [String]) async throws -> [Document] {
-        try await read(consistent: true) { connection in
+        try await readApart(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var documents: [Document] = []
             documents.reserveCapacity(ids.count)

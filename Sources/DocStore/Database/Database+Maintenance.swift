@@ -23,7 +23,7 @@ extension Database {
     /// The `_local` document `id` (with or without the `_local/` prefix), or `nil`.
     public func localDocument(withID id: String) async throws -> LocalDocument? {
         let bare = try Database.localID(id)
-        return try await read { connection in
+        return try await readByKey { connection in
             try LocalDocumentRecords(connection: connection).fetch(id: bare).map {
                 LocalDocument(id: bare, revision: RevisionID(localCounter: $0.revision), body: $0.body)
             }
@@ -32,7 +32,7 @@ extension Database {
 
     /// Every `_local` document, in id order (CouchDB's `_local_docs`).
     public func localDocuments() async throws -> [LocalDocument] {
-        try await read { connection in
+        try await readApart { connection in
             try LocalDocumentRecords(connection: connection).all().map {
                 LocalDocument(id: $0.id, revision: RevisionID(localCounter: $0.record.revision), body: $0.record.body)
             }
@@ -46,8 +46,9 @@ extension Database {
     public func saveLocalDocument(withID id: String, body: JSONObject, revision: RevisionID? = nil) async throws -> RevisionID {
         try ensureOpen()
         let counter = try Database.localCounter(revision)
-        return RevisionID(localCounter: try await waitingForTheLock(of: writer) {
-            try await writer.putLocal(id: try Database.localID(id), body: body, revision: counter)
+        var budget = DatabaseWriter.pointWriteBytes
+        return RevisionID(localCounter: try await waitingForTheLock(of: writer, pointWrite: body.fits(in: &budget)) {
+            try writer.putLocal(id: try Database.localID(id), body: body, revision: counter)
         })
     }
 
@@ -55,7 +56,7 @@ extension Database {
     public func deleteLocalDocument(withID id: String, revision: RevisionID) async throws {
         try ensureOpen()
         let counter = try Database.localCounter(revision)
-        try await waitingForTheLock(of: writer) { try await writer.deleteLocal(id: try Database.localID(id), revision: counter) }
+        try await waitingForTheLock(of: writer, pointWrite: true) { try writer.deleteLocal(id: try Database.localID(id), revision: counter) }
     }
 
     /// The write counter `revision` names; a revision that is not a local document's (`0-N`) is a
@@ -72,13 +73,16 @@ extension Database {
     @discardableResult
     package func writeLocalDocument(withID id: String, body: JSONObject, following counter: Int64?) async throws -> String {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0) }
+        var budget = DatabaseWriter.pointWriteBytes
+        return try await waitingForTheLock(of: writer, pointWrite: body.fits(in: &budget)) {
+            try writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0)
+        }
     }
 
     /// Removes a `_local` document whatever its revision, as CouchDB 3 does; false if there was none.
     package func removeLocalDocument(withID id: String) async throws -> Bool {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.removeLocal(id: try Database.localID(id)) }
+        return try await waitingForTheLock(of: writer, pointWrite: true) { try writer.removeLocal(id: try Database.localID(id)) }
     }
 
     // MARK: Maintenance
@@ -89,13 +93,13 @@ extension Database {
     @discardableResult
     public func purge(documentIDs ids: [String]) async throws -> [String] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.purge(revisions: ids.map { ($0, nil) }) }.filter { !$0.purged.isEmpty }.map(\.id)
+        return try await waitingForTheLock(of: writer) { try writer.purge(revisions: ids.map { ($0, nil) }) }.filter { !$0.purged.isEmpty }.map(\.id)
     }
 
     /// How many generations of history each branch of a document keeps (CouchDB `_revs_limit`): the
     /// limit set with ``setRevisionsLimit(_:)``, else ``DatabaseConfiguration/revisionsLimit``.
     public var revisionsLimit: Int {
-        get async { await writer.revisionsLimit }
+        get async { writer.revisionsLimit }
     }
 
     /// Sets the revision limit and keeps it in the database file, where it outlasts the configuration's
@@ -104,7 +108,7 @@ extension Database {
     public func setRevisionsLimit(_ limit: Int) async throws {
         try ensureOpen()
         guard limit >= 1 else { throw DocStoreError(.badRequest, "The revision limit must be a positive integer") }
-        try await waitingForTheLock(of: writer) { try await writer.setRevisionsLimit(limit) }
+        try await waitingForTheLock(of: writer, pointWrite: true) { try writer.setRevisionsLimit(limit) }
     }
 
     /// The purge-record limit until one is set (CouchDB's default).
@@ -118,7 +122,7 @@ extension Database {
     /// CouchDB's compaction does; ``DatabaseInfo/purgeCount`` still counts every purge, and an index
     /// that had not caught up with a dropped record is rebuilt when next read.
     public var purgedInfosLimit: Int {
-        get async throws { try await read { try Schema.storedPurgedInfosLimit($0) } ?? Database.defaultPurgedInfosLimit }
+        get async throws { try await readByKey { try Schema.storedPurgedInfosLimit($0) } ?? Database.defaultPurgedInfosLimit }
     }
 
     /// Sets and keeps the purge-record limit (CouchDB `PUT /db/_purged_infos_limit`).
@@ -126,14 +130,14 @@ extension Database {
     public func setPurgedInfosLimit(_ limit: Int) async throws {
         try ensureOpen()
         guard limit >= 1 else { throw DocStoreError(.badRequest, "`purge_infos_limit` must be positive integer") }
-        try await waitingForTheLock(of: writer) { try await writer.setPurgedInfosLimit(limit) }
+        try await waitingForTheLock(of: writer, pointWrite: true) { try writer.setPurgedInfosLimit(limit) }
     }
 
     /// The database's security object (CouchDB `_security`: `admins` and `members`, each with `names`
     /// and `roles`), `{}` when none was set. DocStore keeps it for a server to enforce; the embedded
     /// database itself does not.
     public func securityObject() async throws -> JSONObject {
-        let text = try await read { try Schema.storedSecurity($0) }
+        let text = try await readByKey { try Schema.storedSecurity($0) }
         guard let text, case .object(let object) = try JSON(parsing: text) else { return [:] }
         return object
     }
@@ -141,7 +145,7 @@ extension Database {
     /// Sets and keeps the security object. Like CouchDB's, it is not a document: it does not replicate.
     public func setSecurityObject(_ object: JSONObject) async throws {
         try ensureOpen()
-        try await waitingForTheLock(of: writer) { try await writer.setSecurity(try JSON.object(object).serializedString()) }
+        try await waitingForTheLock(of: writer) { try writer.setSecurity(try JSON.object(object).serializedString()) }
     }
 
     /// Purges revisions, as CouchDB's `_purge` does: each given leaf revision is removed with the part
@@ -156,7 +160,7 @@ extension Database {
     @discardableResult
     public func purge(revisions requests: [(id: String, revisions: [RevisionID])]) async throws -> [(id: String, purged: [RevisionID])] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.purge(revisions: requests.map { ($0.id, $0.revisions) }) }
+        return try await waitingForTheLock(of: writer) { try writer.purge(revisions: requests.map { ($0.id, $0.revisions) }) }
     }
 
     /// Copies every committed change from the write-ahead logs into the database file and the index
@@ -183,6 +187,6 @@ extension Database {
     public func compact() async throws -> Int {
         try ensureOpen()
         let tasks = activeTaskList
-        return try await waitingForTheLock(of: writer) { try await writer.compact(listedIn: tasks) }
+        return try await waitingForTheLock(of: writer) { try writer.compact(listedIn: tasks) }
     }
 }

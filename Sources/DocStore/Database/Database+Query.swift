@@ -97,7 +97,7 @@ extension Database {
     func readIndex<T>(named indexName: String, stale: IndexQuery.Staleness,
                       _ body: (IndexState, SQLiteConnection) throws -> T) async throws -> T {
         var state = try await registeredState(named: indexName)
-        if stale == .updateBefore, state.lastSequence < (await writer.lastSequence) {
+        if stale == .updateBefore, state.lastSequence < writer.notifier.committedSequence {
             state = try await indexWriter.update(indexName, documents: readers)
         }
         let published = state

@@ -22,7 +22,7 @@ extension Database {
     /// each document gets its own result. Changes are published with `source`.
     public func insertRevisions(_ documents: [Document], source: DocumentChange.Source = .replication) async throws -> [SaveResult] {
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.write(documents, policy: .put, newEdits: false, source: source) }
+        return try await waitingForTheLock(of: writer) { try writer.write(documents, policy: .put, newEdits: false, source: source) }
     }
 
     /// For each document, which of the given revisions this database lacks, as CouchDB 3.3 answers:
@@ -30,7 +30,7 @@ extension Database {
     /// then hash), each revision it has taking out one offer of it (one offered twice is answered
     /// missing once). Documents with nothing missing are left out, as in CouchDB.
     public func missingRevisions(_ offered: [(id: String, revisions: [RevisionID])]) async throws -> [RevisionDifference] {
-        try await read(consistent: true) { connection in
+        try await readApart(consistent: true) { connection in
             let records = DocumentRecords(connection: connection)
             var differences: [RevisionDifference] = []
             for (id, revisions) in offered {
@@ -53,6 +53,6 @@ extension Database {
 
     /// The revision tree of a document (deleted documents included), or `nil` if it does not exist.
     public func revisionTree(ofDocumentWithID id: String) async throws -> RevisionTree? {
-        try await read { connection in try DocumentRecords(connection: connection).fetch(id: id)?.tree }
+        try await readByKey { connection in try DocumentRecords(connection: connection).fetch(id: id)?.tree }
     }
 }

@@ -30,12 +30,13 @@ extension Database {
             throw DocStoreError(.invalidQuery, "limit must not be negative")
         }
         if search.skip < 0 { throw DocStoreError(.invalidQuery, "skip must not be negative") }
-        let output = try await readIndex(named: indexName, stale: search.stale) { state, connection in
+        // Ranking reads every match, however few are asked for: off the pool.
+        let output = try await running(on: .longReads) { try await readIndex(named: indexName, stale: search.stale) { state, connection in
             if !state.hasText, state.rowCount > 0 {
                 throw DocStoreError(.notAFullTextIndex, "The index \"\(indexName)\" holds no full-text keys (FullTextSearch.createKey)")
             }
             return try FullTextEngine(connection: connection, state: state, documentsSchema: Self.attachedDocumentsSchema).run(search)
-        }
+        } }
         let rows = output.rows.map {
             SearchRow(documentID: $0.documentID, score: $0.score, snippet: $0.snippet, value: $0.value, document: $0.document)
         }

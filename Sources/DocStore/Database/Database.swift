@@ -320,13 +320,25 @@ public final class Database: Sendable {
         }
     }
 
+    /// ``read(consistent:_:)`` for a read by key of one row or a fixed few — a document, a setting, a
+    /// count kept in a row — where the caller runs (``ThreadRule/Exception/pointRead``).
+    func readByKey<T>(consistent: Bool = false, _ body: (SQLiteConnection) throws -> T) async throws -> T {
+        try await ThreadRule.allowing(.pointRead) { try await read(consistent: consistent, body) }
+    }
+
+    /// ``read(consistent:_:)`` for a read whose length the caller does not bound (a range, a batch of
+    /// keys, a count over rows), on the threads for long reads (``BlockingWorkThreads/longReads``).
+    func readApart<T: Sendable>(consistent: Bool = false, _ body: (SQLiteConnection) throws -> T) async throws -> T {
+        try await running(on: .longReads) { try await read(consistent: consistent, body) }
+    }
+
     /// A short read for a caller that cannot wait asynchronously: one statement on a pooled
     /// connection, not interruptible, that never waits for a lock (as ``readPoint(_:)``; where SQLite
     /// would make it wait, it fails with ``DocStoreError/Code/databaseLocked``). Maps storage errors.
     func readNow<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try ensureOpen()
         do {
-            return try readers.read(waitingForLocks: false, body)
+            return try ThreadRule.allowing(.pointRead) { try readers.read(waitingForLocks: false, body) }
         } catch {
             throw Database.storageError(error)
         }
@@ -343,10 +355,13 @@ public final class Database: Sendable {
     func readPoint<T>(_ body: (SQLiteConnection) throws -> T) async throws -> T {
         try ensureOpen()
         do {
-            if let result = try writer.readIfIdle(body) { return result }
-            return try readers.read(waitingForLocks: false, body)
+            return try ThreadRule.allowing(.pointRead) {
+                if let result = try writer.readIfIdle(body) { return result }
+                return try readers.read(waitingForLocks: false, body)
+            }
         } catch let error as SQLiteError where error.isBusy {
-            return try await read(body)
+            // A read that may wait for a lock: on the threads for long reads.
+            return try await withTaskExecutorPreference(BlockingWorkThreads.longReads) { try await read(body) }
         } catch {
             throw Database.storageError(error)
         }

@@ -83,7 +83,8 @@ extension Database {
             tombstones.append(tombstone)
         }
         try ensureOpen()
-        return try await waitingForTheLock(of: writer) { try await writer.writeAll(tombstones, policy: .update) }.map { $0.revision! }
+        let written = tombstones
+        return try await waitingForTheLock(of: writer) { try writer.writeAll(written, policy: .update) }.map { $0.revision! }
     }
 
     /// The document a model was read from, checked to be of its collection; `nil` when it does not
@@ -131,7 +132,7 @@ extension Database {
 
     private func saveModels<M: Model>(_ models: [M], _ documents: [Document], policy: WritePolicy) async throws -> [M] {
         try ensureOpen()
-        let saved = try await waitingForTheLock(of: writer) { try await writer.writeAll(documents, policy: policy) }
+        let saved = try await waitingForTheLock(of: writer) { try writer.writeAll(documents, policy: policy) }
         return zip(models, saved).map { model, document in
             var model = model
             model.id = document.id
@@ -142,7 +143,7 @@ extension Database {
 
     /// This database's id as a replica: the ``DatabaseInfo/uuid`` made when its file was created.
     func replicaID() async throws -> String {
-        try await read { try Schema.uuid($0) }
+        try await readByKey { try Schema.uuid($0) }
     }
 
     // MARK: Typed reads

@@ -153,7 +153,7 @@ extension Database {
         try ensureOpen()
         do {
             let documents = records.map(\.document)
-            let written = try await waitingForTheLock(of: writer) { try await writer.importAll(documents, progress: progress) }
+            let written = try await waitingForTheLock(of: writer) { try writer.importAll(documents, progress: progress) }
             return ImportSummary(records: records.count, revisionsWritten: written)
         } catch let error as DocStoreError {
             guard let index = error.itemIndex else { throw error }

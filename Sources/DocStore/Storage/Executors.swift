@@ -20,7 +20,7 @@ final class SerialQueueExecutor: SerialExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
-        queue.async { job.runSynchronously(on: executor) }
+        queue.async { ThreadRule.asOwnThread { job.runSynchronously(on: executor) } }
     }
 }
 
@@ -45,6 +45,7 @@ package final class DedicatedThreads: @unchecked Sendable {
             let threadName = "\(name)-\(index)"
             let thread = Thread { [self] in
                 DedicatedThreads.nameCurrentThread(threadName)
+                ThreadRule.markOwnThread()
                 self.run()
             }
             thread.name = threadName
@@ -133,12 +134,13 @@ final class BlockingWorkThreads: TaskExecutor {
     /// that a long scan leaves the pool to short requests.
     static let longReads = BlockingWorkThreads(count: 4, name: "docstore.long-reads")
 
-    /// A server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
+    /// Writes: DocStore's writes larger than a point write (``ThreadRule/Exception/pointWrite``) and a
+    /// server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
     /// their bodies to the writer's commit: four threads, so that a large write holds neither the event
     /// loop that serves other connections nor the pool.
     /// Their stacks are as large as an event loop's (8 MiB): a request's body is parsed there, and
     /// the JSON parser recurses up to its nesting limit.
-    static let requestWrites = BlockingWorkThreads(count: 4, name: "docstore.writes", stackSize: 8 << 20)
+    static let writes = BlockingWorkThreads(count: 4, name: "docstore.writes", stackSize: 8 << 20)
 
     /// Rows a read may be asked for and still run on the pool.
     static let shortReadRows = 1000
@@ -164,9 +166,10 @@ extension BlockingWorkThreads {
     }
 }
 
-/// Runs `body` with `threads` as its task executor preference, or where it is when `nil`.
+/// Runs `body` with `threads` as its task executor preference, or — when `nil`, a short read
+/// (``ThreadRule/Exception/shortRead``) — where it is.
 func running<T: Sendable>(on threads: BlockingWorkThreads?, _ body: () async throws -> T) async throws -> T {
-    guard let threads else { return try await body() }
+    guard let threads else { return try await ThreadRule.allowing(.shortRead, body) }
     return try await withTaskExecutorPreference(threads) { try await body() }
 }
 
@@ -177,10 +180,10 @@ package func reading<T: Sendable>(upTo limit: Int?, _ body: () async throws -> T
 }
 
 /// Runs `body`, a server's answer to a request that writes, on DocStore's threads for such requests
-/// (``BlockingWorkThreads/requestWrites``): its body's parsing, hashing and the writer's SQLite work
+/// (``BlockingWorkThreads/writes``): its body's parsing, hashing and the writer's SQLite work
 /// then hold no event loop.
 package func writingApart<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-    try await running(on: .requestWrites, body)
+    try await running(on: .writes, body)
 }
 
 /// Runs `body`, which may hold its thread for milliseconds (a password's PBKDF2 of 100 000 rounds),

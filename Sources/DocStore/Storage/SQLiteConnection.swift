@@ -73,6 +73,7 @@ final class SQLiteConnection: @unchecked Sendable {
     init(path: String) throws {
         // Process-wide settings, made once before the first connection opens.
         SQLiteSettings.apply()
+        ThreadRule.check("open \(path)")
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -145,6 +146,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs one or more SQL statements that return no rows.
     func execute(_ sql: String) throws {
+        ThreadRule.check(sql)
         var message: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &message)
         if rc != SQLITE_OK {
@@ -355,6 +357,7 @@ final class SQLiteStatement {
 
     /// Advances to the next row; returns `false` when the statement is done.
     func step() throws -> Bool {
+        ThreadRule.check(sql)
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

@@ -56,7 +56,7 @@ public actor AttachmentWriter {
     deinit {
         if let staging, !isDone {
             let writer = self.writer
-            Task { await writer.discardStaged(key: staging.key, token: staging.token) }
+            Task { await writer.perform { writer.discardStaged(key: staging.key, token: staging.token) } }
         }
     }
 
@@ -126,8 +126,9 @@ public actor AttachmentWriter {
     }
 
     private func writeChunk(_ chunk: [UInt8]) async throws {
-        if staging == nil { staging = try await waitingForTheLock(of: writer) { try await writer.beginStaging(encoding: encoding) } }
-        try await waitingForTheLock(of: writer) { try await writer.appendStagedChunk(to: staging!.key, at: chunks, chunk) }
+        if staging == nil { staging = try await waitingForTheLock(of: writer) { try writer.beginStaging(encoding: encoding) } }
+        let (key, position) = (staging!.key, chunks)
+        try await waitingForTheLock(of: writer) { try writer.appendStagedChunk(to: key, at: position, chunk) }
         chunks += 1
     }
 
@@ -164,7 +165,10 @@ public actor AttachmentWriter {
                 return Attachment(contentType: contentType, length: decoded, digest: digest, revpos: nil, encoding: encoding,
                                   encodedLength: stored, content: .bytes(Data(buffer)))
             }
-            if !buffer.isEmpty { try await waitingForTheLock(of: writer) { try await writer.appendStagedChunk(to: staging.key, at: chunks, buffer) } }
+            if !buffer.isEmpty {
+                let (position, last) = (chunks, buffer)
+                try await waitingForTheLock(of: writer) { try writer.appendStagedChunk(to: staging.key, at: position, last) }
+            }
             buffer = []
             let content = StagedAttachmentContent(writer: writer, key: staging.key, token: staging.token, digest: digest,
                                                   encoding: encoding, length: decoded, storedLength: stored)
@@ -185,7 +189,7 @@ public actor AttachmentWriter {
         guard !isDone else { return }
         isDone = true
         buffer = []
-        if let staging { await writer.discardStaged(key: staging.key, token: staging.token) }
+        if let staging { await writer.perform { [writer] in writer.discardStaged(key: staging.key, token: staging.token) } }
         staging = nil
     }
 }
@@ -216,6 +220,6 @@ package final class StagedAttachmentContent: Sendable {
 
     deinit {
         let (writer, key, token) = (self.writer, self.key, self.token)
-        Task { await writer.discardStaged(key: key, token: token) }
+        Task { await writer.perform { writer.discardStaged(key: key, token: token) } }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 extension DatabaseWriter {
     /// Creates or updates a `_local` document; `revision` must be its current write counter (the N of
     /// `0-N`) when it exists. Returns the new counter.
-    func putLocal(id: String, body: JSONObject, revision: Int64?) throws -> Int64 {
+    nonisolated func putLocal(id: String, body: JSONObject, revision: Int64?) throws -> Int64 {
         try plainTransaction { connection in
             let locals = LocalDocumentRecords(connection: connection)
             let current = try locals.currentRevision(id: id)
@@ -21,7 +21,7 @@ extension DatabaseWriter {
 
     /// Writes a `_local` document without a conflict check, as CouchDB 3 does: the new revision counts
     /// on from `counter` (the `N` of the `0-N` the writer gave; 0 without one). Returns it.
-    func putLocal(id: String, body: JSONObject, following counter: Int64) throws -> String {
+    nonisolated func putLocal(id: String, body: JSONObject, following counter: Int64) throws -> String {
         try DocumentValidation.validateBody(body)
         let next = counter &+ 1
         try plainTransaction { try LocalDocumentRecords(connection: $0).put(id: id, revision: next, body: body) }
@@ -29,7 +29,7 @@ extension DatabaseWriter {
     }
 
     /// Removes a `_local` document whatever its revision; false if there was none.
-    func removeLocal(id: String) throws -> Bool {
+    nonisolated func removeLocal(id: String) throws -> Bool {
         try plainTransaction { connection in
             let locals = LocalDocumentRecords(connection: connection)
             guard try locals.currentRevision(id: id) != nil else { return false }
@@ -39,7 +39,7 @@ extension DatabaseWriter {
     }
 
     /// Deletes a `_local` document at its current revision.
-    func deleteLocal(id: String, revision: Int64?) throws {
+    nonisolated func deleteLocal(id: String, revision: Int64?) throws {
         try plainTransaction { connection in
             let locals = LocalDocumentRecords(connection: connection)
             guard let current = try locals.currentRevision(id: id) else { throw DocStoreError.notFound("missing") }

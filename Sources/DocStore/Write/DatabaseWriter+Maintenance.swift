@@ -3,22 +3,22 @@ import Foundation
 /// Settings, security, purge, WAL checkpoints and compaction, over the writer's transaction primitive.
 extension DatabaseWriter {
     /// Sets and keeps the revision limit; it applies to every write from now on.
-    func setRevisionsLimit(_ limit: Int) throws {
+    nonisolated func setRevisionsLimit(_ limit: Int) throws {
         try plainTransaction { try Schema.storeRevisionsLimit($0, limit) }
-        revisionsLimit = limit
+        useRevisionsLimit(limit)
     }
 
     /// Keeps the purge-record limit.
-    func setPurgedInfosLimit(_ limit: Int) throws {
+    nonisolated func setPurgedInfosLimit(_ limit: Int) throws {
         try plainTransaction { try Schema.storePurgedInfosLimit($0, limit) }
     }
 
     /// Keeps a security object.
-    func setProperty(_ key: String, _ value: String) throws {
+    nonisolated func setProperty(_ key: String, _ value: String) throws {
         try plainTransaction { try Schema.storeProperty($0, key, value) }
     }
 
-    func setSecurity(_ json: String) throws {
+    nonisolated func setSecurity(_ json: String) throws {
         try plainTransaction { try Schema.storeSecurity($0, json) }
     }
 
@@ -27,8 +27,8 @@ extension DatabaseWriter {
     /// again and moves to a new sequence. Each document's purge takes a sequence in the purge log (which
     /// indexes read). `nil` revisions purge every leaf: the whole document. Returns, per document, the
     /// revisions purged (those that were leaves).
-    func purge(revisions requests: [(id: String, revisions: [RevisionID]?)]) throws -> [(id: String, purged: [RevisionID])] {
-        defer { notifier.committed(upTo: lastSequence) }
+    nonisolated func purge(revisions requests: [(id: String, revisions: [RevisionID]?)]) throws -> [(id: String, purged: [RevisionID])] {
+        defer { notifier.committed(upTo: access.withLock { lastSequence }) }
         return try transaction { records, changes in
             var answers: [(id: String, purged: [RevisionID])] = []
             for (id, revisions) in requests {
@@ -80,14 +80,14 @@ extension DatabaseWriter {
 
     /// Copies what the WAL holds into the database file now (``WALCheckpointer/checkpointNow()``).
     func checkpoint() async throws {
-        try ensureOpen()
+        try access.withLock { try ensureOpen() }
         try await checkpointer.checkpointNow()
     }
 
     /// Drops the bodies of non-leaf revisions, attachment contents nothing refers to and superseded
     /// entries of the changes log, then returns freed pages to the file system. Returns the number of
     /// revision bodies dropped. The work is listed in `tasks` while it runs, document by document.
-    func compact(listedIn tasks: ActiveTaskList) throws -> Int {
+    nonisolated func compact(listedIn tasks: ActiveTaskList) throws -> Int {
         let limit = revisionsLimit
         let dropped: Int = try transaction { records, _ in
             var dropped = 0
@@ -122,12 +122,12 @@ extension DatabaseWriter {
 #if DEBUG
 extension DatabaseWriter {
     /// Overwrites a document's revision tree with garbage; lets tests check corruption handling.
-    func corruptTreeForTesting(id: String) throws {
-        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, tree: [1, 200, 1, 0xFF]) }
+    nonisolated func corruptTreeForTesting(id: String) throws {
+        try ThreadRule.allowing(.testing) { try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, tree: [1, 200, 1, 0xFF]) } }
     }
 
-    func corruptBodyForTesting(id: String) throws {
-        try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, body: Array(#"{"a":"#.utf8)) }
+    nonisolated func corruptBodyForTesting(id: String) throws {
+        try ThreadRule.allowing(.testing) { try access.withLock { try DocumentRecords(connection: connection).overwriteForTesting(id: id, body: Array(#"{"a":"#.utf8)) } }
     }
 }
 #endif

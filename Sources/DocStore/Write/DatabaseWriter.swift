@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// How a new edit treats an existing document.
 enum WritePolicy: Sendable {
@@ -17,28 +18,41 @@ enum WritePolicy: Sendable {
 /// The single writer of a database — the transaction shell: owns the write connection and the
 /// sequence counter, runs every write in a `BEGIN IMMEDIATE` transaction (rolling back and restoring
 /// the counter on failure, publishing the changes on success), and hands each document to a
-/// ``RevisionWriter``. Being an actor, it serialises writes; callers suspend (never block) while
-/// another write runs.
+/// ``RevisionWriter``.
+///
+/// Where writes run: on the writer's own serial executor (a dispatch queue of its own, off the
+/// cooperative pool and off any event loop), through ``perform(_:)``, which callers await; a point write
+/// (``ThreadRule/Exception/pointWrite``) runs where its caller is when no other write holds the
+/// connection (``waitingForTheLock(of:pointWrite:_:)``). The write operations themselves are
+/// synchronous and `nonisolated`: each takes the ``access`` lock for its transaction, and the mutable
+/// state is touched only while that lock is held.
 ///
 /// This file holds the transaction primitive and the document writes; the other jobs are extensions
 /// over that primitive, each in a file of its own: streamed attachment contents
 /// (`DatabaseWriter+Staging.swift`), `_local` documents (`+LocalDocuments`), and settings, security,
 /// purge, WAL checkpoints and compaction (`+Maintenance`).
 actor DatabaseWriter {
-    let connection: SQLiteConnection
-    let notifier: ChangeNotifier
+    /// The writer's own serial executor: every write that is not a point write runs there.
+    nonisolated let executor = SerialQueueExecutor(label: "docstore.writer")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    nonisolated let connection: SQLiteConnection
+    nonisolated let notifier: ChangeNotifier
     /// How many generations each branch keeps: the limit set on the database, else the configuration's.
-    var revisionsLimit: Int
-    let keepsAncestorBodies: Bool
-    let mergesPropertyHistory: Bool
-    /// The highest sequence written (restored when a transaction rolls back).
-    var lastSequence: Int64
-    var isClosed = false
+    nonisolated var revisionsLimit: Int { revisionsLimitValue.load(ordering: .relaxed) }
+    private nonisolated let revisionsLimitValue: Atomic<Int>
+    nonisolated let keepsAncestorBodies: Bool
+    nonisolated let mergesPropertyHistory: Bool
+    /// The highest sequence written (restored when a transaction rolls back). Read and written only
+    /// while ``access`` is held; others read the committed sequence (``ChangeNotifier/committedSequence``).
+    nonisolated(unsafe) var lastSequence: Int64
+    /// Set by ``close()``. Read and written only while ``access`` is held.
+    nonisolated(unsafe) var isClosed = false
     /// Copies the WAL back into the database file on another thread (``WALCheckpointer``).
-    let checkpointer: WALCheckpointer
-    /// Held whenever `connection` is in use: by the actor for each transaction, and by a point read
-    /// that borrows the idle connection (``readIfIdle(_:)``).
-    let access = NSLock()
+    nonisolated let checkpointer: WALCheckpointer
+    /// Held whenever `connection` is in use: by each transaction, and by a point read that borrows the
+    /// idle connection (``readIfIdle(_:)``).
+    nonisolated let access = NSLock()
     /// The database's write validator and the design documents it runs.
     nonisolated let validation = WriteValidation()
     /// How long a write waits for a write lock another connection holds (`waitingForTheLock(of:_:)`).
@@ -88,28 +102,48 @@ actor DatabaseWriter {
         self.connection = connection
         self.notifier = notifier
         do {
-            self.revisionsLimit = try Schema.storedRevisionsLimit(connection) ?? configuration.revisionsLimit
+            self.revisionsLimitValue = Atomic(try Schema.storedRevisionsLimit(connection) ?? configuration.revisionsLimit)
         } catch {
             connection.close()
             throw Database.storageError(error)
         }
-        // From now on the writer's statements never wait for a lock: the actor runs on the cooperative
-        // pool, so a write that meets another process's lock fails at once (WriteLockHeld) and waits
-        // for it off the pool (`waitingForTheLock`).
+        // From now on the writer's statements never wait for a lock: a point write runs where its
+        // caller is, so a write that meets another process's lock fails at once (WriteLockHeld) and
+        // waits for it on a thread of DocStore's own (`waitingForTheLock`).
         connection.busyTimeoutMilliseconds = 0
         self.keepsAncestorBodies = configuration.keepsAncestorBodies
         self.mergesPropertyHistory = configuration.mergesPropertyHistory
     }
 
+    /// Sets the revision limit every write from now on applies (once stored).
+    nonisolated func useRevisionsLimit(_ limit: Int) {
+        revisionsLimitValue.store(limit, ordering: .relaxed)
+    }
+
     func close() async {
-        guard !isClosed else { return }
-        isClosed = true
+        let first = access.withLock {
+            defer { isClosed = true }
+            return !isClosed
+        }
+        guard first else { return }
         await checkpointer.close()
         access.withLock {
             try? Schema.optimize(connection)
             connection.close()
         }
     }
+
+    /// Runs `operation` (one of the writer's synchronous writes) on the writer's executor.
+    func perform<T: Sendable>(_ operation: @Sendable () throws -> T) rethrows -> T {
+        try operation()
+    }
+
+    /// A point write found the connection in use by another write; nothing of it was done.
+    struct Busy: Error {}
+
+    /// Set while a point write runs where its caller is: its transaction then takes the connection
+    /// only if it is free (``Busy`` otherwise), never waiting for another write.
+    @TaskLocal static var writesInline = false
 
     /// Runs a single-statement read on the writer's connection if no write is using it, or returns
     /// `nil` at once (the caller then reads from the pool): a read never waits for a write.
@@ -126,13 +160,14 @@ actor DatabaseWriter {
         return try connection.withoutWaitingForLocks { try body(connection) }
     }
 
-    func ensureOpen() throws {
+    /// - Precondition: ``access`` is held.
+    nonisolated func ensureOpen() throws {
         if isClosed { throw DocStoreError(.databaseClosed, "The database is closed") }
     }
 
     /// Runs `body` in a write transaction; on failure rolls back (restoring the sequence counter) and
     /// rethrows; on success publishes the changes it produced.
-    func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+    nonisolated func transaction<T>(_ body: (DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         var changes: [DocumentChange] = []
         let result = try plainTransaction { connection in
             let records = DocumentRecords(connection: connection, firstWrites: PendingFirstWrites())
@@ -146,12 +181,16 @@ actor DatabaseWriter {
 
     /// Runs `body` in a write transaction on the connection; on failure rolls back (restoring the
     /// sequence counter) and rethrows.
-    func plainTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    nonisolated func plainTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        if DatabaseWriter.writesInline {
+            guard access.try() else { throw Busy() }
+        } else {
+            access.lock()
+        }
+        defer { access.unlock() }
         try ensureOpen()
         let startSequence = lastSequence
         do {
-            access.lock()
-            defer { access.unlock() }
             return try connection.transaction(immediate: true) { try body(connection) }
         } catch let error as SQLiteError where error.isBusy {
             lastSequence = startSequence
@@ -173,7 +212,7 @@ actor DatabaseWriter {
     ///
     /// Each result carries the saved document's id, or the given one when the document failed (the
     /// saved document is moved into its result, never copied).
-    func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
+    nonisolated func write(_ documents: [Document], policy: WritePolicy, newEdits: Bool,
                source: DocumentChange.Source) throws -> [SaveResult] {
         try transaction { records, changes in
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: newEdits) : nil
@@ -210,7 +249,7 @@ actor DatabaseWriter {
     /// Writes documents as new edits in one transaction, all or nothing: the first document that
     /// fails rolls the whole batch back, and its error names it (``DocStoreError/itemIndex``).
     /// A large batch has its bodies prepared ahead as ``write(_:policy:newEdits:source:)`` does.
-    func writeAll(_ documents: [Document], policy: WritePolicy) throws -> [Document] {
+    nonisolated func writeAll(_ documents: [Document], policy: WritePolicy) throws -> [Document] {
         try revisionTransaction { steps, _, changes in
             let pipeline = BodyPipeline.isWorthwhile(for: documents.count) ? BodyPipeline(documents, newEdits: true) : nil
             defer { pipeline?.finish() }
@@ -230,7 +269,7 @@ actor DatabaseWriter {
     /// Writes an import in one transaction, all or nothing: documents with a revision as replicated
     /// revisions (without merging property histories: the file's leaves are reproduced as they are),
     /// the others as new edits of the current revision. Returns the number of revisions written.
-    func importAll(_ documents: [Document], progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> Int {
+    nonisolated func importAll(_ documents: [Document], progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> Int {
         try revisionTransaction { steps, records, changes in
             for (position, input) in documents.enumerated() {
                 if position % 1000 == 0 { progress?(position, documents.count) }
@@ -252,7 +291,7 @@ actor DatabaseWriter {
     }
 
     /// A write transaction with a ``RevisionWriter`` for local edits.
-    func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
+    nonisolated func revisionTransaction<T>(_ body: (inout RevisionWriter, DocumentRecords, inout [DocumentChange]) throws -> T) throws -> T {
         try transaction { records, changes in
             var steps = RevisionWriter(records: records, owner: self, lastSequence: lastSequence, revisionsLimit: revisionsLimit,
                                        keepsAncestorBodies: keepsAncestorBodies,
@@ -273,22 +312,31 @@ actor DatabaseWriter {
 
     // MARK: Another process's write lock
 
-    /// Waits until the write lock of the file at `path` is free (taking and releasing it on a
-    /// connection of its own, on a thread of its own), for at most `timeout`; whether it was.
+    /// Waits until the write lock of the file at `path` is free, for at most `timeout`; whether it was.
+    /// The wait takes and releases the lock on a connection of its own, on one of ``lockWaits``' threads,
+    /// in slices of at most ``lockWaitSlice``, so that any number of waiting writes share those threads
+    /// and none waits behind another's whole timeout.
     static func waitForWriteLock(path: String, for timeout: Duration) async throws -> Bool {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            let thread = Thread {
+        let slice = min(timeout, lockWaitSlice)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            lockWaits.submit {
                 continuation.resume(with: Result {
                     let probe = try SQLiteConnection(path: path)
                     defer { probe.close() }
-                    probe.busyTimeoutMilliseconds = milliseconds(timeout)
+                    probe.busyTimeoutMilliseconds = milliseconds(slice)
                     return try Schema.writeLockIsFree(probe)
                 })
             }
-            thread.name = "docstore.lock-wait"
-            thread.start()
         }
     }
+
+    /// The threads on which writes wait for another connection's write lock: two, whatever the number
+    /// of waiting writes or databases.
+    static let lockWaits = DedicatedThreads(count: 2, name: "docstore.lock-waits")
+
+    /// The longest a write waits for a lock on one of ``lockWaits``' threads before giving it up to the
+    /// next waiting write (and trying its own again).
+    static let lockWaitSlice = Duration.milliseconds(100)
 
     static func milliseconds(_ duration: Duration) -> Int32 {
         let parts = duration.components
@@ -303,35 +351,37 @@ actor DatabaseWriter {
     // Local documents: DatabaseWriter+LocalDocuments.swift; maintenance: DatabaseWriter+Maintenance.swift.
 }
 
-/// Runs `operation` (a call of `writer`) in the caller's isolation; when it finds the file's write lock
-/// held by another connection (``DatabaseWriter/WriteLockHeld``), waits for that lock on a thread of its
-/// own — never on the cooperative pool — and runs it again, until the writer's
+/// Runs `operation` (one of `writer`'s synchronous writes) on the writer's executor — or, for a
+/// `pointWrite` (``ThreadRule/Exception/pointWrite``) when no other write holds the connection, where
+/// the caller is; when it finds the file's write lock held by another connection
+/// (``DatabaseWriter/WriteLockHeld``), waits for that lock on a thread of DocStore's own — never on the
+/// cooperative pool — and runs it again on the writer's executor, until the writer's
 /// ``DatabaseWriter/lockTimeout`` has passed; then fails with ``DocStoreError/Code/databaseLocked``.
-/// Uncontended, it costs nothing but the call.
-func waitingForTheLock<T>(of writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
-                          _ operation: () async throws -> T) async throws -> T {
-    // Validation that runs the app's code (JavaScript's waits for the engine) and a commit that waits
-    // for fsync run off the pool: the writer, a default actor, then runs this write on the task's
-    // preferred executor.
-    let threads: BlockingWorkThreads? = writer.validation.mayRunUserCode ? .userCode : writer.syncsEachCommit ? .files : nil
-    guard let threads else { return try await retryingWhileLocked(writer, operation) }
-    return try await withTaskExecutorPreference(threads, isolation: isolation) {
-        try await retryingWhileLocked(writer, operation)
+func waitingForTheLock<T: Sendable>(of writer: DatabaseWriter, pointWrite: Bool = false,
+                                    _ operation: @Sendable () throws -> T) async throws -> T {
+    // Validation that runs the app's code (JavaScript's waits for the engine) or a commit that waits
+    // for fsync is never a point write.
+    if pointWrite, !writer.validation.mayRunUserCode, !writer.syncsEachCommit {
+        do {
+            return try ThreadRule.allowing(.pointWrite) { try DatabaseWriter.$writesInline.withValue(true) { try operation() } }
+        } catch is DatabaseWriter.Busy {
+            // Another write holds the connection: this one queues behind it on the writer's executor.
+        } catch is DatabaseWriter.WriteLockHeld {
+            // Another process holds the file's lock: the wait and the retries run below.
+        }
     }
-}
-
-private func retryingWhileLocked<T>(_ writer: DatabaseWriter, isolation: isolated (any Actor)? = #isolation,
-                                    _ operation: () async throws -> T) async throws -> T {
     let deadline = ContinuousClock.now + writer.lockTimeout
     while true {
         do {
-            return try await operation()
+            return try await writer.perform(operation)
         } catch let held as DatabaseWriter.WriteLockHeld {
             let left = deadline - ContinuousClock.now
-            guard left > .zero, try await DatabaseWriter.waitForWriteLock(path: writer.path, for: left) else {
+            guard left > .zero else {
                 throw DocStoreError(.databaseLocked, "Another connection held the write lock of \(writer.path) for more than "
                                     + "\(writer.lockTimeout); nothing was written", cause: held.cause)
             }
+            // Free or not after one slice, the write is tried again: the loop ends at the deadline.
+            _ = try await DatabaseWriter.waitForWriteLock(path: writer.path, for: left)
         }
     }
 }
