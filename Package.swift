@@ -185,7 +185,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocStoreCLITests",
-            dependencies: ["DocStore", "docstore", "TestSupport"]
+            dependencies: ["DocStore", "DocSync", "docstore", "TestSupport"]
         ),
     ]
 )

@@ -136,7 +136,8 @@ final class DatabaseRegistry: Sendable {
             if !existed { events.record("created", name) }
             // Every revision the database stores, from any route or replication, counts as a write,
             // and is an update of the database for `/_db_updates`.
-            let batches = database.observeChanges()
+            // Counting is not waiting: this listener does not have the file watched for other processes.
+            let batches = database.observeChanges(watchingOtherConnections: false)
             let (metrics, events) = (self.metrics, self.events)
             Task {
                 for await batch in batches {

@@ -170,6 +170,62 @@ final class PoolStaysFreeTests: XCTestCase {
 
     /// Asks `GET /`, a document and `_changes` of database `other` again and again while `continuing`
     /// holds, each answer a 200: the slowest answer and how many were asked.
+    /// Other processes hold the write locks of six databases, three times as many as there are threads
+    /// for lock waits, with two writes waiting on each: the server answers as it does unloaded, and
+    /// the writes go through once the locks are released.
+    func testTheServerAnswersWhileOtherProcessesHoldManyLocks() async throws {
+        let server = try await TestServer(self)
+        let names = (1...6).map { "held\($0)" }
+        for name in names + ["other"] { await XCTAssertEqualAsync(try await server.request("PUT", "/\(name)").status, 201) }
+        await XCTAssertEqualAsync(try await server.request("PUT", "/other/d", json: ["n": 1]).status, 201)
+        let holder = try OtherProcessLocks(paths: names.map { server.directory.appendingPathComponent("\($0).sqlite").path })
+        defer { holder.release() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let writes = (names + names).enumerated().map { n, db in
+            Task { try await server.request("PUT", "/\(db)/w\(n)", json: ["n": .integer(n)]).status }
+        }
+        let (slowest, probes) = try await probe(server) { clock.now - start < .seconds(2) }
+        XCTAssertLessThan(slowest, Self.answersWithin, "the slowest of \(probes) answers")
+        XCTAssertGreaterThan(probes, 12)
+        holder.release()
+        for write in writes { await XCTAssertEqualAsync(try await write.value, 201) }
+    }
+
+    /// Write locks held by another process: python3's sqlite3 module, in `BEGIN IMMEDIATE` on each file
+    /// until ``release()``.
+    private final class OtherProcessLocks: @unchecked Sendable {
+        // `@unchecked Sendable`: `process` and `input` are set in `init` and only read after; `release`
+        // closing an already closed pipe and waiting for an exited process are harmless.
+        private let process = Process()
+        private let input = Pipe()
+
+        init(paths: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-c", """
+                import sqlite3, sys
+                held = [sqlite3.connect(p, isolation_level=None) for p in sys.argv[1:]]
+                for c in held: c.execute("BEGIN IMMEDIATE")
+                print("held", flush=True)
+                sys.stdin.read()
+                """] + paths
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            // Held once the child says so.
+            let line = output.fileHandleForReading.availableData
+            guard String(decoding: line, as: UTF8.self).hasPrefix("held") else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "python3 could not take the locks"])
+            }
+        }
+
+        func release() {
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+        }
+    }
+
     private func probe(_ server: TestServer, while continuing: () -> Bool) async throws -> (slowest: Duration, probes: Int) {
         let clock = ContinuousClock()
         var slowest: Duration = .zero

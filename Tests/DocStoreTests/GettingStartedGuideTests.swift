@@ -104,7 +104,7 @@ final class GettingStartedGuideTests: XCTestCase {
         let next = page.lastSequence                                 // pass as `since` to continue
 
         let listener = Task {                                        // one batch per committed write
-            for await batch in db.observeChanges() { batch.forEach { print($0.id, $0.source) } }   // .local or .replication
+            for await batch in db.observeChanges() { batch.forEach { print($0.id, $0.source) } }   // .local, .replication, .otherConnection
         }
         db.changeDelegate = myDelegate                               // or a delegate (held weakly)
 

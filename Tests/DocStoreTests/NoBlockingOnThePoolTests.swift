@@ -11,6 +11,10 @@ final class NoBlockingOnThePoolTests: XCTestCase {
         "Sources/DocStore/Write/DatabaseWriter.swift": [
             "NSLock": "`access` guards the writer's connection: writes take it on the writer's own executor; a point write or a point read where its caller runs only tries it (`try()`) and never waits, so the writer waits at most for one point write or single-row read in progress",
         ],
+        "Sources/DocStore/Changes/CommitWatch.swift": [
+            "NSCondition": "the commit watch's own thread sleeps on it between looks and while nobody waits; register, unregister and wake only signal it",
+            ".wait()": "the commit watch's own thread, between looks at the watched files",
+        ],
         "Sources/DocStore/Storage/Executors.swift": [
             "NSCondition": "the threads of DedicatedThreads wait on it for work; no pool thread does",
             ".wait()": "DedicatedThreads' own threads waiting for work",

@@ -58,7 +58,7 @@ final class DatabaseEvents: Sendable {
 
     /// How long events gather before they are written: a busy server writes its events a few times a
     /// second, not once per commit (CouchDB's global changes wait up to 500 ms).
-    static let gathering: Duration = .milliseconds(100)
+    static let gathering: Duration = .milliseconds(50)
 
     /// Writes the pending events, and those that come meanwhile, until there are none.
     private func writePending() async {
@@ -101,6 +101,15 @@ final class DatabaseEvents: Sendable {
 }
 
 extension DocServer {
+    /// Waits for an event after `sequence` in the events database `db`, with every open database
+    /// watched meanwhile for other processes' commits (which are events too).
+    private func waitingForUpdates(_ db: Database, after sequence: Int64, timeout: Duration) async -> Bool? {
+        let watched = registry.openDatabases
+        watched.forEach { $0.beginWatchingOtherConnections() }
+        defer { watched.forEach { $0.endWatchingOtherConnections() } }
+        return await waitForNews(db, after: sequence, timeout: timeout)
+    }
+
     /// `GET /_db_updates` (server admins), as CouchDB 3.3 answers it: each database's latest events,
     /// `{"db_name", "type", "seq"}`, oldest first (`descending=true` newest), after `since` (a sequence
     /// or `now`), at most `limit`; `feed=normal`, `longpoll` (waits up to `timeout` for an event),
@@ -151,7 +160,7 @@ extension DocServer {
 
         if feed == "normal" || feed == "longpoll" {
             var (rows, last) = try await events(after: since, limit: limit)
-            if feed == "longpoll", rows.isEmpty, limit != 0, await waitForNews(db, after: last, timeout: timeout) == true {
+            if feed == "longpoll", rows.isEmpty, limit != 0, await waitingForUpdates(db, after: last, timeout: timeout) == true {
                 (rows, last) = try await events(after: last, limit: limit)
             }
             return Response.json(["results": .array(rows), "last_seq": CouchSequence.json(last)])
@@ -173,7 +182,7 @@ extension DocServer {
                 if !rows.isEmpty { idle = .zero }
                 let wait = heartbeat ?? timeout
                 // A server stopping ends the feed (nil), as it ends a `_changes` feed.
-                guard let committed = await waitForNews(db, after: last, timeout: wait) else { break }
+                guard let committed = await waitingForUpdates(db, after: last, timeout: wait) else { break }
                 if committed { continue }
                 guard heartbeat != nil, !db.isClosed else { break }
                 try await writer.write(ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))

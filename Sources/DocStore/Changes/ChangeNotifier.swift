@@ -22,9 +22,30 @@ final class ChangeNotifier: Sendable {
         var waiters: [Int: (after: Int64, continuation: CheckedContinuation<Bool, Never>)] = [:]
         /// Callers of ``waitUntilFinished()``.
         var finishWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        /// Waits and subscriptions that want other connections' commits seen promptly (``watching``).
+        var watching = 0
     }
 
     private let state = Locked(State())
+
+    /// Called when the first wait or subscription that watches other connections begins: the database
+    /// then has its file polled (``CommitWatch``) until the last one ends.
+    let onFirstWatcher = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Whether a wait or a subscription wants other connections' commits seen promptly.
+    var isWatched: Bool { state.withLock { $0.watching > 0 } }
+
+    func beginWatching() {
+        let first = state.withLock { state -> Bool in
+            state.watching += 1
+            return state.watching == 1
+        }
+        if first { onFirstWatcher.withLock { $0 }?() }
+    }
+
+    func endWatching() {
+        state.withLock { $0.watching -= 1 }
+    }
 
     /// A database released without ``Database/close()`` ends its change streams and wakes its waiters
     /// all the same: a dropped continuation does not end its stream, and the task reading it would wait
@@ -33,11 +54,13 @@ final class ChangeNotifier: Sendable {
 
     /// Delivers a committed batch to every subscriber and wakes the waiters it concerns. Never blocks
     /// (streams buffer).
+    /// The committed sequence moves first: a subscriber that reads ``committedSequence`` as it takes the
+    /// batch (a live query deciding whether its index is behind) sees the batch's.
     func publish(_ batch: [DocumentChange]) {
         guard !batch.isEmpty else { return }
+        committed(upTo: batch.map(\.sequence).max() ?? 0)
         let subscribers = state.withLock { Array($0.subscribers.values) }
         for subscriber in subscribers { subscriber.yield(batch) }
-        committed(upTo: batch.map(\.sequence).max() ?? 0)
     }
 
     /// The highest sequence known to be committed.
@@ -60,6 +83,8 @@ final class ChangeNotifier: Sendable {
     /// again with the sequence read since, any number of times. Returns `false` when the database
     /// closes or the task is cancelled. The timeout passes on `clock`.
     func waitForCommit(after sequence: Int64, timeout: Duration, clock: any Clock<Duration>) async -> Bool {
+        beginWatching()
+        defer { endWatching() }
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -91,8 +116,9 @@ final class ChangeNotifier: Sendable {
         }
     }
 
-    /// A new subscription that ends when the database closes or the consumer stops iterating.
-    func subscribe() -> AsyncStream<[DocumentChange]> {
+    /// A new subscription that ends when the database closes or the consumer stops iterating. While it
+    /// lasts, with `watching`, other connections' commits are looked for (``CommitWatch``).
+    func subscribe(watching: Bool = true) -> AsyncStream<[DocumentChange]> {
         let (stream, continuation) = AsyncStream<[DocumentChange]>.makeStream(bufferingPolicy: .unbounded)
         let id: Int? = state.withLock { state in
             guard !state.isFinished else { return nil }
@@ -104,8 +130,10 @@ final class ChangeNotifier: Sendable {
             continuation.finish()
             return stream
         }
+        if watching { beginWatching() }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            if watching { self?.endWatching() }
         }
         return stream
     }

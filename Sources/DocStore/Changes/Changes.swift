@@ -13,6 +13,10 @@ public struct DocumentChange: Sendable, Hashable {
         case local
         /// A revision inserted by replication (`new_edits=false`).
         case replication
+        /// A write committed by another connection to the same database file — another process's
+        /// (a `docstore` command, an app's helper) — seen once it committed. One change per document,
+        /// at its latest revision.
+        case otherConnection
     }
 
     /// The document id.
@@ -23,7 +27,7 @@ public struct DocumentChange: Sendable, Hashable {
     public let sequence: Int64
     /// Whether the written revision is a deletion.
     public let isDeleted: Bool
-    /// Whether the change was made locally or by replication.
+    /// Whether the change was made locally, by replication or by another connection.
     public let source: DocumentChange.Source
 }
 

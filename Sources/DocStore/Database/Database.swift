@@ -94,6 +94,7 @@ public final class Database: Sendable {
         self.indexReaders = ReaderPool(path: indexFile.path, maximumIdle: configuration.maximumIdleReaders,
                                        attaching: (configuration.fileURL.path, Database.attachedDocumentsSchema),
                                        registersFullTextTokenizer: true)
+        CommitWatch.shared.register(writer, notifier: notifier)
     }
 
     /// The database name.
@@ -221,6 +222,7 @@ public final class Database: Sendable {
         readers.close()
         indexReaders.close()
         await indexWriter.close()
+        CommitWatch.shared.unregister(writer)
         await writer.close()
         notifier.finish()
         configuration.logger.debug("closed \(fileURL.path)")
@@ -394,6 +396,25 @@ public final class Database: Sendable {
     /// ```
     public func observeChanges() -> AsyncStream<[DocumentChange]> {
         notifier.subscribe()
+    }
+
+    /// ``observeChanges()`` for a listener that does not itself wait for news (a server's metrics):
+    /// without `watchingOtherConnections`, other processes' commits reach it only when something else
+    /// watches the database, or at this process's next write.
+    package func observeChanges(watchingOtherConnections: Bool) -> AsyncStream<[DocumentChange]> {
+        notifier.subscribe(watching: watchingOtherConnections)
+    }
+
+    /// Has the database watched for other processes' commits (``CommitWatch``) as a wait for its
+    /// changes would, until the matching ``endWatchingOtherConnections()``: for a feed that waits on
+    /// something else for this database's news (`_db_updates`).
+    package func beginWatchingOtherConnections() {
+        notifier.beginWatching()
+    }
+
+    /// Ends one ``beginWatchingOtherConnections()``.
+    package func endWatchingOtherConnections() {
+        notifier.endWatching()
     }
 
     /// Waits until a change after `sequence` is committed, at most `timeout`; returns whether one was

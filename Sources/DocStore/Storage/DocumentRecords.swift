@@ -183,6 +183,22 @@ struct DocumentRecords {
     }
 
     /// The sequence of the latest entry of the changes log.
+    /// The documents whose latest change lies after `lower` and at or before `upper`, as change
+    /// notifications from `source`, in sequence order: what another connection committed meanwhile.
+    func latestChanges(after lower: Int64, through upper: Int64, source: DocumentChange.Source) throws -> [DocumentChange] {
+        let statement = try connection.prepare(
+            "SELECT d.seq, d.id, d.rev, d.deleted FROM changes c JOIN docs d ON d.doc = c.doc AND d.seq = c.seq WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq")
+        try statement.bind(lower, at: 1)
+        try statement.bind(upper, at: 2)
+        var changes: [DocumentChange] = []
+        while try statement.step() {
+            guard let revision = statement.revision(2) else { continue }
+            changes.append(DocumentChange(id: statement.text(1), revision: revision, sequence: statement.int64(0),
+                                          isDeleted: statement.int64(3) != 0, source: source))
+        }
+        return changes
+    }
+
     func lastChangeSequence() throws -> Int64 {
         try connection.scalarInt("SELECT max(seq) FROM changes") ?? 0
     }

@@ -48,6 +48,12 @@ actor DatabaseWriter {
     nonisolated(unsafe) var lastSequence: Int64
     /// Set by ``close()``. Read and written only while ``access`` is held.
     nonisolated(unsafe) var isClosed = false
+    /// The writer connection's `PRAGMA data_version` when it last looked for other connections'
+    /// commits (``catchUpWithOtherConnections()``). Read and written only while ``access`` is held.
+    nonisolated(unsafe) var knownDataVersion: Int64 = 0
+    /// How many times the file was asked whether another connection committed: every write asks
+    /// once, and ``CommitWatch`` asks while someone waits for changes.
+    nonisolated let otherConnectionChecks = Atomic<Int>(0)
     /// Copies the WAL back into the database file on another thread (``WALCheckpointer``).
     nonisolated let checkpointer: WALCheckpointer
     /// Held whenever `connection` is in use: by each transaction, and by a point read that borrows the
@@ -93,6 +99,7 @@ actor DatabaseWriter {
             try connection.transaction(immediate: true) { try AttachmentRecords(connection: connection).discardAllStaged() }
             let last = try DocumentRecords(connection: connection).lastSequence()
             self.lastSequence = last
+            self.knownDataVersion = try connection.scalarInt("PRAGMA data_version") ?? 0
             notifier.committed(upTo: last)
             self.checkpointer = try WALCheckpointer(writer: connection, synchronous: synchronous)
         } catch {
@@ -187,11 +194,22 @@ actor DatabaseWriter {
         } else {
             access.lock()
         }
-        defer { access.unlock() }
+        var external: (changes: [DocumentChange], last: Int64)?
+        defer {
+            access.unlock()
+            if let external { publishOtherConnections(external) }
+        }
         try ensureOpen()
-        let startSequence = lastSequence
+        var startSequence = lastSequence
         do {
-            return try connection.transaction(immediate: true) { try body(connection) }
+            return try connection.transaction(immediate: true) {
+                // Holding the file's write lock: what other connections committed before is all there is.
+                if let found = try catchUpWithOtherConnections() {
+                    external = found
+                    startSequence = lastSequence
+                }
+                return try body(connection)
+            }
         } catch let error as SQLiteError where error.isBusy {
             lastSequence = startSequence
             throw WriteLockHeld(cause: error)
@@ -308,6 +326,42 @@ actor DatabaseWriter {
         } catch let error as DocStoreError where error.code != .storage {
             throw error.naming(item: position, id: document.hasID ? document.id : nil)
         }
+    }
+
+    // MARK: Other connections' commits
+
+    /// Looks for commits another connection (another process) made to the file since the writer last
+    /// looked: when the connection's `data_version` moved and the file's last sequence passed the
+    /// writer's, takes that sequence as its own (the next write numbers on from it) and returns the
+    /// documents those commits changed, to publish.
+    /// - Precondition: ``access`` is held.
+    nonisolated func catchUpWithOtherConnections() throws -> (changes: [DocumentChange], last: Int64)? {
+        otherConnectionChecks.add(1, ordering: .relaxed)
+        let version = try connection.scalarInt("PRAGMA data_version") ?? 0
+        guard version != knownDataVersion else { return nil }
+        knownDataVersion = version
+        let records = DocumentRecords(connection: connection)
+        let last = try records.lastSequence()
+        guard last > lastSequence else { return nil }
+        let changes = try records.latestChanges(after: lastSequence, through: last, source: .otherConnection)
+        lastSequence = last
+        return (changes, last)
+    }
+
+    /// Asks the file whether another connection committed, and publishes what it did (``CommitWatch``
+    /// calls it while someone waits for changes). Waits for a write in progress: call it on a thread of
+    /// DocStore's own.
+    nonisolated func pollOtherConnections() {
+        let found: (changes: [DocumentChange], last: Int64)? = access.withLock {
+            guard !isClosed, !connection.isClosed else { return nil }
+            return try? catchUpWithOtherConnections()
+        }
+        if let found { publishOtherConnections(found) }
+    }
+
+    private nonisolated func publishOtherConnections(_ found: (changes: [DocumentChange], last: Int64)) {
+        notifier.publish(found.changes)
+        notifier.committed(upTo: found.last)
     }
 
     // MARK: Another process's write lock

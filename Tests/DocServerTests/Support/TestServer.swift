@@ -41,6 +41,9 @@ final class TestServer: Sendable {
         sessionConfiguration.httpShouldSetCookies = false
         sessionConfiguration.timeoutIntervalForRequest = 30
         sessionConfiguration.urlCache = nil
+        // As many clients as a test runs at once, each on a connection of its own (URLSession queues a
+        // seventh request to one host behind the six it has open).
+        sessionConfiguration.httpMaximumConnectionsPerHost = 64
         // Redirects (`_session?next=`) are answers to look at, not to follow.
         session = URLSession(configuration: sessionConfiguration, delegate: NoRedirects(), delegateQueue: nil)
         let server = self.server, directory = self.directory
