@@ -16,7 +16,7 @@ final class CommitWatch: @unchecked Sendable {
 
     private struct Entry {
         weak var writer: DatabaseWriter?
-        let notifier: ChangeNotifier
+        weak var notifier: ChangeNotifier?
     }
 
     private let condition = NSCondition()
@@ -52,7 +52,9 @@ final class CommitWatch: @unchecked Sendable {
         let seconds = Double(Self.interval.components.attoseconds) / 1e18 + Double(Self.interval.components.seconds)
         while true {
             condition.lock()
-            let watched = entries.values.filter { $0.notifier.isWatched }.compactMap(\.writer)
+            // A database released without being closed leaves an entry whose writer is gone.
+            entries = entries.filter { $0.value.writer != nil && $0.value.notifier != nil }
+            let watched = entries.values.filter { $0.notifier?.isWatched == true }.compactMap(\.writer)
             if watched.isEmpty {
                 condition.wait()
                 condition.unlock()
