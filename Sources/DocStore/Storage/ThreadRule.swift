@@ -24,19 +24,22 @@ import Darwin
 /// **The check.** In a debug build, every SQLite step, `exec` and open asks ``check(_:)``. A call that
 /// breaks the rule stops a test process (one whose name ends in `.xctest`, so every `swift test` run)
 /// with a message naming the thread and the statement. `DOCSTORE_THREAD_RULE=fail|log|off` overrides
-/// that for any process (`log` prints each breach to standard error once per statement).
+/// that for any process (`log` prints each breach to standard error, with its stack, once per place).
 /// Release builds check nothing.
 enum ThreadRule {
     /// Work allowed on the caller's thread, wherever that is.
     enum Exception: String, Sendable {
-        /// One statement that returns one document or one row (``Database/readPoint(_:)``,
-        /// ``Database/readNow(_:)``): it never waits for a lock (its busy timeout is off; a reader
-        /// that would wait is done again as an ordinary read).
+        /// A read by key of one document, one row or a fixed few (``Database/readPoint(_:)``,
+        /// ``Database/readNow(_:)``, ``Database/readByKey(consistent:_:)``): in WAL mode it takes no
+        /// lock a writer holds (point reads also turn the busy wait off; one that would wait is done
+        /// again on the threads for long reads).
         case pointRead = "point read"
         /// A read asked for at most ``BlockingWorkThreads/shortReadRows`` rows
         /// (``BlockingWorkThreads/forReading(upTo:)``): WAL readers take no lock a writer holds.
         case shortRead = "short read"
-        /// A write of one small document (``DatabaseWriter/isPointWrite(_:)``) under
+        /// A write of one small document (``DatabaseWriter/isPointWrite(_:)``: at most
+        /// ``DatabaseWriter/pointWriteBytes`` of JSON, no attachment content), or of a small `_local`
+        /// document or setting, under
         /// ``DatabaseConfiguration/Durability/normal`` (its commit appends to the WAL and waits for no
         /// `fsync`) with no validation that runs the app's code: the writer's busy timeout is 0, so
         /// another process's lock fails it at once, and the wait for that lock runs on a thread of
