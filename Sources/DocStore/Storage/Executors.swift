@@ -2,10 +2,10 @@ import Dispatch
 import Foundation
 
 // Threads of DocStore's own, for work that waits and must not hold a thread of Swift's cooperative
-// pool (Docs/Architecture.md): the index writers (which run the app's map functions), `HelpedMap` helpers
-// (which wait for their owner's next input), and the opening of a database file (creating or migrating
-// it), the deletion of its files and the writes of a database whose commits wait for `fsync`, which run
-// with `BlockingWorkThreads.files` as their task executor preference.
+// pool (Docs/Architecture.md): the database writers and index writers (each on a serial executor of its
+// own; the index writers run the app's map functions), `HelpedMap` helpers (which wait for their owner's
+// next input), and the `BlockingWorkThreads` that tasks prefer for opening and deleting files, long
+// reads, the app's code and a server's requests that write.
 
 /// A serial executor on a dispatch queue of its own: an actor using it runs every job there, one at a
 /// time, off the cooperative pool (as GRDB's `SerializedDatabase`); dispatch adds worker threads when
@@ -123,8 +123,7 @@ package final class DedicatedThreads: @unchecked Sendable {
 /// (`withTaskExecutorPreference(…)` or `Task(executorPreference:)`), between its suspension points:
 /// work that may block and so must not hold a thread of the cooperative pool (Docs/Architecture.md).
 final class BlockingWorkThreads: TaskExecutor {
-    /// Opening (creating, migrating) and deleting database files, and the writes of a database whose
-    /// every commit waits for `fsync` (`Durability.full`): two threads.
+    /// Opening (creating, migrating) and deleting database files: two threads.
     static let files = BlockingWorkThreads(count: 2, name: "docstore.files")
     /// Reads that run the app's code as they go — a `_changes` filter predicate (a JavaScript filter
     /// waits there for the engine), a custom reduce: four threads, so that a slow one does not hold
@@ -134,10 +133,10 @@ final class BlockingWorkThreads: TaskExecutor {
     /// that a long scan leaves the pool to short requests.
     static let longReads = BlockingWorkThreads(count: 4, name: "docstore.long-reads")
 
-    /// Writes: DocStore's writes larger than a point write (``ThreadRule/Exception/pointWrite``) and a
-    /// server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
-    /// their bodies to the writer's commit: four threads, so that a large write holds neither the event
-    /// loop that serves other connections nor the pool.
+    /// A server's requests that write — a document, an attachment, `_bulk_docs` — from the parsing of
+    /// their bodies until they hand the write to the database's writer (which commits on its own
+    /// executor, or here for a point write): four threads, so that a large write holds neither the
+    /// event loop that serves other connections nor the pool.
     /// Their stacks are as large as an event loop's (8 MiB): a request's body is parsed there, and
     /// the JSON parser recurses up to its nesting limit.
     static let writes = BlockingWorkThreads(count: 4, name: "docstore.writes", stackSize: 8 << 20)
