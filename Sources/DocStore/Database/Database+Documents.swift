@@ -153,7 +153,7 @@ extension Database {
 
     private func writeOne(_ document: Document, policy: WritePolicy) async throws -> Document {
         try ensureOpen()
-        let results = try await waitingForTheLock(of: writer, pointWrite: DatabaseWriter.isPointWrite([document])) {
+        let results = try await waitingForTheLock(of: writer, pointWrite: DatabaseWriter.isPointWrite(document)) {
             try writer.write([document], policy: policy, newEdits: true, source: .local)
         }
         return try results[0].result.get()

@@ -46,8 +46,7 @@ extension Database {
     public func saveLocalDocument(withID id: String, body: JSONObject, revision: RevisionID? = nil) async throws -> RevisionID {
         try ensureOpen()
         let counter = try Database.localCounter(revision)
-        var budget = DatabaseWriter.pointWriteBytes
-        return RevisionID(localCounter: try await waitingForTheLock(of: writer, pointWrite: body.fits(in: &budget)) {
+        return RevisionID(localCounter: try await waitingForTheLock(of: writer, pointWrite: DatabaseWriter.isPointWrite(body: body)) {
             try writer.putLocal(id: try Database.localID(id), body: body, revision: counter)
         })
     }
@@ -73,8 +72,7 @@ extension Database {
     @discardableResult
     package func writeLocalDocument(withID id: String, body: JSONObject, following counter: Int64?) async throws -> String {
         try ensureOpen()
-        var budget = DatabaseWriter.pointWriteBytes
-        return try await waitingForTheLock(of: writer, pointWrite: body.fits(in: &budget)) {
+        return try await waitingForTheLock(of: writer, pointWrite: DatabaseWriter.isPointWrite(body: body)) {
             try writer.putLocal(id: try Database.localID(id), body: body, following: counter ?? 0)
         }
     }

@@ -3,14 +3,18 @@ extension DatabaseWriter {
     /// (``ThreadRule/Exception/pointWrite``): encoding, hashing and storing it take microseconds.
     static let pointWriteBytes = 16 * 1024
 
-    /// Whether writing `documents` is a point write: one document whose body is at most
-    /// ``pointWriteBytes`` and whose attachments carry no content (stubs, kept from its previous
-    /// revision). Deciding costs a walk of at most that many bytes' worth of the body.
-    static func isPointWrite(_ documents: [Document]) -> Bool {
-        guard documents.count == 1, let document = documents.first else { return false }
-        guard document.attachments.values.allSatisfy(\.isStub) else { return false }
+    /// Whether writing `document` is a point write: its body is a point write's
+    /// (``isPointWrite(body:)``) and its attachments carry no content (stubs, kept from its previous
+    /// revision).
+    static func isPointWrite(_ document: Document) -> Bool {
+        document.attachments.values.allSatisfy(\.isStub) && isPointWrite(body: document.body)
+    }
+
+    /// Whether `body` (a document's, a `_local` document's) is at most ``pointWriteBytes``. Deciding
+    /// costs a walk of at most that many bytes' worth of it.
+    static func isPointWrite(body: JSONObject) -> Bool {
         var budget = pointWriteBytes
-        return document.body.fits(in: &budget)
+        return body.fits(in: &budget)
     }
 }
 
