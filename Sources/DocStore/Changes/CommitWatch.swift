@@ -7,7 +7,7 @@ import Foundation
 /// and publishes what it did. A database nobody waits on is never asked; with no such database the
 /// thread sleeps until a wait begins.
 final class CommitWatch: @unchecked Sendable {
-    // `@unchecked Sendable`: `entries` and `thread` are read and written only while `condition` is
+    // `@unchecked Sendable`: `entries` and `isRunning` are read and written only while `condition` is
     // locked; `run()` calls the writers outside it.
     static let shared = CommitWatch()
 
@@ -21,18 +21,18 @@ final class CommitWatch: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var entries: [ObjectIdentifier: Entry] = [:]
-    private var thread: Thread?
+    private var isRunning = false
+    /// The watch's thread, one of DocStore's own: `run()` is its only work, for the process's life.
+    private let thread = DedicatedThreads(count: 1, name: "docstore.commit-watch")
 
     /// Watches `writer`'s file whenever its `notifier` has a wait that wants other connections' commits.
     func register(_ writer: DatabaseWriter, notifier: ChangeNotifier) {
         notifier.onFirstWatcher.withLock { $0 = { [weak self] in self?.wake() } }
         condition.withLock {
             entries[ObjectIdentifier(writer)] = Entry(writer: writer, notifier: notifier)
-            if thread == nil {
-                let thread = Thread { [self] in run() }
-                thread.name = "docstore.commit-watch"
-                thread.start()
-                self.thread = thread
+            if !isRunning {
+                isRunning = true
+                thread.submit { [self] in run() }
             }
         }
         if notifier.isWatched { wake() }
@@ -48,7 +48,6 @@ final class CommitWatch: @unchecked Sendable {
     }
 
     private func run() {
-        ThreadRule.markOwnThread()
         let seconds = Double(Self.interval.components.attoseconds) / 1e18 + Double(Self.interval.components.seconds)
         while true {
             condition.lock()
